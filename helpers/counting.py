@@ -1,0 +1,439 @@
+"""Deterministic costs: round trips, documents and bytes returned, documents written.
+
+Introduced in notebook 00. On a server backend (a real MongoDB or the embedded SecantusDB) the
+counts come from pymongo's command monitoring: every command the driver sends is one round trip,
+and the documents of each reply batch are counted and measured with ``bson.encode``.
+
+The mock has no wire protocol, so :class:`MockDatabase` wraps mongomock-ng and counts the same
+commands the driver would send for each call (one ``find`` plus a ``getMore`` per further batch
+of 101, then up to 16 MiB, documents; one ``insert`` per 100,000 documents or 48 MB; ...). The
+rules match pymongo's, so the same calls give the same counts on every backend.
+
+Not counted: connection handshakes and heartbeats, ``killCursors`` and ``endSessions`` cleanup.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import bson
+from pymongo import monitoring
+
+__all__ = ["CommandCounter", "counting", "MockDatabase", "MockCollection", "attach_listener_client"]
+
+FIRST_BATCH = 101
+MAX_BATCH_BYTES = 16 * 1024 * 1024
+MAX_WRITE_BATCH = 100_000
+MAX_MESSAGE_BYTES = 48_000_000
+IGNORED = {"hello", "ismaster", "ping", "endsessions", "killcursors", "saslstart", "saslcontinue",
+           "buildinfo", "getlasterror"}
+
+
+@dataclass
+class CommandCounter:
+    """What a block of code cost in deterministic terms."""
+
+    round_trips: int = 0
+    docs_returned: int = 0
+    bytes_returned: int = 0
+    docs_written: int = 0
+    commands: list[str] = field(default_factory=list)
+
+    def add_command(self, name: str) -> None:
+        self.round_trips += 1
+        self.commands.append(name)
+
+    def add_docs(self, docs: list[Any]) -> None:
+        self.docs_returned += len(docs)
+        self.bytes_returned += sum(len(bson.encode(d)) for d in docs)
+
+
+_ACTIVE: list[CommandCounter] = []
+_ACTIVE_LOCK = threading.Lock()
+
+
+@contextmanager
+def counting() -> Iterator[CommandCounter]:
+    """Count every command sent inside the ``with`` block, on any backend."""
+    counter = CommandCounter()
+    with _ACTIVE_LOCK:
+        _ACTIVE.append(counter)
+    try:
+        yield counter
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.remove(counter)
+
+
+def _each(fn: Any) -> None:
+    with _ACTIVE_LOCK:
+        counters = list(_ACTIVE)
+    for c in counters:
+        fn(c)
+
+
+# ---------------------------------------------------------------------------------------------
+# server backends: pymongo command monitoring
+
+class _Listener(monitoring.CommandListener):
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if _ACTIVE and event.command_name.lower() not in IGNORED:
+            _each(lambda c: c.add_command(event.command_name))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        if not _ACTIVE or event.command_name.lower() in IGNORED:
+            return
+        reply = event.reply or {}
+        name = event.command_name
+        docs: list[Any] = []
+        written = 0
+        cursor = reply.get("cursor")
+        if isinstance(cursor, dict):
+            docs = list(cursor.get("firstBatch", cursor.get("nextBatch", [])) or [])
+        if name == "insert" or name == "delete":
+            written = int(reply.get("n", 0))
+        elif name == "update":
+            written = int(reply.get("nModified", 0)) + len(reply.get("upserted", []) or [])
+        elif name == "findAndModify":
+            value = reply.get("value")
+            if value is not None:
+                docs = [value]
+            leo = reply.get("lastErrorObject", {}) or {}
+            written = int(leo.get("n", 0)) if (value is not None or leo.get("upserted") is not None) else 0
+        _each(lambda c: (c.add_docs(docs), setattr(c, "docs_written", c.docs_written + written)))
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+_LISTENER = _Listener()
+
+
+def attach_listener_client() -> monitoring.CommandListener:
+    """The listener every server client is created with (one per process)."""
+    return _LISTENER
+
+
+# ---------------------------------------------------------------------------------------------
+# the mock: the same counts, computed from the calls
+
+def _add(name: str, docs: list[Any] | None = None, written: int = 0) -> None:
+    if not _ACTIVE:
+        return
+
+    def f(c: CommandCounter) -> None:
+        c.add_command(name)
+        if docs:
+            c.add_docs(docs)
+        c.docs_written += written
+
+    _each(f)
+
+
+def _add_docs(docs: list[Any]) -> None:
+    if _ACTIVE:
+        _each(lambda c: c.add_docs(docs))
+
+
+class MockCursor:
+    """A cursor over a mongomock-ng cursor that counts ``find``/``getMore`` like the driver."""
+
+    _CHAIN = {"sort", "limit", "skip", "batch_size", "hint", "max_time_ms", "comment", "collation",
+              "allow_disk_use", "where", "max", "min", "max_scan", "add_option", "remove_option"}
+
+    def __init__(self, inner: Any, command: str, batch_size: int = 0, limit: int = 0) -> None:
+        self._inner = inner
+        self._command = command
+        self._batch_size = batch_size
+        self._limit = limit
+        self._started = False
+        self._in_batch = 0
+        self._batch_bytes = 0
+        self._first = True
+        self._exhausted = False
+        self._returned = 0
+        self._it: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name in self._CHAIN and callable(attr):
+            def chained(*args: Any, **kwargs: Any) -> "MockCursor":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # mongomock-ng: batch_size is a no-op
+                    result = attr(*args, **kwargs)
+                if name == "batch_size":
+                    self._batch_size = int(args[0] if args else kwargs.get("batch_size", 0))
+                elif name == "limit":
+                    self._limit = abs(int(args[0] if args else kwargs.get("limit", 0)))
+                if result is not None and result is not self._inner:
+                    self._inner = result
+                return self
+            return chained
+        return attr
+
+    def explain(self, *args: Any, **kwargs: Any) -> Any:
+        _add("explain")
+        return self._inner.explain(*args, **kwargs)
+
+    def __iter__(self) -> "MockCursor":
+        return self
+
+    def _first_batch_size(self) -> int:
+        n = self._batch_size or FIRST_BATCH
+        if self._limit:
+            n = min(n, self._limit)
+        return n
+
+    def _count_cap(self) -> int:
+        return self._first_batch_size() if self._first else self._batch_size
+
+    def __next__(self) -> Any:
+        if not self._started:
+            self._started = True
+            _add(self._command)
+            self._it = iter(self._inner)
+        try:
+            doc = next(self._it)
+        except StopIteration:
+            if not self._exhausted:
+                self._exhausted = True
+                # a batch that was cut by its count leaves the server cursor open, unless the limit
+                # is reached: the driver then sends one more getMore, which comes back empty
+                limit_reached = bool(self._limit) and self._returned >= self._limit
+                if self._in_batch and self._in_batch == self._count_cap() and not limit_reached:
+                    _add("getMore")
+            raise
+        size = len(bson.encode(doc))
+        if self._first:
+            full = self._in_batch >= self._first_batch_size() or self._batch_bytes + size > MAX_BATCH_BYTES
+        else:
+            full = (self._batch_size and self._in_batch >= self._batch_size) or \
+                self._batch_bytes + size > MAX_BATCH_BYTES
+        if full and self._in_batch:
+            self._first = False
+            self._in_batch = 0
+            self._batch_bytes = 0
+            _add("getMore")
+        self._in_batch += 1
+        self._batch_bytes += size
+        self._returned += 1
+        _add_docs([doc])
+        return doc
+
+    next = __next__
+
+    def to_list(self, length: int | None = None) -> list[Any]:
+        return list(itertools.islice(self, length)) if length else list(self)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "MockCursor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+def _wrap(value: Any, db: "MockDatabase") -> Any:
+    import mongomock_ng
+
+    if isinstance(value, mongomock_ng.Collection):
+        return MockCollection(value, db)
+    return value
+
+
+class MockCollection:
+    """mongomock-ng collection that counts the commands pymongo would send."""
+
+    def __init__(self, inner: Any, database: "MockDatabase") -> None:
+        self._inner = inner
+        self._database = database
+
+    def __getattr__(self, name: str) -> Any:
+        return _wrap(getattr(self._inner, name), self._database)
+
+    def __getitem__(self, name: str) -> "MockCollection":
+        return MockCollection(self._inner[name], self._database)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, MockCollection) and other._inner == self._inner
+
+    def __hash__(self) -> int:
+        return hash(self._inner.full_name)
+
+    def __repr__(self) -> str:
+        return f"MockCollection({self._inner.full_name!r})"
+
+    @property
+    def database(self) -> "MockDatabase":
+        return self._database
+
+    # reads
+    def find(self, *args: Any, **kwargs: Any) -> MockCursor:
+        return MockCursor(self._inner.find(*args, **kwargs), "find",
+                          batch_size=int(kwargs.get("batch_size", 0) or 0),
+                          limit=abs(int(kwargs.get("limit", 0) or 0)))
+
+    def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+        doc = self._inner.find_one(filter, *args, **kwargs)
+        _add("find", [doc] if doc is not None else [])
+        return doc
+
+    def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
+        inner = self._inner.aggregate(pipeline, *args, **kwargs)
+        return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0))
+
+    def count_documents(self, filter: Any, *args: Any, **kwargs: Any) -> int:
+        n = self._inner.count_documents(filter, *args, **kwargs)
+        _add("aggregate", [{"_id": 1, "n": n}] if n else [])
+        return n
+
+    def estimated_document_count(self, *args: Any, **kwargs: Any) -> int:
+        n = self._inner.estimated_document_count(*args, **kwargs)
+        _add("count")
+        return n
+
+    def distinct(self, *args: Any, **kwargs: Any) -> Any:
+        out = self._inner.distinct(*args, **kwargs)
+        _add("distinct")
+        return out
+
+    # writes
+    def insert_one(self, *args: Any, **kwargs: Any) -> Any:
+        result = self._inner.insert_one(*args, **kwargs)
+        _add("insert", written=1)
+        return result
+
+    def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
+        documents = list(documents)
+        result = self._inner.insert_many(documents, *args, **kwargs)
+        if _ACTIVE:
+            batches, n, size = 0, 0, 0
+            for d in documents:
+                s = len(bson.encode(d))
+                if n == 0 or n >= MAX_WRITE_BATCH or size + s > MAX_MESSAGE_BYTES:
+                    batches, n, size = batches + 1, 0, 0
+                n += 1
+                size += s
+            for i in range(batches):
+                _add("insert", written=len(documents) if i == 0 else 0)
+        return result
+
+    def _update(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        result = getattr(self._inner, method)(*args, **kwargs)
+        _add("update", written=result.modified_count + (1 if result.upserted_id is not None else 0))
+        return result
+
+    def update_one(self, *args: Any, **kwargs: Any) -> Any:
+        return self._update("update_one", *args, **kwargs)
+
+    def update_many(self, *args: Any, **kwargs: Any) -> Any:
+        return self._update("update_many", *args, **kwargs)
+
+    def replace_one(self, *args: Any, **kwargs: Any) -> Any:
+        return self._update("replace_one", *args, **kwargs)
+
+    def _delete(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        result = getattr(self._inner, method)(*args, **kwargs)
+        _add("delete", written=result.deleted_count)
+        return result
+
+    def delete_one(self, *args: Any, **kwargs: Any) -> Any:
+        return self._delete("delete_one", *args, **kwargs)
+
+    def delete_many(self, *args: Any, **kwargs: Any) -> Any:
+        return self._delete("delete_many", *args, **kwargs)
+
+    def _find_and_modify(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        doc = getattr(self._inner, method)(*args, **kwargs)
+        _add("findAndModify", [doc] if doc is not None else [], written=1 if doc is not None else 0)
+        return doc
+
+    def find_one_and_update(self, *args: Any, **kwargs: Any) -> Any:
+        return self._find_and_modify("find_one_and_update", *args, **kwargs)
+
+    def find_one_and_replace(self, *args: Any, **kwargs: Any) -> Any:
+        return self._find_and_modify("find_one_and_replace", *args, **kwargs)
+
+    def find_one_and_delete(self, *args: Any, **kwargs: Any) -> Any:
+        return self._find_and_modify("find_one_and_delete", *args, **kwargs)
+
+    def bulk_write(self, requests: Any, ordered: bool = True, **kwargs: Any) -> Any:
+        requests = list(requests)
+        result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
+        if _ACTIVE and requests:
+            def kind(r: Any) -> str:
+                n = type(r).__name__
+                return "insert" if n.startswith("Insert") else "delete" if n.startswith("Delete") else "update"
+            kinds = [kind(r) for r in requests]
+            runs = [k for k, _ in itertools.groupby(kinds)] if ordered else sorted(set(kinds))
+            written = (result.inserted_count + result.modified_count + result.upserted_count
+                       + result.deleted_count)
+            for i, k in enumerate(runs):
+                _add(k, written=written if i == 0 else 0)
+        return result
+
+    def create_index(self, *args: Any, **kwargs: Any) -> Any:
+        _add("createIndexes")
+        return self._inner.create_index(*args, **kwargs)
+
+    def create_indexes(self, *args: Any, **kwargs: Any) -> Any:
+        _add("createIndexes")
+        return self._inner.create_indexes(*args, **kwargs)
+
+    def drop_index(self, *args: Any, **kwargs: Any) -> Any:
+        _add("dropIndexes")
+        return self._inner.drop_index(*args, **kwargs)
+
+    def drop(self, *args: Any, **kwargs: Any) -> Any:
+        _add("drop")
+        return self._inner.drop(*args, **kwargs)
+
+
+class MockDatabase:
+    """mongomock-ng database whose collections count commands like a server backend."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _wrap(getattr(self._inner, name), self)
+
+    def __getitem__(self, name: str) -> MockCollection:
+        return MockCollection(self._inner[name], self)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, MockDatabase) and other._inner == self._inner
+
+    def __hash__(self) -> int:
+        return hash(self._inner.name)
+
+    def __repr__(self) -> str:
+        return f"MockDatabase({self._inner.name!r})"
+
+    def get_collection(self, name: str, *args: Any, **kwargs: Any) -> MockCollection:
+        return MockCollection(self._inner.get_collection(name, *args, **kwargs), self)
+
+    def create_collection(self, name: str, *args: Any, **kwargs: Any) -> MockCollection:
+        _add("create")
+        return MockCollection(self._inner.create_collection(name, *args, **kwargs), self)
+
+    def drop_collection(self, name: Any, *args: Any, **kwargs: Any) -> Any:
+        _add("drop")
+        if isinstance(name, MockCollection):
+            name = name.name
+        return self._inner.drop_collection(name, *args, **kwargs)
+
+    def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
+        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate")
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        _add(str(args[0]) if args and isinstance(args[0], str) else "command")
+        return self._inner.command(*args, **kwargs)

@@ -1,0 +1,190 @@
+"""Measuring query shapes: wall time beside deterministic costs.
+
+Introduced in notebook 00. ``measure`` runs a callable with a warm-up and repeats, times each run
+with ``perf_counter_ns`` and, for the same call, counts round trips, documents and BSON bytes
+returned and documents written (see ``helpers.counting``). Where the backend explains faithfully,
+it also records keys and documents examined and the plan's stages.
+
+Times are shown and plotted, never asserted: on an engine without indexes (the mock) they say
+nothing about a real server. The deterministic costs mean the same on every backend.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from .counting import counting
+
+__all__ = ["Measurement", "measure", "compare", "costs_table", "plot_compare", "plan_summary"]
+
+
+@dataclass
+class Measurement:
+    """One query shape, measured: times (ms) and the deterministic costs of one run."""
+
+    label: str
+    times_ms: list[float]
+    round_trips: int
+    docs_returned: int
+    bytes_returned: int
+    docs_written: int
+    commands: tuple[str, ...]
+    keys_examined: int | None = None
+    docs_examined: int | None = None
+    stages: str | None = None
+    plan_note: str | None = None
+    result: Any = field(default=None, repr=False)
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.times_ms)
+
+    @property
+    def spread_ms(self) -> float:
+        """Interquartile range of the repeats (max - min for fewer than 4 repeats)."""
+        t = sorted(self.times_ms)
+        if len(t) < 4:
+            return t[-1] - t[0]
+        q = statistics.quantiles(t, n=4)
+        return q[2] - q[0]
+
+    def costs(self) -> dict[str, Any]:
+        """The deterministic part: equal on every backend for the same data and calls."""
+        return {"round trips": self.round_trips, "docs returned": self.docs_returned,
+                "bytes returned": self.bytes_returned, "docs written": self.docs_written}
+
+
+def plan_summary(explain: dict) -> tuple[str, int | None, int | None]:
+    """Stages (outermost first), total keys examined and total documents examined of an explain."""
+    stages: list[str] = []
+    keys = docs = None
+
+    def walk(node: Any, in_plan: bool) -> None:
+        nonlocal keys, docs
+        if isinstance(node, dict):
+            if in_plan and "stage" in node and isinstance(node["stage"], str):
+                stages.append(node["stage"])
+            for k, v in node.items():
+                if k == "executionStats" and isinstance(v, dict):
+                    if "totalKeysExamined" in v:
+                        keys = (keys or 0) + int(v["totalKeysExamined"])
+                    if "totalDocsExamined" in v:
+                        docs = (docs or 0) + int(v["totalDocsExamined"])
+                walk(v, in_plan or k in ("winningPlan", "queryPlan"))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, in_plan)
+
+    walk(explain, False)
+    seen: list[str] = []
+    for s in stages:
+        if not seen or seen[-1] != s:
+            seen.append(s)
+    return " > ".join(seen), keys, docs
+
+
+def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1,
+            setup: Callable[[], Any] | None = None, explain: Callable[[], dict] | None = None,
+            explain_kind: str = "index", info: Any = None) -> Measurement:
+    """Time ``fn`` (``warmup`` unmeasured runs, then ``repeat`` timed runs) and count its costs.
+
+    ``setup`` runs before every run, untimed (use it to restore state when ``fn`` writes).
+    A cursor returned by ``fn`` is consumed inside the timing, so lazy queries are measured whole.
+    ``explain`` returns an explain document for the same query; it is used only where the backend
+    explains faithfully: ``explain_kind="index"`` needs ``caps.explain``, ``"regex"`` (prefix
+    regexes, ``_id`` ranges) needs ``caps.explain_regex``. Elsewhere ``plan_note`` says why not.
+    """
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
+
+    def run() -> tuple[float, Any]:
+        if setup is not None:
+            setup()
+        t0 = time.perf_counter_ns()
+        out = fn()
+        if hasattr(out, "__next__") or type(out).__name__ in ("Cursor", "CommandCursor", "MockCursor"):
+            out = list(out)
+        return (time.perf_counter_ns() - t0) / 1e6, out
+
+    for _ in range(warmup):
+        run()
+    times: list[float] = []
+    result: Any = None
+    first = None
+    for i in range(repeat):
+        if i == 0:
+            with counting() as first:
+                t, result = run()
+        else:
+            t, result = run()
+        times.append(t)
+    assert first is not None
+    m = Measurement(label=label, times_ms=times, round_trips=first.round_trips,
+                    docs_returned=first.docs_returned, bytes_returned=first.bytes_returned,
+                    docs_written=first.docs_written, commands=tuple(first.commands), result=result)
+    if explain is not None:
+        if info is None:
+            from .backends import backend_info
+            info = backend_info()
+        faithful = info.caps.explain and (explain_kind != "regex" or info.caps.explain_regex)
+        if faithful:
+            m.stages, m.keys_examined, m.docs_examined = plan_summary(explain())
+        elif not info.caps.explain:
+            m.plan_note = f"{info.engine} cannot explain faithfully: no plan shown"
+        else:
+            m.plan_note = f"{info.engine} explains this query shape wrongly (BACKENDS.md): no plan shown"
+    return m
+
+
+def costs_table(measurements: Iterable[Measurement]) -> Any:
+    """The deterministic costs of several shapes, one row each (a pandas DataFrame)."""
+    import pandas as pd
+
+    rows = [{"shape": m.label, **m.costs()} for m in measurements]
+    return pd.DataFrame(rows).set_index("shape")
+
+
+def compare(measurements: Iterable[Measurement], *, plot: bool = True, title: str | None = None) -> Any:
+    """Side-by-side table of several shapes (times and costs), plus a bar chart if ``plot``."""
+    import pandas as pd
+
+    ms = list(measurements)
+    rows = []
+    for m in ms:
+        row = {"shape": m.label, "median ms": round(m.median_ms, 3), "spread ms": round(m.spread_ms, 3),
+               **m.costs()}
+        if any(x.keys_examined is not None or x.plan_note for x in ms):
+            row.update({"keys examined": m.keys_examined, "docs examined": m.docs_examined,
+                        "plan": m.stages or m.plan_note})
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("shape")
+    if plot:
+        plot_compare(ms, title=title)
+    return table
+
+
+def plot_compare(measurements: Iterable[Measurement], *, title: str | None = None) -> Any:
+    """Bar chart: median time (with spread), round trips and KB returned, one bar per shape."""
+    import matplotlib.pyplot as plt
+
+    ms = list(measurements)
+    labels = [m.label for m in ms]
+    fig, axes = plt.subplots(1, 3, figsize=(13, max(2.5, 0.45 * len(ms) + 1.2)), sharey=True)
+    panels = [
+        ("median wall time, ms (this machine)", [m.median_ms for m in ms], [m.spread_ms / 2 for m in ms]),
+        ("round trips", [m.round_trips for m in ms], None),
+        ("KB returned", [m.bytes_returned / 1024 for m in ms], None),
+    ]
+    for ax, (name, values, err) in zip(axes, panels):
+        ax.barh(labels, values, xerr=err, color="#4C72B0" if err else "#55A868")
+        ax.set_title(name, fontsize=12)
+        ax.invert_yaxis() if ax is axes[0] else None
+        for i, v in enumerate(values):
+            ax.text(v, i, f" {v:,.3g}" if isinstance(v, float) else f" {v:,}", va="center", fontsize=10)
+    if title:
+        fig.suptitle(title, fontsize=13)
+    fig.tight_layout()
+    plt.show()
+    return fig

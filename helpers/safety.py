@@ -1,0 +1,98 @@
+"""Safety: the workbook touches only collections it created, in its own database.
+
+Introduced in notebook 00. Every collection the workbook writes is recorded in a small registry
+collection (``workbook_registry``) in the same database *before* it is first created.
+``reset_workbook`` drops exactly the recorded collections and nothing else: never a collection
+somebody else made, never another database.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+__all__ = [
+    "REGISTRY",
+    "ForeignCollectionError",
+    "workbook_collection",
+    "track_collection",
+    "is_workbook_collection",
+    "workbook_collections",
+    "reset_workbook",
+]
+
+REGISTRY = "workbook_registry"
+
+
+class ForeignCollectionError(RuntimeError):
+    """A collection exists in the workbook's database but the workbook did not create it."""
+
+
+def _existing(db: Any) -> set[str]:
+    return set(db.list_collection_names())
+
+
+def is_workbook_collection(db: Any, name: str) -> bool:
+    """True if ``name`` is recorded as created by the workbook in ``db``."""
+    return db[REGISTRY].count_documents({"_id": name}, limit=1) == 1
+
+
+def workbook_collections(db: Any) -> list[str]:
+    """The recorded workbook collections of ``db`` that exist now, sorted."""
+    recorded = {d["_id"] for d in db[REGISTRY].find({}, {"_id": 1})}
+    return sorted(recorded & _existing(db))
+
+
+def _record(db: Any, name: str) -> None:
+    db[REGISTRY].update_one(
+        {"_id": name},
+        {"$setOnInsert": {"created": _dt.datetime.now(_dt.timezone.utc)}},
+        upsert=True,
+    )
+
+
+def workbook_collection(db: Any, name: str) -> Any:
+    """Return ``db[name]`` for the workbook to write, recording it as workbook-created.
+
+    Raises ``ForeignCollectionError`` if the collection already exists and the workbook did not
+    create it: the workbook never writes into (or later drops) somebody else's data.
+    """
+    if name == REGISTRY:
+        raise ValueError(f"{REGISTRY!r} is the workbook's own registry; pick another collection name")
+    if not is_workbook_collection(db, name):
+        if name in _existing(db):
+            raise ForeignCollectionError(
+                f"The collection {name!r} already exists in database {db.name!r} and was not created "
+                f"by this workbook, so the workbook will not write to it or drop it. Set WORKBOOK_DB "
+                f"to a database of your own (default 'schema_workbook'), or drop {name!r} yourself "
+                f"if you are sure it is disposable."
+            )
+        _record(db, name)
+    return db[name]
+
+
+def track_collection(db: Any, name: str) -> Any:
+    """Lenient form of :func:`workbook_collection` for collections a pattern API writes.
+
+    Records ``name`` if it does not exist yet; an existing collection the workbook did not create
+    is used as it is but stays unrecorded, so ``reset_workbook`` will never drop it.
+    """
+    if not is_workbook_collection(db, name) and name not in _existing(db):
+        _record(db, name)
+    return db[name]
+
+
+def reset_workbook(db: Any) -> list[str]:
+    """Drop every collection this workbook created in ``db``, and nothing else.
+
+    Returns the names dropped, sorted. Collections the workbook did not create are left alone,
+    and no other database is touched. Used by every notebook's setup and by the instructor's reset.
+    """
+    recorded = sorted(d["_id"] for d in db[REGISTRY].find({}, {"_id": 1}))
+    existing = _existing(db)
+    dropped = []
+    for name in recorded:
+        if name in existing:
+            db.drop_collection(name)
+            dropped.append(name)
+    db.drop_collection(REGISTRY)
+    return dropped

@@ -1,0 +1,113 @@
+"""Document sizes: exact BSON bytes, percentiles, plots against the 16 MB limit.
+
+Introduced in notebook 00. ``len(bson.encode(doc))`` is exactly what the server's ``$bsonSize``
+returns, on any engine, so sizes are computed client-side everywhere and agree across backends.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+import bson
+from pymongo.errors import DocumentTooLarge
+
+__all__ = ["MAX_BSON_SIZE", "bson_sizes", "size_summary", "plot_sizes", "check_document_size",
+           "server_bson_sizes", "human_bytes"]
+
+MAX_BSON_SIZE = 16 * 1024 * 1024  # 16,777,216 bytes: MongoDB's document limit
+
+
+def bson_sizes(documents: Any) -> Iterator[int]:
+    """Yield the exact BSON size of each document, in order.
+
+    ``documents`` is any iterable of documents, or a collection (read in ``_id`` order).
+    """
+    if hasattr(documents, "find") and hasattr(documents, "insert_one"):
+        documents = documents.find({}).sort("_id", 1)
+    for doc in documents:
+        yield len(bson.encode(doc))
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KB' (binary units, as MongoDB's 16 MB means 16 MiB)."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def size_summary(sizes: Iterable[int]) -> dict[str, Any]:
+    """Count, total, min, median, p90, p99, max of BSON sizes, and the share of the 16 MB limit."""
+    s = sorted(sizes)
+    if not s:
+        raise ValueError("no sizes: the collection or list is empty")
+
+    def pct(p: float) -> int:  # nearest-rank percentile: always one of the real sizes
+        k = max(0, min(len(s) - 1, int(-(-p * len(s) // 100)) - 1))
+        return s[k]
+
+    return {"documents": len(s), "total bytes": sum(s), "min": s[0], "median": pct(50),
+            "p90": pct(90), "p99": pct(99), "max": s[-1],
+            "max % of 16 MB": round(100 * s[-1] / MAX_BSON_SIZE, 3)}
+
+
+def check_document_size(doc: Any, *, what: str = "document") -> int:
+    """Client-side 16 MB check, for engines that do not enforce the limit themselves.
+
+    Returns the size, or raises pymongo's ``DocumentTooLarge``, saying it is a client-side check.
+    """
+    size = len(bson.encode(doc))
+    if size > MAX_BSON_SIZE:
+        raise DocumentTooLarge(
+            f"client-side check (this engine does not enforce 16 MB; a real MongoDB server would "
+            f"reject it): the {what} is {size:,} bytes of BSON, over the {MAX_BSON_SIZE:,}-byte limit")
+    return size
+
+
+def server_bson_sizes(collection: Any) -> list[int] | None:
+    """Sizes computed by the server with ``$bsonSize`` (``_id`` order), or None if unsupported."""
+    from pymongo.errors import OperationFailure
+
+    try:
+        return [d["s"] for d in collection.aggregate(
+            [{"$sort": {"_id": 1}}, {"$project": {"_id": 0, "s": {"$bsonSize": "$$ROOT"}}}])]
+    except (OperationFailure, NotImplementedError, KeyError):
+        return None
+
+
+def plot_sizes(sizes: Sequence[int] | Iterable[int], *, against: Sequence[float] | None = None,
+               xlabel: str | None = None, label: str | None = None, title: str | None = None,
+               ax: Any = None, limit: bool = True) -> Any:
+    """Plot BSON sizes on a log scale with the 16 MB limit drawn.
+
+    Without ``against``: a histogram of the size distribution (log-spaced bins). With it: size
+    against that quantity (e.g. embedded review count), to see where growth meets the limit.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    sizes = list(sizes)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 4.5))
+    if against is None:
+        lo = max(1, min(sizes))
+        hi = max(max(sizes), MAX_BSON_SIZE if limit else 1) * 1.5
+        bins = np.logspace(np.log10(lo), np.log10(hi), 50)
+        ax.hist(sizes, bins=bins, label=label, alpha=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("document size (bytes of BSON, log scale)")
+        ax.set_ylabel("documents")
+        if limit:
+            ax.axvline(MAX_BSON_SIZE, color="crimson", linestyle="--", label="16 MB limit")
+    else:
+        ax.plot(list(against), sizes, marker=".", label=label)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel or "")
+        ax.set_ylabel("document size (bytes of BSON, log scale)")
+        if limit:
+            ax.axhline(MAX_BSON_SIZE, color="crimson", linestyle="--", label="16 MB limit")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    ax.grid(True, which="major", alpha=0.3)
+    return ax

@@ -1,0 +1,118 @@
+"""The test command behind ``python3 workbook.py test`` (and CI's ``.ci/run``).
+
+Phases, each a pytest run, with one closing line for all of them:
+
+1. unit tests (``tests/``) on every backend: embedded, mock, and ``mongodb``, which is the server
+   in ``MONGODB_URI`` if set, else a SecantusDB *process* started here, so the URI path is real;
+2. every notebook (discovered as ``notebooks/[0-9][0-9]_*.ipynb``) executed and compared with
+   nbval on the embedded backend, on the mock, and on the ``mongodb`` backend.
+
+Extra arguments go to every pytest run (e.g. ``-x`` or ``-k outlier``).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def secantus_process() -> Iterator[str]:
+    """Start ``secantusd-py`` on a free loopback port (in-memory storage); yield its URI."""
+    exe = Path(sys.executable).with_name("secantusd-py")
+    port = free_port()
+    proc = subprocess.Popen([str(exe) if exe.exists() else "secantusd-py", "--host", "127.0.0.1",
+                             "--port", str(port), "--storage-path", ":memory:", "--log-level", "WARNING"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                raise RuntimeError(f"secantusd-py did not start on port {port}: {err}")
+            time.sleep(0.1)
+        yield f"mongodb://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def notebooks() -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _pytest(args: list[str], env: dict[str, str], xml: Path) -> tuple[int, dict[str, int]]:
+    rc = subprocess.call([sys.executable, "-m", "pytest", f"--junitxml={xml}", *args], cwd=ROOT, env=env)
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    if xml.exists():
+        for suite in ET.parse(xml).getroot().iter("testsuite"):
+            total = int(suite.get("tests", 0))
+            failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+            skipped = int(suite.get("skipped", 0))
+            counts["failed"] += failed
+            counts["skipped"] += skipped
+            counts["passed"] += total - failed - skipped
+    return rc, counts
+
+
+def main(extra: list[str]) -> int:
+    base = {k: v for k, v in os.environ.items() if k not in ("WORKBOOK_BACKEND", "WORKBOOK_DB")}
+    base.setdefault("MPLBACKEND", "Agg")
+    base["PYTHONHASHSEED"] = "0"
+    started = time.monotonic()
+    totals = {"passed": 0, "failed": 0, "skipped": 0}
+    results: list[tuple[str, int, dict[str, int]]] = []
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())
+        phases: list[tuple[str, list[str], dict[str, str]]] = [
+            ("unit tests, all backends", ["tests", "-q"], {**base, "WORKBOOK_TEST_URI": uri}),
+        ]
+        nbs = notebooks()
+        nbval = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
+                 "--nbval-sanitize-with", "notebooks/sanitize.cfg", *nbs]
+        offline = {k: v for k, v in base.items() if k != "MONGODB_URI"}
+        if nbs:
+            phases += [
+                ("notebooks on embedded", nbval, {**offline, "WORKBOOK_BACKEND": "embedded"}),
+                ("notebooks on mock", nbval, {**offline, "WORKBOOK_BACKEND": "mock"}),
+                ("notebooks on mongodb", nbval, {**base, "WORKBOOK_BACKEND": "mongodb", "MONGODB_URI": uri}),
+            ]
+        for i, (name, args, env) in enumerate(phases):
+            print(f"\n=== {name} ===", flush=True)
+            t = time.monotonic()
+            rc, counts = _pytest([*args, *extra], env, Path(tmp) / f"phase{i}.xml")
+            print(f"=== {name}: {counts['passed']} passed, {counts['failed']} failed, "
+                  f"{counts['skipped']} skipped in {time.monotonic() - t:.0f} s (exit {rc}) ===", flush=True)
+            results.append((name, rc, counts))
+            for k in totals:
+                totals[k] += counts[k]
+    failed_phases = [n for n, rc, _ in results if rc != 0]
+    print(f"\nAll phases in {time.monotonic() - started:.0f} s; "
+          f"{'failed: ' + ', '.join(failed_phases) if failed_phases else 'every phase passed'}")
+    failed = totals["failed"] or len(failed_phases)  # a phase can fail before counting a test
+    print(f"{totals['passed']} passed, {failed} failed, {totals['skipped']} skipped")
+    return 1 if failed_phases or totals["passed"] == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,88 @@
+"""Fixtures: every test that takes ``db`` runs once per backend, on a fresh database.
+
+``mongodb`` uses ``WORKBOOK_TEST_URI`` (set by ``python3 workbook.py test`` to the server in
+``MONGODB_URI``, or to a SecantusDB process it started), else ``MONGODB_URI``, else starts a
+SecantusDB process here. Each test gets its own database, dropped afterwards: test databases are
+named ``wbtest_<random>`` and are the only databases the tests ever drop.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+
+import pytest
+
+from helpers.backends import Connection, connect
+
+BACKENDS = ["embedded", "mock", "mongodb"]
+
+
+@pytest.fixture(scope="session")
+def _stack():
+    with contextlib.ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
+def test_uri(_stack) -> str:
+    uri = os.environ.get("WORKBOOK_TEST_URI") or os.environ.get("MONGODB_URI")
+    if not uri:
+        from helpers.testrun import secantus_process
+        uri = _stack.enter_context(secantus_process())
+    return uri
+
+
+_CONNECTIONS: dict[str, Connection] = {}
+
+
+@pytest.fixture(scope="session")
+def connections(request):
+    yield _CONNECTIONS
+    for conn in _CONNECTIONS.values():
+        conn.close()
+
+
+def _connection(name: str, connections: dict, request) -> Connection:
+    if name not in connections:
+        uri = request.getfixturevalue("test_uri") if name == "mongodb" else None
+        connections[name] = connect(name, uri=uri, db_name=f"wbtest_{uuid.uuid4().hex[:10]}")
+    return connections[name]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, connections) -> Connection:
+    """The connection of one backend (its ``.info`` has the probed capabilities)."""
+    return _connection(request.param, connections, request)
+
+
+@pytest.fixture(params=["embedded", "mongodb"])
+def server_backend(request, connections) -> Connection:
+    """Only the backends that are real wire-protocol servers (for concurrency tests)."""
+    return _connection(request.param, connections, request)
+
+
+def _fresh_db(conn: Connection):
+    name = f"wbtest_{uuid.uuid4().hex[:10]}"
+    if conn.info.name == "mock":
+        from helpers.counting import MockDatabase
+        db = MockDatabase(conn.client[name])
+    else:
+        db = conn.client[name]
+    return db
+
+
+@pytest.fixture
+def db(backend):
+    """A fresh, empty database on each backend, dropped after the test."""
+    database = _fresh_db(backend)
+    yield database
+    backend.client.drop_database(database.name)
+
+
+@pytest.fixture
+def server_db(server_backend):
+    """A fresh database on each server backend (embedded, mongodb), dropped after the test."""
+    database = _fresh_db(server_backend)
+    yield database
+    server_backend.client.drop_database(database.name)

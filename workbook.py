@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""One command to set up and open the workbook, one to set up and test it (standard library only).
+
+    python3 workbook.py lab     # set up .venv, open JupyterLab at notebooks/00_start_here.ipynb
+    python3 workbook.py test    # set up .venv, run the unit tests and every notebook on every backend
+
+Set-up is a virtual environment in .venv with requirements.txt installed; it is redone only when
+requirements.txt or pyproject.toml change.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+STAMP = VENV / ".workbook-requirements.sha256"
+
+
+def say(msg: str) -> None:
+    print(f"[workbook] {msg}", flush=True)
+
+
+def run(cmd: list[str], env: dict | None = None) -> int:
+    return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
+
+
+def setup() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"[workbook] Python 3.11 or newer is needed; this is {sys.version.split()[0]}. "
+                 f"Run this file with a newer python3.")
+    digest = hashlib.sha256()
+    for name in ("requirements.txt", "pyproject.toml"):
+        digest.update((ROOT / name).read_bytes())
+    want = digest.hexdigest()
+    if not PY.exists():
+        say(f"creating a virtual environment in {VENV.name}/ ...")
+        if run([sys.executable, "-m", "venv", VENV]) != 0:
+            sys.exit("[workbook] could not create .venv (on Debian/Ubuntu: apt install python3-venv)")
+    if STAMP.exists() and STAMP.read_text().strip() == want:
+        return
+    say("installing requirements.txt into .venv (first time: a minute or two) ...")
+    if run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r",
+            ROOT / "requirements.txt"]) != 0:
+        sys.exit("[workbook] pip install -r requirements.txt failed: see the message above.")
+    STAMP.write_text(want)
+
+
+def lab(args: list[str]) -> int:
+    setup()
+    say("opening JupyterLab; stop it with Ctrl+C")
+    return run([PY, "-m", "jupyter", "lab", "notebooks/00_start_here.ipynb", *args])
+
+
+def test(args: list[str]) -> int:
+    setup()
+    return run([PY, "-m", "helpers.testrun", *args])
+
+
+def main() -> int:
+    commands = {"lab": lab, "test": test}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print(__doc__)
+        return 2
+    return commands[sys.argv[1]](sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
