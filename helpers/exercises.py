@@ -1,0 +1,41 @@
+"""Exercises: self-checks that say what is wrong and give a hint.
+
+Introduced in notebook 00. An exercise cell (tag ``exercise``) sets an answer to ``None``; the
+solution cell after it (tag ``solution``) fills it in; student copies drop the solution cells.
+A check never raises: an unfinished exercise reports "not done yet" with its hint, so a student
+copy still runs top to bottom.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["check", "results"]
+
+_RESULTS: dict[str, bool] = {}
+
+
+def check(exercise: str, answer: Any, test: Callable[[Any], str | None], hint: str) -> bool:
+    """Check ``answer`` with ``test`` (returns None when right, else what is wrong).
+
+    Prints one line (the same on every backend) and returns True when the answer is right.
+    """
+    if answer is None or answer is Ellipsis:
+        print(f"Exercise {exercise}: not done yet. Hint: {hint}")
+        _RESULTS[exercise] = False
+        return False
+    try:
+        problem = test(answer)
+    except Exception as e:  # a wrong shape of answer should teach, not crash
+        problem = f"checking it raised {type(e).__name__}: {e}"
+    if problem:
+        print(f"Exercise {exercise}: not right yet: {problem}. Hint: {hint}")
+        _RESULTS[exercise] = False
+        return False
+    print(f"Exercise {exercise}: correct.")
+    _RESULTS[exercise] = True
+    return True
+
+
+def results() -> dict[str, bool]:
+    """Which exercises of this kernel session passed (for the progress report)."""
+    return dict(_RESULTS)
