@@ -1,0 +1,471 @@
+"""Load the workbook's datasets into a database: real extracts from ``datasets/`` and seeded ones.
+
+Introduced in notebook 00; every lesson's setup cell calls ``load_dataset``::
+
+    from helpers.datasets import load_dataset
+    load_dataset("adsb_reports", db)              # scale from WORKBOOK_SCALE, default "small"
+    load_dataset("posts", db, scale=2000)         # 2,000 posts (the parent records)
+
+What a load guarantees:
+
+* **Checked input.** Each file's sha256 is compared with ``datasets/checksums.sha256`` first; a
+  changed, truncated or missing file, a missing column or a malformed row raises one
+  :class:`DatasetError` naming the file, the line and the field, and what to do about it.
+* **All or nothing.** Documents go into ``<target>__staging`` in batches; only a complete load is
+  renamed onto the target (``dropTarget=True``). On any error the staging collection is dropped and
+  the target is left exactly as it was.
+* **Same result every time.** ``_id`` values are natural keys (or generation order), so loading
+  again replaces the collection with identical documents; never duplicates.
+* **Only the workbook's collections.** Target and staging go through
+  ``helpers.safety.workbook_collection``, which refuses a collection somebody else created.
+
+Missing values: an empty CSV cell becomes an *absent* field (query it with ``$exists``), never
+``None``. Datetimes are naive UTC, as pymongo returns them.
+
+Scale: ``"small"`` (the classroom default: at most about 20,000 documents, a few seconds even on
+the mock), ``"full"``, or an ``int``: the number of parent records (aircraft for ``adsb_reports``
+and ``nyc_flights``, countries for ``airports``, posts for ``posts``, ...), picked evenly spaced
+over the sorted parent keys so every scale is a spread-out, repeatable sample.
+``WORKBOOK_SCALE`` sets the default; ``WORKBOOK_DATASETS`` points at another folder with the same
+layout (and its own ``checksums.sha256``).
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import gzip
+import hashlib
+import io
+import json
+import os
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from tqdm.auto import tqdm
+
+from . import generators
+from .safety import workbook_collection
+
+__all__ = [
+    "DatasetError",
+    "LoadResult",
+    "DATASETS_DIR",
+    "BATCH_SIZE",
+    "SEED",
+    "dataset_names",
+    "dataset_info",
+    "datasets_dir",
+    "default_scale",
+    "load_dataset",
+]
+
+DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
+BATCH_SIZE = 2_000
+#: the seed of every generated dataset: the same documents on every run and machine
+SEED = 7
+_EPOCH = _dt.datetime(1970, 1, 1)
+_RESTORE = ("restore it with `git checkout -- datasets/{name}` or rebuild it with "
+            "`python datasets/provenance.py`")
+
+
+class DatasetError(Exception):
+    """A dataset file is missing, changed, truncated or malformed; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What :func:`load_dataset` loaded: documents per collection, the scale and the time taken."""
+
+    dataset: str
+    scale: str | int
+    counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        """All documents loaded, over every collection."""
+        return sum(self.counts.values())
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{name}: {count:,}" for name, count in self.counts.items())
+        return f"{self.dataset} ({self.scale}): {parts} documents in {self.seconds:.1f} s"
+
+
+# ------------------------------------------------------------------------------------------
+# Locations, scale, checksums
+# ------------------------------------------------------------------------------------------
+def datasets_dir() -> Path:
+    """The folder read: ``WORKBOOK_DATASETS`` if set, else the repository's ``datasets/``."""
+    return Path(os.environ.get("WORKBOOK_DATASETS") or DATASETS_DIR)
+
+
+def default_scale() -> str | int:
+    """``WORKBOOK_SCALE`` ("small", "full" or a number), else "small"."""
+    return _check_scale(os.environ.get("WORKBOOK_SCALE") or "small", "WORKBOOK_SCALE")
+
+
+def _check_scale(scale: Any, where: str = "scale") -> str | int:
+    if isinstance(scale, str) and scale.strip().isdigit():
+        scale = int(scale)
+    if isinstance(scale, bool) or not (scale in ("small", "full") or (isinstance(scale, int) and scale >= 0)):
+        raise DatasetError(f"{where} must be 'small', 'full' or a number of parent records >= 0, "
+                           f"not {scale!r}")
+    return scale
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify(folder: Path, name: str) -> Path:
+    """Check ``folder/name`` against ``folder/checksums.sha256``; return its path."""
+    path = folder / name
+    sums = folder / "checksums.sha256"
+    if not path.is_file():
+        raise DatasetError(f"{path}: the file is missing; " + _RESTORE.format(name=name) + ".")
+    if not sums.is_file():
+        raise DatasetError(f"{sums}: the checksum list is missing, so {name} cannot be verified; "
+                           "restore it with `git checkout -- datasets/checksums.sha256` or rerun "
+                           "`python datasets/provenance.py`.")
+    expected = None
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        digest, _, listed = line.strip().partition("  ")
+        if listed.lstrip("*") == name:
+            expected = digest.lower()
+    if expected is None:
+        raise DatasetError(f"{sums}: no checksum listed for {name}; rerun "
+                           "`python datasets/provenance.py` to rewrite the list.")
+    actual = _sha256(path)
+    if actual != expected:
+        raise DatasetError(f"{path}: checksum mismatch (sha256 {actual[:12]}..., expected "
+                           f"{expected[:12]}...): the file was changed or truncated; "
+                           + _RESTORE.format(name=name) + ".")
+    return path
+
+
+# ------------------------------------------------------------------------------------------
+# Reading and typing rows
+# ------------------------------------------------------------------------------------------
+def _to_int(text: str) -> int:
+    return int(text)
+
+
+def _to_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _to_epoch(text: str) -> _dt.datetime:
+    return _EPOCH + _dt.timedelta(seconds=int(text))
+
+
+def _to_hex6(text: str) -> str:
+    if len(text) != 6 or text.strip("0123456789abcdef"):
+        raise ValueError("not a 6-digit lowercase hex icao24 address")
+    return text
+
+
+def _to_yn(text: str) -> bool:
+    if text.upper() not in ("Y", "N"):
+        raise ValueError("expected Y or N")
+    return text.upper() == "Y"
+
+
+_TYPE_NAMES = {str: "text", _to_int: "an integer", _to_float: "a number",
+               _to_epoch: "integer epoch seconds", _to_hex6: "6-digit hex", _to_yn: "Y or N"}
+
+# column -> (converter, required, document field); required fields may not be empty
+Fields = dict[str, tuple[Callable[[str], Any], bool, str]]
+
+
+def _rows(path: Path, fields: Fields) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, typed document without _id)`` for each row of a CSV (or .csv.gz)."""
+    name = path.name
+    try:
+        raw = gzip.open(path, "rt", encoding="utf-8", newline="") if name.endswith(".gz") \
+            else open(path, encoding="utf-8", newline="")
+        with raw as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                raise DatasetError(f"{path}: line 1: the file is empty (no header); "
+                                   + _RESTORE.format(name=name) + ".")
+            missing = [col for col in fields if col not in header]
+            if missing:
+                raise DatasetError(f"{path}: line 1: missing column {missing[0]!r} in the header "
+                                   f"(found {', '.join(header)}); " + _RESTORE.format(name=name) + ".")
+            index = [(header.index(col), col, conv, req, key)
+                     for col, (conv, req, key) in fields.items()]
+            for row in reader:
+                line = reader.line_num
+                if len(row) != len(header):
+                    raise DatasetError(f"{path}: line {line}: {len(row)} fields instead of "
+                                       f"{len(header)} (field {header[min(len(row), len(header)) - 1]!r}); "
+                                       + _RESTORE.format(name=name) + ".")
+                doc: dict[str, Any] = {}
+                for i, col, conv, req, key in index:
+                    text = row[i]
+                    if text == "":
+                        if req:
+                            raise DatasetError(f"{path}: line {line}: field {col!r} is empty but "
+                                               "required; " + _RESTORE.format(name=name) + ".")
+                        continue
+                    try:
+                        doc[key] = conv(text)
+                    except (ValueError, OverflowError) as exc:
+                        raise DatasetError(
+                            f"{path}: line {line}: field {col!r} = {text!r} is not "
+                            f"{_TYPE_NAMES.get(conv, 'valid')} ({exc}); " + _RESTORE.format(name=name) + "."
+                        ) from None
+                yield line, doc
+    except DatasetError:
+        raise
+    except (EOFError, OSError, zlib.error, UnicodeDecodeError, csv.Error) as exc:
+        where = f"line {reader.line_num + 1}" if "reader" in locals() else "line 1"
+        raise DatasetError(f"{path}: {where}: cannot read the file, it is truncated or corrupt "
+                           f"({type(exc).__name__}: {exc}); " + _RESTORE.format(name=name) + ".") from None
+
+
+def _pick(keys: Iterable[Any], n: int | None) -> set[Any] | None:
+    """``n`` keys evenly spaced over the sorted keys (``None`` = all)."""
+    if n is None:
+        return None
+    ordered = sorted(set(keys))
+    if n >= len(ordered):
+        return set(ordered)
+    return {ordered[i * len(ordered) // n] for i in range(n)}
+
+
+def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], Any],
+                 parent: str | None = None) -> Callable[[Path, int | None], Iterator[dict[str, Any]]]:
+    """A source reading ``file``; with ``parent``, keep only the rows of ``n`` parent keys."""
+
+    def source(folder: Path, n: int | None) -> Iterator[dict[str, Any]]:
+        path = _verify(folder, file)
+        chosen = None
+        if parent is not None and n is not None:
+            chosen = _pick((doc[parent] for _, doc in _rows(path, fields) if parent in doc), n)
+        for _, doc in _rows(path, fields):
+            if chosen is not None and doc.get(parent) not in chosen:
+                continue
+            yield {"_id": make_id(doc), **doc}
+
+    source.file = file  # type: ignore[attr-defined]
+    return source
+
+
+def _pop(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda doc: doc.pop(key)
+
+
+_ADSB: Fields = {
+    "timestamp": (_to_epoch, True, "timestamp"), "icao24": (_to_hex6, True, "icao24"),
+    "callsign": (str, False, "callsign"), "lat": (_to_float, False, "lat"),
+    "lon": (_to_float, False, "lon"), "altitude": (_to_float, False, "altitude"),
+    "groundspeed": (_to_float, False, "groundspeed"), "track": (_to_float, False, "track"),
+    "vertical_rate": (_to_float, False, "vertical_rate"),
+}
+_AIRLINES: Fields = {
+    "airline_id": (_to_int, True, "airline_id"), "name": (str, True, "name"),
+    "alias": (str, False, "alias"), "iata": (str, False, "iata"), "icao": (str, False, "icao"),
+    "callsign": (str, False, "callsign"), "country": (str, False, "country"),
+    "active": (_to_yn, True, "active"),
+}
+_CARRIERS: Fields = {"carrier": (str, True, "carrier"), "name": (str, True, "name"),
+                     "icao": (str, True, "icao")}
+_PLANES: Fields = {
+    "tailnum": (str, True, "tailnum"), "icao24": (_to_hex6, True, "icao24"),
+    "year": (_to_int, False, "year"), "type": (str, False, "type"),
+    "manufacturer": (str, False, "manufacturer"), "model": (str, False, "model"),
+    "engines": (_to_int, False, "engines"), "seats": (_to_int, False, "seats"),
+    "speed": (_to_int, False, "speed"), "engine": (str, False, "engine"),
+}
+_FLIGHTS: Fields = {
+    "year": (_to_int, True, "year"), "month": (_to_int, True, "month"), "day": (_to_int, True, "day"),
+    "dep_time": (_to_int, False, "dep_time"), "arr_time": (_to_int, False, "arr_time"),
+    "carrier": (str, True, "carrier"), "flight": (_to_int, True, "flight"),
+    "tailnum": (str, False, "tailnum"), "origin": (str, True, "origin"), "dest": (str, True, "dest"),
+    "air_time": (_to_int, False, "air_time"), "distance": (_to_int, True, "distance"),
+}
+_AIRPORTS: Fields = {
+    "icao": (str, True, "icao"), "iata": (str, False, "iata"), "name": (str, True, "name"),
+    "city": (str, False, "city"), "subd": (str, False, "subd"), "country": (str, True, "country"),
+    "lat": (_to_float, True, "lat"), "lon": (_to_float, True, "lon"),
+}
+
+
+def _flight_id(doc: dict[str, Any]) -> str:
+    return (f"{doc['year']}-{doc['month']:02d}-{doc['day']:02d} "
+            f"{doc['carrier']}{doc['flight']} {doc['origin']}")
+
+
+def _flare(folder: Path, n: int | None) -> Iterator[dict[str, Any]]:
+    path = _verify(folder, "flare.json")
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", "?")
+        raise DatasetError(f"{path}: line {line}: not valid JSON ({exc}); "
+                           + _RESTORE.format(name="flare.json") + ".") from None
+    if not isinstance(items, list):
+        raise DatasetError(f"{path}: line 1: expected a JSON list of nodes; "
+                           + _RESTORE.format(name="flare.json") + ".")
+    for number, item in enumerate(items, start=1):
+        for key, kind, required in (("id", int, True), ("name", str, True), ("parent", int, False),
+                                    ("size", int, False)):
+            value = item.get(key) if isinstance(item, dict) else None
+            if (value is None and required) or (value is not None and not isinstance(value, kind)):
+                raise DatasetError(f"{path}: node {number}: field {key!r} = {value!r} is not "
+                                   f"{'an integer' if kind is int else 'text'}; "
+                                   + _RESTORE.format(name="flare.json") + ".")
+        doc = {"_id": item["id"], "name": item["name"]}
+        for key in ("parent", "size"):
+            if key in item:
+                doc[key] = item[key]
+        yield doc
+
+
+_flare.file = "flare.json"  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    collections: tuple[str, ...]
+    small: int | None  # parent records at "small"; None = the whole dataset
+    full: int | None  # parent records at "full"; None = the whole file
+    parent: str  # what an int scale counts
+    source: Callable[[Path, int | None], Any]
+    generated: bool = False
+
+
+def _generated(fn: Callable[..., Any]) -> Callable[[Path, int | None], Any]:
+    return lambda folder, n: fn(n, SEED)
+
+
+_SPECS: dict[str, _Spec] = {
+    "adsb_reports": _Spec(("adsb_reports",), 100, None, "aircraft (icao24)",
+                          _csv_dataset("adsb_switzerland.csv.gz", _ADSB,
+                                       lambda d: f"{d['icao24']}:{int((d['timestamp'] - _EPOCH).total_seconds())}",
+                                       parent="icao24")),
+    "airlines": _Spec(("airlines",), None, None, "airlines",
+                      _csv_dataset("openflights_airlines.csv", _AIRLINES, _pop("airline_id"),
+                                   parent="airline_id")),
+    "nyc_carriers": _Spec(("nyc_carriers",), None, None, "carriers",
+                          _csv_dataset("nyc_carriers.csv", _CARRIERS, _pop("carrier"), parent="carrier")),
+    "nyc_planes": _Spec(("nyc_planes",), None, None, "planes",
+                        _csv_dataset("nyc_planes.csv", _PLANES, _pop("tailnum"), parent="tailnum")),
+    "nyc_flights": _Spec(("nyc_flights",), 1000, None, "planes (tailnum)",
+                         _csv_dataset("nyc_flights_2013_01.csv.gz", _FLIGHTS, _flight_id, parent="tailnum")),
+    "flare": _Spec(("flare",), None, None, "nodes (always the whole tree)", _flare),
+    "airports": _Spec(("airports",), 100, None, "countries",
+                      _csv_dataset("airports.csv.gz", _AIRPORTS, _pop("icao"), parent="country")),
+    "products": _Spec(("products",), 1_000, 20_000, "products",
+                      _generated(generators.products_with_reviews), generated=True),
+    "posts": _Spec(("posts",), 1_000, 10_000, "posts",
+                   _generated(generators.posts_with_comments), generated=True),
+    "authors_books": _Spec(("authors", "books"), 30, 1_000, "authors",
+                           _generated(generators.authors_and_books), generated=True),
+    "categories": _Spec(("categories",), 10, 100, "top-level categories",
+                        _generated(generators.category_tree), generated=True),
+}
+
+
+def dataset_names() -> list[str]:
+    """The names :func:`load_dataset` accepts, sorted."""
+    return sorted(_SPECS)
+
+
+def dataset_info(name: str) -> dict[str, Any]:
+    """Where a dataset comes from and what its scales mean (for notebooks' setup cells)."""
+    spec = _spec(name)
+    return {"name": name, "collections": list(spec.collections),
+            "file": getattr(spec.source, "file", None), "generated": spec.generated,
+            "parent": spec.parent, "small": spec.small or "all", "full": spec.full or "all"}
+
+
+def _spec(name: str) -> _Spec:
+    if name not in _SPECS:
+        raise DatasetError(f"unknown dataset {name!r}; choose one of: {', '.join(dataset_names())}")
+    return _SPECS[name]
+
+
+# ------------------------------------------------------------------------------------------
+# Loading
+# ------------------------------------------------------------------------------------------
+def _targets(spec: _Spec, collection: str | None) -> tuple[str, ...]:
+    if collection is None:
+        return spec.collections
+    if len(spec.collections) == 1:
+        return (collection,)
+    return tuple(f"{collection}_{c}" for c in spec.collections)  # a prefix for multi-collection
+
+
+def _batches(docs: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
+                 collection: str | None = None) -> LoadResult:
+    """Load dataset ``name`` into ``db``, replacing the collection(s) as a whole.
+
+    ``scale``: "small" (default, or ``WORKBOOK_SCALE``), "full", or the number of parent records.
+    ``collection``: another target name (for ``authors_books``, a prefix: ``<prefix>_authors``,
+    ``<prefix>_books``). Returns a :class:`LoadResult` with the documents per collection.
+    Raises :class:`DatasetError` (and leaves every target as it was) if the input is bad.
+    Introduced in notebook 00; each lesson's setup cell calls it.
+    """
+    spec = _spec(name)
+    scale = default_scale() if scale is None else _check_scale(scale)
+    n = spec.small if scale == "small" else spec.full if scale == "full" else int(scale)
+    if spec.generated and n is None:
+        n = spec.small
+    targets = _targets(spec, collection)
+    start = time.perf_counter()
+    # the safety contract first: refuse foreign collections before touching anything
+    staging = {}
+    for target in targets:
+        workbook_collection(db, target)
+        staging[target] = f"{target}__staging"
+        workbook_collection(db, staging[target])
+    counts = {target: 0 for target in targets}
+    try:
+        for target in targets:
+            db.drop_collection(staging[target])
+            db.create_collection(staging[target])
+        produced = spec.source(datasets_dir(), n)
+        parts = produced if len(targets) > 1 else (produced,)
+        progress = tqdm(desc=f"loading {name}", unit=" docs", delay=1.0,
+                        disable=bool(os.environ.get("CI")), leave=False)
+        with progress:
+            for target, docs in zip(targets, parts):
+                coll = db[staging[target]]
+                for batch in _batches(docs, BATCH_SIZE):
+                    coll.insert_many(batch, ordered=True)
+                    counts[target] += len(batch)
+                    progress.update(len(batch))
+        for target in targets:
+            db[staging[target]].rename(target, dropTarget=True)
+    except BaseException:
+        for target in targets:
+            try:
+                db.drop_collection(staging[target])
+            except Exception:  # pragma: no cover - keep the original error
+                pass
+        raise
+    return LoadResult(name, scale, counts, round(time.perf_counter() - start, 3))
