@@ -100,8 +100,6 @@ def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int =
         raise ValueError("repeat must be at least 1")
 
     def run() -> tuple[float, Any]:
-        if setup is not None:
-            setup()
         t0 = time.perf_counter_ns()
         out = fn()
         if hasattr(out, "__next__") or type(out).__name__ in ("Cursor", "CommandCursor", "MockCursor"):
@@ -109,11 +107,15 @@ def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int =
         return (time.perf_counter_ns() - t0) / 1e6, out
 
     for _ in range(warmup):
+        if setup is not None:
+            setup()
         run()
     times: list[float] = []
     result: Any = None
     first = None
     for i in range(repeat):
+        if setup is not None:
+            setup()  # untimed and uncounted
         if i == 0:
             with counting() as first:
                 t, result = run()

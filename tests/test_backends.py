@@ -1,0 +1,111 @@
+"""Backends: choice by environment, the 5-second failure, redaction, probed capabilities."""
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from helpers import backends
+from helpers.backends import BackendError, connect, redact_uri
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens once the socket is closed
+
+
+def test_unreachable_uri_fails_fast_and_never_shows_the_password():
+    secret = "s3cr%21t-Pa55"
+    uri = f"mongodb://teacher:{secret}@127.0.0.1:{_closed_port()}/?authSource=admin"
+    t0 = time.monotonic()
+    with pytest.raises(BackendError) as err:
+        connect("mongodb", uri=uri, db_name="wbtest_unreachable")
+    elapsed = time.monotonic() - t0
+    message = str(err.value)
+    assert elapsed < 5.0, f"took {elapsed:.1f} s"
+    assert "MONGODB_URI" in message
+    assert "teacher:****@127.0.0.1" in message
+    assert secret not in message and "s3cr!t-Pa55" not in message
+    assert "WORKBOOK_BACKEND=embedded" in message  # says how to run offline
+    assert err.value.__cause__ is None and err.value.__context__ is None or secret not in repr(err.value.__context__)
+
+
+def test_auto_with_unreachable_uri_does_not_silently_go_offline(monkeypatch):
+    monkeypatch.setenv("MONGODB_URI", f"mongodb://127.0.0.1:{_closed_port()}")
+    monkeypatch.delenv("WORKBOOK_BACKEND", raising=False)
+    with pytest.raises(BackendError, match="MONGODB_URI"):
+        connect(db_name="wbtest_auto")
+
+
+@pytest.mark.parametrize("uri, shown", [
+    ("mongodb://u:p@h:1/db", "mongodb://u:****@h:1/db"),
+    ("mongodb+srv://user:pa%40ss@cluster0.example.net/?retryWrites=true",
+     "mongodb+srv://user:****@cluster0.example.net/?retryWrites=true"),
+    ("mongodb://localhost:27017", "mongodb://localhost:27017"),
+    ("mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:x&password=abc", "mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:x&password=****"),
+])
+def test_redact_uri(uri, shown):
+    assert redact_uri(uri) == shown
+
+
+def test_bad_backend_and_db_names_are_explained(monkeypatch):
+    with pytest.raises(BackendError, match="WORKBOOK_BACKEND='sqlite'"):
+        connect("sqlite")
+    with pytest.raises(BackendError, match="WORKBOOK_DB='admin'"):
+        connect("mock", db_name="admin")
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    with pytest.raises(BackendError, match="needs MONGODB_URI"):
+        connect("mongodb", db_name="wbtest_x")
+
+
+def test_auto_falls_back_to_mock_when_embedded_cannot_start(monkeypatch):
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+
+    def broken():
+        raise OSError("no wheel for this platform")
+
+    monkeypatch.setattr(backends, "_start_embedded", broken)
+    conn = connect("auto", db_name="wbtest_fallback")
+    try:
+        assert conn.info.name == "mock"
+        assert "fell back to the mock" in conn.info.note
+    finally:
+        conn.close()
+    with pytest.raises(BackendError, match="WORKBOOK_BACKEND=mock"):
+        connect("embedded", db_name="wbtest_fallback")
+
+
+def test_capabilities_match_backends_md(backend):
+    """The probes find what ../shared/BACKENDS.md measured for each engine."""
+    caps, info = backend.info.caps, backend.info
+    assert info.banner().startswith(f"Backend: {info.name} (")
+    assert info.database in info.banner() and "WORKBOOK_BACKEND" in info.banner()
+    if info.name == "mock":
+        assert (caps.indexes, caps.explain, caps.bson_size, caps.json_schema, caps.max_document_size) == \
+            (False, False, False, False, False)
+        assert not caps.slice_projection
+        assert any("16 MB" in line for line in info.cannot_show())
+    elif info.engine == "SecantusDB":
+        assert (caps.indexes, caps.explain, caps.bson_size, caps.json_schema, caps.max_document_size) == \
+            (True, True, True, True, True)
+        assert not caps.explain_regex and not caps.graph_restrict
+        assert caps.slice_projection
+    # the probes clean up after themselves: no probe collection and no registry entry is left
+    assert not [n for n in backend.db.list_collection_names() if n.startswith("workbook_probe")]
+    assert backend.db["workbook_registry"].count_documents({"_id": {"$regex": "^workbook_probe"}}) == 0
+
+
+def test_get_db_is_one_process_wide_connection(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_BACKEND", "mock")
+    monkeypatch.setenv("WORKBOOK_DB", "wbtest_global")
+    backends.close()
+    try:
+        db = backends.get_db()
+        assert db is backends.get_db()
+        assert db.name == "wbtest_global"
+        assert backends.backend_info().name == "mock"
+        assert backends.banner().splitlines()[0] == backends.backend_info().banner()
+    finally:
+        backends.close()
