@@ -1,0 +1,248 @@
+"""The shipped datasets and ``helpers.datasets.load_dataset`` on every backend.
+
+Checks: the checksums of the shipped files; every dataset at small scale (counts, a few exact
+documents, a reload gives the same collection); and that bad input (a malformed row, a truncated
+gzip, a missing column, a wrong checksum, a missing file) raises one ``DatasetError`` naming the
+file, line and field, and leaves a pre-existing target collection exactly as it was.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers.datasets import DATASETS_DIR, DatasetError, LoadResult, dataset_names, load_dataset
+from helpers.safety import ForeignCollectionError
+
+SHIPPED = {
+    # file: rows (CSV data lines, or JSON list items)
+    "adsb_switzerland.csv.gz": 139_098,
+    "openflights_airlines.csv": 6_162,
+    "nyc_carriers.csv": 16,
+    "nyc_planes.csv": 3_322,
+    "nyc_flights_2013_01.csv.gz": 27_004,
+    "flare.json": 252,
+    "airports.csv.gz": 28_298,
+}
+
+SMALL_COUNTS = {
+    "adsb_reports": {"adsb_reports": 16_915},
+    "airlines": {"airlines": 6_162},
+    "airports": {"airports": 9_316},
+    "authors_books": {"authors": 30, "books": 3_544},
+    "categories": {"categories": 2_667},
+    "flare": {"flare": 252},
+    "nyc_carriers": {"nyc_carriers": 16},
+    "nyc_flights": {"nyc_flights": 8_518},
+    "nyc_planes": {"nyc_planes": 3_322},
+    "posts": {"posts": 1_000},
+    "products": {"products": 1_000},
+}
+
+EXACT = {
+    "adsb_reports": {
+        "_id": "00b0ed:1533105070", "timestamp": dt.datetime(2018, 8, 1, 6, 31, 10),
+        "icao24": "00b0ed", "callsign": "SAA260", "lat": 45.8191680908, "lon": 9.0134113591,
+        "altitude": 40000.0, "groundspeed": 477.8803254042, "track": 3.4791088928,
+        "vertical_rate": 0.0,
+    },
+    "airlines": {"_id": 2009, "name": "Delta Air Lines", "iata": "DL", "icao": "DAL",
+                 "callsign": "DELTA", "country": "United States", "active": True},
+    "nyc_carriers": {"_id": "DL", "name": "Delta Air Lines Inc.", "icao": "DAL"},
+    "nyc_planes": {"_id": "N320NB", "icao24": "a36f7e", "year": 2000, "type": "Fixed wing multi engine",
+                   "manufacturer": "AIRBUS INDUSTRIE", "model": "A319-114", "engines": 2,
+                   "seats": 145, "engine": "Turbo-fan"},  # speed is empty in the source: absent,
+    "nyc_flights": {"_id": "2013-01-01 9E3320 JFK", "year": 2013, "month": 1, "day": 1,
+                    "dep_time": 2015, "arr_time": 2149, "carrier": "9E", "flight": 3320,
+                    "tailnum": "N931XJ", "origin": "JFK", "dest": "BUF", "air_time": 62,
+                    "distance": 301},
+    "flare": {"_id": 4, "name": "AgglomerativeCluster", "parent": 3, "size": 3938},
+    "airports": {"_id": "AAXX", "name": "Rothera Point Airport", "city": "Rothera Point",
+                 "country": "AQ", "lat": -67.56694, "lon": -68.12699},
+    "categories": {"_id": 3, "parent_id": 2, "name": "Smartphones",
+                   "path": "/Electronics/Phones/Smartphones"},
+}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _docs(coll) -> list[dict]:
+    return list(coll.find({}).sort("_id", 1))
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch):
+    monkeypatch.setenv("CI", "1")  # no progress bars in test output
+    monkeypatch.delenv("WORKBOOK_DATASETS", raising=False)
+    monkeypatch.delenv("WORKBOOK_SCALE", raising=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# the shipped files
+# ------------------------------------------------------------------------------------------------
+def test_checksums_of_shipped_files() -> None:
+    listed = {}
+    for line in (DATASETS_DIR / "checksums.sha256").read_text(encoding="utf-8").splitlines():
+        digest, name = line.split("  ", 1)
+        listed[name] = digest
+    assert set(listed) == set(SHIPPED)
+    for name, digest in listed.items():
+        assert _sha256(DATASETS_DIR / name) == digest, f"{name} changed: restore it or rerun provenance.py"
+    data_files = {p.name for p in DATASETS_DIR.iterdir()
+                  if p.is_file() and p.suffix not in (".py", ".md", ".sha256")}
+    assert data_files == set(SHIPPED), "every shipped data file needs a checksum and a README entry"
+
+
+def test_shipped_row_counts_and_gzip_is_deterministic() -> None:
+    for name, rows in SHIPPED.items():
+        path = DATASETS_DIR / name
+        raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+        if name.endswith(".json"):
+            assert raw.count(b'"id"') == rows
+        else:
+            assert raw.count(b"\n") - 1 == rows, name
+        if name.endswith(".gz"):
+            assert path.read_bytes()[4:8] == b"\0\0\0\0", f"{name}: gzip mtime must be 0"
+    header = gzip.open(DATASETS_DIR / "adsb_switzerland.csv.gz", "rt").readline().strip()
+    assert header == "timestamp,icao24,callsign,lat,lon,altitude,groundspeed,track,vertical_rate"
+
+
+def test_readme_lists_every_file_and_checksum() -> None:
+    readme = (DATASETS_DIR / "README.md").read_text(encoding="utf-8")
+    for name in SHIPPED:
+        assert name in readme and _sha256(DATASETS_DIR / name) in readme, name
+    for required in ("OpenSky", "ODbL", "CC0", "BSD-3", "MIT"):
+        assert required in readme
+
+
+# ------------------------------------------------------------------------------------------------
+# loading every dataset
+# ------------------------------------------------------------------------------------------------
+def test_dataset_names() -> None:
+    assert dataset_names() == sorted(SMALL_COUNTS)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_COUNTS))
+def test_load_small(db, name: str) -> None:
+    result = load_dataset(name, db)
+    assert isinstance(result, LoadResult)
+    assert result.counts == SMALL_COUNTS[name]
+    for coll, count in SMALL_COUNTS[name].items():
+        assert db[coll].count_documents({}) == count
+    if name in EXACT:
+        coll = next(iter(SMALL_COUNTS[name]))
+        assert db[coll].find_one({"_id": EXACT[name]["_id"]}) == EXACT[name]
+    assert not [c for c in db.list_collection_names() if c.endswith("__staging")]
+
+
+@pytest.mark.parametrize("name", ["nyc_planes", "authors_books", "posts"])
+def test_reload_gives_the_same_collection(db, name: str) -> None:
+    load_dataset(name, db)
+    before = {coll: _docs(db[coll]) for coll in SMALL_COUNTS[name]}
+    again = load_dataset(name, db)
+    assert again.counts == SMALL_COUNTS[name]
+    assert {coll: _docs(db[coll]) for coll in SMALL_COUNTS[name]} == before
+
+
+def test_integer_scale_env_scale_and_collection_name(db, monkeypatch) -> None:
+    result = load_dataset("adsb_reports", db, scale=2, collection="two_aircraft")
+    assert len(db.two_aircraft.distinct("icao24")) == 2 and result.counts["two_aircraft"] > 0
+    monkeypatch.setenv("WORKBOOK_SCALE", "3")
+    assert load_dataset("posts", db).counts == {"posts": 3}
+    assert load_dataset("authors_books", db, collection="m2m").counts["m2m_authors"] == 3
+    with pytest.raises(DatasetError, match="scale"):
+        load_dataset("posts", db, scale="huge")
+    with pytest.raises(DatasetError, match="unknown dataset"):
+        load_dataset("no_such_thing", db)
+
+
+def test_foreign_collection_is_refused(db) -> None:
+    db.airlines.insert_one({"_id": "theirs"})
+    with pytest.raises(ForeignCollectionError):
+        load_dataset("airlines", db)
+    assert _docs(db.airlines) == [{"_id": "theirs"}]
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input never half-loads
+# ------------------------------------------------------------------------------------------------
+def _copy(tmp_path: Path, monkeypatch) -> Path:
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    for name in [*SHIPPED, "checksums.sha256"]:
+        shutil.copyfile(DATASETS_DIR / name, folder / name)
+    monkeypatch.setenv("WORKBOOK_DATASETS", str(folder))
+    return folder
+
+
+def _relist(folder: Path, name: str) -> None:
+    """Update checksums.sha256 for a corrupted file, so the parser (not the checksum) meets it."""
+    sums = folder / "checksums.sha256"
+    lines = [f"{_sha256(folder / name)}  {name}" if line.endswith(f"  {name}") else line
+             for line in sums.read_text(encoding="utf-8").splitlines()]
+    sums.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _corrupt_row(folder: Path) -> tuple[str, str, list[str]]:
+    path = folder / "nyc_planes.csv"
+    lines = path.read_text(encoding="utf-8").split("\n")
+    fields = lines[2499].split(",")  # line 2500: after the first batch of 2,000 went to staging
+    fields[7] = "many"  # seats
+    lines[2499] = ",".join(fields)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    _relist(folder, "nyc_planes.csv")
+    return "nyc_planes", "nyc_planes.csv", ["line 2500", "'seats'", "many"]
+
+
+def _truncate_gzip(folder: Path) -> tuple[str, str, list[str]]:
+    path = folder / "nyc_flights_2013_01.csv.gz"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    _relist(folder, path.name)
+    return "nyc_flights", path.name, ["line", "truncated"]
+
+
+def _missing_column(folder: Path) -> tuple[str, str, list[str]]:
+    path = folder / "nyc_carriers.csv"
+    rows = [line.rsplit(",", 1)[0] for line in path.read_text(encoding="utf-8").splitlines()]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _relist(folder, path.name)
+    return "nyc_carriers", path.name, ["line 1", "missing column 'icao'"]
+
+
+def _wrong_checksum(folder: Path) -> tuple[str, str, list[str]]:
+    path = folder / "openflights_airlines.csv"
+    path.write_bytes(path.read_bytes() + b"99999,Extra,,,,,,Y\n")
+    return "airlines", path.name, ["checksum mismatch", "provenance.py"]
+
+
+def _missing_file(folder: Path) -> tuple[str, str, list[str]]:
+    (folder / "flare.json").unlink()
+    return "flare", "flare.json", ["missing"]
+
+
+@pytest.mark.parametrize("corrupt", [_corrupt_row, _truncate_gzip, _missing_column, _wrong_checksum,
+                                     _missing_file])
+def test_bad_input_raises_and_keeps_the_target(db, tmp_path, monkeypatch, corrupt) -> None:
+    folder = _copy(tmp_path, monkeypatch)
+    dataset, file, expected = corrupt(folder)
+    target = next(iter(SMALL_COUNTS[dataset]))
+    # a pre-existing target, loaded by the workbook from good files, at a different scale
+    monkeypatch.delenv("WORKBOOK_DATASETS")
+    load_dataset(dataset, db, scale=3)
+    before = _docs(db[target])
+    monkeypatch.setenv("WORKBOOK_DATASETS", str(folder))
+    with pytest.raises(DatasetError) as info:
+        load_dataset(dataset, db)
+    message = str(info.value)
+    assert file in message
+    for part in expected:
+        assert part in message, message
+    assert _docs(db[target]) == before
+    assert f"{target}__staging" not in db.list_collection_names()
