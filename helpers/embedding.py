@@ -1,0 +1,450 @@
+"""Embedding vs referencing: the pattern code of notebook 01 (``01_embed_vs_reference.ipynb``).
+
+What the lesson measures, one small function per idea:
+
+* the same question answered three ways over authors and books (many-to-many by ``_id``):
+  :func:`authors_books_app_join` (two queries), :func:`authors_books_lookup`
+  (``$lookup`` with ``localField``/``foreignField``) and :func:`authors_books_lookup_pipeline`
+  (``$lookup`` with a pipeline that sorts and trims the joined books);
+* what a ``$lookup`` makes the server examine: :func:`foreign_query_plan` explains the query that
+  ``$lookup`` runs on the foreign collection for each input document;
+* duplicated fields: :func:`books_with_author_names`, :func:`rename_author`, :func:`stale_copies`;
+* writes: :func:`add_review_embedded` vs :func:`add_review_referenced`;
+* growth and the 16 MB limit: :func:`synthetic_reviews`, :func:`sizes_by_review_count`,
+  :func:`push_reviews_until_limit`;
+* "start embedded, pivot later": :func:`migrate_reviews`, :func:`review_digests`,
+  :func:`verify_migration`, :func:`drop_embedded_reviews`, :func:`product_page`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import bson
+import numpy as np
+from pymongo import DeleteMany, InsertOne, UpdateOne
+from pymongo.errors import DocumentTooLarge, OperationFailure
+
+from .measure import plan_summary
+from .safety import track_collection
+from .sizes import check_document_size
+
+__all__ = [
+    "authors_books_app_join",
+    "authors_books_lookup",
+    "authors_books_lookup_pipeline",
+    "foreign_query_plan",
+    "ForeignPlan",
+    "books_with_author_names",
+    "rename_author",
+    "stale_copies",
+    "add_review_embedded",
+    "add_review_referenced",
+    "synthetic_reviews",
+    "sizes_by_review_count",
+    "push_reviews_until_limit",
+    "GrowthResult",
+    "migrate_reviews",
+    "MigrationReport",
+    "review_digests",
+    "verify_migration",
+    "drop_embedded_reviews",
+    "product_page",
+]
+
+Document = dict[str, Any]
+REVIEW_META = ("_id", "product_id", "n")  # fields a review gets when it moves to its own collection
+
+
+def _check_collection(value: Any, variable: str) -> None:
+    if not (hasattr(value, "find") and hasattr(value, "insert_one")):
+        raise TypeError(f"{variable} must be a collection (e.g. db['{variable}']), "
+                        f"not {type(value).__name__}; pass the collection object itself")
+
+
+def _check_ids(author_ids: Any) -> list[Any] | None:
+    if author_ids is None:
+        return None
+    if isinstance(author_ids, (str, bytes)) or not isinstance(author_ids, Iterable):
+        raise TypeError(f"author_ids must be a list of author _id values (or None for all authors), "
+                        f"not {author_ids!r}")
+    return list(author_ids)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.2: one question, three ways. "Each author, with the title and year of each of their books."
+
+def authors_books_app_join(authors: Any, books: Any, author_ids: Sequence[Any] | None = None) -> list[Document]:
+    """Application-side join: one query for the authors, one for their books, joined in Python.
+
+    A book with two authors comes back once and is listed under both. Authors in ``_id`` order,
+    books in ``_id`` order. Notebook 01, section 2.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books, "books")
+    ids = _check_ids(author_ids)
+    author_filter = {} if ids is None else {"_id": {"$in": ids}}
+    people = list(authors.find(author_filter).sort("_id", 1))
+    wanted = [a["_id"] for a in people]
+    by_author: dict[Any, list[Document]] = {a: [] for a in wanted}
+    for book in books.find({"author_ids": {"$in": wanted}},
+                           {"_id": 0, "title": 1, "year": 1, "author_ids": 1}).sort("_id", 1):
+        for a in book["author_ids"]:
+            if a in by_author:
+                by_author[a].append({"title": book["title"], "year": book["year"]})
+    return [{"_id": a["_id"], "name": a["name"], "books": by_author[a["_id"]]} for a in people]
+
+
+def authors_books_lookup(authors: Any, books: Any, author_ids: Sequence[Any] | None = None) -> list[Document]:
+    """``$lookup`` with ``localField``/``foreignField``: one aggregation, whole books joined.
+
+    The server sends every joined book in full (``author_ids`` and ``_id`` included); the
+    trimming to title and year happens here, after the bytes have crossed the wire.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books, "books")
+    ids = _check_ids(author_ids)
+    pipeline: list[Document] = [] if ids is None else [{"$match": {"_id": {"$in": ids}}}]
+    pipeline += [
+        {"$sort": {"_id": 1}},
+        {"$lookup": {"from": books.name, "localField": "_id", "foreignField": "author_ids", "as": "books"}},
+    ]
+    out = []
+    for a in authors.aggregate(pipeline):
+        joined = sorted(a["books"], key=lambda b: b["_id"])  # $lookup promises no order
+        out.append({"_id": a["_id"], "name": a["name"],
+                    "books": [{"title": b["title"], "year": b["year"]} for b in joined]})
+    return out
+
+
+def authors_books_lookup_pipeline(authors: Any, books: Any,
+                                  author_ids: Sequence[Any] | None = None) -> list[Document]:
+    """``$lookup`` with a pipeline: the join condition plus ``$sort`` and ``$project`` on the server.
+
+    Uses ``localField``/``foreignField`` together with ``pipeline`` (MongoDB 5.0+), so the
+    equality can use an index on ``books.author_ids``; only title and year cross the wire.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books, "books")
+    ids = _check_ids(author_ids)
+    pipeline: list[Document] = [] if ids is None else [{"$match": {"_id": {"$in": ids}}}]
+    pipeline += [
+        {"$sort": {"_id": 1}},
+        {"$lookup": {"from": books.name, "localField": "_id", "foreignField": "author_ids",
+                     "pipeline": [{"$sort": {"_id": 1}}, {"$project": {"_id": 0, "title": 1, "year": 1}}],
+                     "as": "books"}},
+    ]
+    return [{"_id": a["_id"], "name": a["name"], "books": a["books"]} for a in authors.aggregate(pipeline)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.3: what $lookup makes the server examine
+
+@dataclass
+class ForeignPlan:
+    """The foreign-side queries of a ``$lookup``, explained one input document at a time."""
+
+    queries: int  # one per input document
+    stages: str  # e.g. "FETCH > IXSCAN" or "COLLSCAN" (the first query's plan)
+    keys_examined: int
+    docs_examined: int
+    docs_matched: int
+
+
+def foreign_query_plan(foreign: Any, foreign_field: str, local_values: Iterable[Any]) -> ForeignPlan:
+    """Explain ``foreign.find({foreign_field: v})`` for each ``v``: the query ``$lookup`` runs per input.
+
+    Sums keys and documents examined over all of them. Only meaningful on a backend whose
+    ``caps.explain`` is True (notebook 01, section 3 checks before calling).
+    """
+    _check_collection(foreign, "foreign")
+    if not isinstance(foreign_field, str) or not foreign_field:
+        raise ValueError(f"foreign_field must be a field name such as 'author_ids', not {foreign_field!r}")
+    values = list(local_values)
+    if not values:
+        raise ValueError("local_values is empty: pass the localField values, e.g. the authors' _id values")
+    keys = docs = matched = 0
+    first_stages = ""
+    for v in values:
+        plan = foreign.find({foreign_field: v}).explain()
+        stages, k, d = plan_summary(plan)
+        first_stages = first_stages or stages
+        keys += k or 0
+        docs += d or 0
+        matched += int(plan.get("executionStats", {}).get("nReturned", 0))
+    return ForeignPlan(len(values), first_stages, keys, docs, matched)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.4: duplicated fields (the author's name stored in each book)
+
+def books_with_author_names(authors: Iterable[Document], books: Iterable[Document]) -> list[Document]:
+    """Books with a copy of each author's name: ``authors: [{"_id": 3, "name": "Ada Abe"}, ...]``."""
+    names = {a["_id"]: a["name"] for a in authors}
+    out = []
+    for b in books:
+        missing = [a for a in b["author_ids"] if a not in names]
+        if missing:
+            raise ValueError(f"book {b['_id']} references author(s) {missing} that are not in authors: "
+                             f"load authors and books from the same dataset")
+        out.append({"_id": b["_id"], "title": b["title"], "year": b["year"],
+                    "authors": [{"_id": a, "name": names[a]} for a in b["author_ids"]]})
+    return out
+
+
+def rename_author(authors: Any, books_named: Any, author_id: Any, new_name: str) -> dict[str, int]:
+    """Rename an author in the source of truth and in every book that holds a copy of the name.
+
+    Two writes: one ``update_one`` on authors, one ``update_many`` with an ``arrayFilters`` on the
+    books, so a co-author's entry in the same book is left alone. Returns documents changed.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books_named, "books_named")
+    if not isinstance(new_name, str) or not new_name.strip():
+        raise ValueError(f"new_name must be a non-empty string, not {new_name!r}")
+    a = authors.update_one({"_id": author_id}, {"$set": {"name": new_name}})
+    if a.matched_count == 0:
+        raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
+    b = books_named.update_many({"authors._id": author_id},
+                                {"$set": {"authors.$[who].name": new_name}},
+                                array_filters=[{"who._id": author_id}])
+    return {"authors changed": a.modified_count, "books changed": b.modified_count}
+
+
+def stale_copies(authors: Any, books_named: Any) -> list[Document]:
+    """Every book whose copy of an author's name differs from the author document, by book ``_id``."""
+    _check_collection(authors, "authors")
+    _check_collection(books_named, "books_named")
+    truth = {a["_id"]: a["name"] for a in authors.find({}, {"name": 1})}
+    out = []
+    for b in books_named.find({}, {"authors": 1}).sort("_id", 1):
+        for entry in b["authors"]:
+            if truth.get(entry["_id"]) != entry["name"]:
+                out.append({"book": b["_id"], "author": entry["_id"], "copy says": entry["name"],
+                            "author document says": truth.get(entry["_id"])})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.5: writes
+
+def add_review_embedded(products: Any, product_id: Any, review: Document) -> int:
+    """Append a review to a product's embedded ``reviews`` array (``$push``); returns docs modified."""
+    _check_collection(products, "products")
+    result = products.update_one({"_id": product_id}, {"$push": {"reviews": review}})
+    if result.matched_count == 0:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+    return result.modified_count
+
+
+def add_review_referenced(reviews: Any, product_id: Any, review: Document) -> Any:
+    """Insert a review as its own document that references the product; returns the new ``_id``."""
+    _check_collection(reviews, "reviews")
+    return reviews.insert_one({"product_id": product_id, **review}).inserted_id
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.6: growth and the 16 MB limit
+
+_WORDS = ("great", "fast", "cheap", "broken", "love", "works", "battery", "screen", "size", "color",
+          "quality", "price", "delivery", "again", "never", "always", "easy", "hard", "nice", "bad")
+
+
+def synthetic_reviews(n: int, seed: int) -> list[Document]:
+    """``n`` reviews shaped like the dataset's (author, rating, text of 3-12 words, date), seeded."""
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n must be a non-negative integer, not {n!r}")
+    rng = np.random.default_rng(seed)
+    authors = rng.integers(1, 50_001, size=n)
+    ratings = rng.choice(5, size=n, p=[0.05, 0.07, 0.13, 0.30, 0.45]) + 1
+    lengths = rng.integers(3, 13, size=n)
+    words = rng.integers(0, len(_WORDS), size=(n, 12))
+    base = _dt.datetime(2024, 1, 1)
+    seconds = np.cumsum(rng.integers(60, 3600, size=n))
+    return [{"author": f"user{int(authors[i])}", "rating": int(ratings[i]),
+             "text": " ".join(_WORDS[w] for w in words[i, :lengths[i]]),
+             "date": base + _dt.timedelta(seconds=int(seconds[i]))} for i in range(n)]
+
+
+def sizes_by_review_count(product: Document, reviews: Sequence[Document], counts: Iterable[int]) -> list[int]:
+    """BSON size of ``product`` holding the first ``k`` of ``reviews``, for each ``k`` in ``counts``."""
+    out = []
+    for k in counts:
+        if k > len(reviews):
+            raise ValueError(f"count {k} is more than the {len(reviews)} reviews given: generate more")
+        out.append(len(bson.encode({**product, "reviews": list(reviews[:k])})))
+    return out
+
+
+@dataclass
+class GrowthResult:
+    """How far ``$push`` got before the 16 MB limit stopped it."""
+
+    reviews_stored: int
+    stored_size: int  # BSON bytes of the document as stored after the last accepted push
+    pushes_accepted: int
+    error: Exception | None
+    client_side: bool  # True when the labelled client-side check stopped it, not the server
+
+
+def push_reviews_until_limit(products: Any, product_id: Any, reviews: Sequence[Document], chunk: int,
+                             *, server_enforces: bool) -> GrowthResult:
+    """``$push`` reviews in chunks of ``chunk`` until the document would pass 16 MB.
+
+    With ``server_enforces`` (``backend_info().caps.max_document_size``) the server's own error
+    stops it; otherwise :func:`helpers.sizes.check_document_size` checks the would-be document
+    first and raises the labelled client-side ``DocumentTooLarge``, as the server would have.
+    """
+    _check_collection(products, "products")
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, not {chunk!r}")
+    doc = products.find_one({"_id": product_id})
+    if doc is None:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+    size = len(bson.encode(doc))
+    stored = len(doc.get("reviews", []))
+    pushes = 0
+    error: Exception | None = None
+    client_side = False
+    for start in range(0, len(reviews), chunk):
+        part = list(reviews[start:start + chunk])
+        if not server_enforces:
+            would_be = {**doc, "reviews": list(doc.get("reviews", [])) + part}
+            try:
+                check_document_size(would_be, what=f"product {product_id!r} after this $push")
+            except DocumentTooLarge as e:
+                error, client_side = e, True
+                break
+        try:
+            products.update_one({"_id": product_id}, {"$push": {"reviews": {"$each": part}}})
+        except (OperationFailure, DocumentTooLarge) as e:
+            error = e
+            break
+        pushes += 1
+        stored += len(part)
+        doc = {**doc, "reviews": list(doc.get("reviews", [])) + part}
+        size = len(bson.encode(doc))
+    return GrowthResult(stored, size, pushes, error, client_side)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.7: start embedded, pivot later
+
+@dataclass
+class MigrationReport:
+    """What :func:`migrate_reviews` did."""
+
+    products: int = 0
+    reviews_copied: int = 0
+    bulk_writes: int = 0
+    per_product: dict[Any, int] = field(default_factory=dict, repr=False)
+
+
+def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200) -> MigrationReport:
+    """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
+
+    Each review becomes ``{"_id": "<product>-<n>", "product_id", "n", **review}`` (``n`` = its
+    position in the array). Safe to run again: each batch first deletes that batch's products'
+    reviews, then inserts them, in one ordered ``bulk_write``. The products are not changed
+    (drop the arrays with :func:`drop_embedded_reviews` once :func:`verify_migration` agrees).
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
+    track_collection(reviews.database, reviews.name)
+    reviews.create_index([("product_id", 1), ("n", 1)])
+    report = MigrationReport()
+
+    def flush(pids: list[Any], ops: list[Any]) -> None:
+        if pids:
+            reviews.bulk_write([DeleteMany({"product_id": {"$in": pids}}), *ops], ordered=True)
+            report.bulk_writes += 1
+
+    pids: list[Any] = []
+    ops: list[Any] = []
+    for p in products.find({"reviews": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
+        pid = p["_id"]
+        pids.append(pid)
+        for n, review in enumerate(p["reviews"]):
+            ops.append(InsertOne({"_id": f"{pid}-{n}", "product_id": pid, "n": n, **review}))
+        report.products += 1
+        report.reviews_copied += len(p["reviews"])
+        report.per_product[pid] = len(p["reviews"])
+        if len(pids) >= batch_size:
+            flush(pids, ops)
+            pids, ops = [], []
+    flush(pids, ops)
+    return report
+
+
+def _digest(reviews: Iterable[Document]) -> str:
+    h = hashlib.sha256()
+    for r in reviews:
+        h.update(bson.encode({k: v for k, v in r.items() if k not in REVIEW_META}))
+    return h.hexdigest()[:16]
+
+
+def review_digests(source: Any, *, embedded: bool) -> dict[Any, tuple[int, str]]:
+    """``{product_id: (review count, content digest)}`` from the embedded arrays or the collection.
+
+    The digest is a sha256 over each review's BSON (without ``_id``, ``product_id``, ``n``) in
+    array order, so a lost, changed or reordered review changes it. Products without reviews
+    are left out on both sides.
+    """
+    _check_collection(source, "source")
+    out: dict[Any, tuple[int, str]] = {}
+    if embedded:
+        for p in source.find({"reviews.0": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
+            out[p["_id"]] = (len(p["reviews"]), _digest(p["reviews"]))
+        return out
+    groups: dict[Any, list[Document]] = {}
+    for r in source.find({}).sort([("product_id", 1), ("n", 1)]):
+        groups.setdefault(r["product_id"], []).append(r)
+    return {pid: (len(rs), _digest(rs)) for pid, rs in groups.items()}
+
+
+def verify_migration(products: Any, reviews: Any) -> list[str]:
+    """Compare per-product counts and digests of the embedded arrays and the new collection.
+
+    Returns one line per product that differs (empty: nothing lost, nothing changed).
+    """
+    before = review_digests(products, embedded=True)
+    after = review_digests(reviews, embedded=False)
+    problems = []
+    for pid in sorted(set(before) | set(after), key=lambda x: (type(x).__name__, x)):
+        b, a = before.get(pid), after.get(pid)
+        if b != a:
+            problems.append(f"product {pid!r}: embedded {b[0] if b else 0} reviews, collection "
+                            f"{a[0] if a else 0}" + (", same count but different content" if a and b and a[0] == b[0] else ""))
+    return problems
+
+
+def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: int = 500) -> int:
+    """After a verified migration: replace each product's ``reviews`` array by ``review_count``.
+
+    ``counts`` is :attr:`MigrationReport.per_product`. One ``bulk_write`` of ``UpdateOne`` per batch;
+    returns the products modified.
+    """
+    _check_collection(products, "products")
+    modified = 0
+    items = sorted(counts.items(), key=lambda kv: (type(kv[0]).__name__, kv[0]))
+    for start in range(0, len(items), batch_size):
+        ops = [UpdateOne({"_id": pid}, {"$unset": {"reviews": ""}, "$set": {"review_count": n}})
+               for pid, n in items[start:start + batch_size]]
+        if ops:
+            modified += products.bulk_write(ops, ordered=True).modified_count
+    return modified
+
+
+def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Document | None:
+    """The read path: a product with its reviews, from the array or (``reviews=``) the collection."""
+    _check_collection(products, "products")
+    product = products.find_one({"_id": product_id})
+    if product is None or reviews is None:
+        return product
+    _check_collection(reviews, "reviews")
+    found = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0}).sort("n", 1)
+    return {**product, "reviews": list(found)}

@@ -1,0 +1,221 @@
+"""The pattern code of notebook 01 (``helpers.embedding``), on every backend."""
+from __future__ import annotations
+
+import bson
+import pytest
+from pymongo.errors import DocumentTooLarge, OperationFailure
+
+from helpers import embedding as e
+from helpers import generators as g
+from helpers.counting import counting
+from helpers.safety import workbook_collection, workbook_collections
+
+
+@pytest.fixture
+def library(db):
+    """Five authors and their books (seed 7: the same data as the notebook's generator)."""
+    authors, books = g.authors_and_books(5, 7)
+    workbook_collection(db, "authors").insert_many(authors)
+    workbook_collection(db, "books").insert_many(books)
+    return db, authors, books
+
+
+def _expected(authors, books, ids=None):
+    out = []
+    for a in sorted(authors, key=lambda a: a["_id"]):
+        if ids is not None and a["_id"] not in ids:
+            continue
+        mine = [{"title": b["title"], "year": b["year"]} for b in sorted(books, key=lambda b: b["_id"])
+                if a["_id"] in b["author_ids"]]
+        out.append({"_id": a["_id"], "name": a["name"], "books": mine})
+    return out
+
+
+@pytest.mark.parametrize("how", [e.authors_books_app_join, e.authors_books_lookup,
+                                 e.authors_books_lookup_pipeline])
+@pytest.mark.parametrize("ids", [None, [2, 4]])
+def test_three_joins_give_the_same_answer(library, how, ids):
+    db, authors, books = library
+    assert any(len(b["author_ids"]) == 2 for b in books), "the data must have co-authored books"
+    assert how(db.authors, db.books, ids) == _expected(authors, books, ids)
+
+
+def test_join_costs_differ_as_taught(library):
+    db, authors, books = library
+    costs = {}
+    for how in (e.authors_books_app_join, e.authors_books_lookup, e.authors_books_lookup_pipeline):
+        with counting() as c:
+            how(db.authors, db.books)
+        costs[how.__name__] = c
+    app, lookup, piped = (costs[n] for n in ("authors_books_app_join", "authors_books_lookup",
+                                            "authors_books_lookup_pipeline"))
+    assert app.commands[:2] == ["find", "find"] and app.round_trips >= 2
+    assert lookup.commands == ["aggregate"] and piped.commands == ["aggregate"]
+    assert app.docs_returned == len(authors) + len(books)  # each book once, even with two authors
+    assert lookup.docs_returned == piped.docs_returned == len(authors)
+    assert piped.bytes_returned < lookup.bytes_returned  # only title and year cross the wire
+
+
+def test_join_rejects_bad_input(library):
+    db, _, _ = library
+    with pytest.raises(TypeError, match="authors must be a collection"):
+        e.authors_books_app_join([], db.books)
+    with pytest.raises(TypeError, match="author_ids must be a list"):
+        e.authors_books_lookup(db.authors, db.books, 3)
+
+
+def test_foreign_query_plan_counts_examined(library, backend):
+    db, authors, books = library
+    ids = [a["_id"] for a in authors]
+    matched = sum(len(b["author_ids"]) for b in books)
+    if not backend.info.caps.explain:
+        pytest.skip(f"{backend.info.engine} cannot explain faithfully (BACKENDS.md)")
+    before = e.foreign_query_plan(db.books, "author_ids", ids)
+    assert before.queries == 5 and "COLLSCAN" in before.stages
+    assert before.docs_examined == 5 * len(books) and before.docs_matched == matched
+    db.books.create_index("author_ids")
+    after = e.foreign_query_plan(db.books, "author_ids", ids)
+    assert "IXSCAN" in after.stages
+    assert after.keys_examined == matched and after.docs_examined == matched
+    with pytest.raises(ValueError, match="local_values is empty"):
+        e.foreign_query_plan(db.books, "author_ids", [])
+
+
+def test_rename_author_changes_every_copy(library):
+    db, authors, books = library
+    named = e.books_with_author_names(authors, books)
+    workbook_collection(db, "books_named").insert_many(named)
+    shared = next(b for b in books if len(b["author_ids"]) == 2)
+    second = shared["author_ids"][1]
+    must_change = sum(second in b["author_ids"] for b in books)
+    assert e.stale_copies(db.authors, db.books_named) == []
+    with counting() as c:
+        changed = e.rename_author(db.authors, db.books_named, second, "Renamed Person")
+    assert changed == {"authors changed": 1, "books changed": must_change}
+    assert c.round_trips == 2 and c.docs_written == 1 + must_change
+    assert e.stale_copies(db.authors, db.books_named) == []
+    doc = db.books_named.find_one({"_id": shared["_id"]})
+    assert [x["name"] for x in doc["authors"]][1] == "Renamed Person"
+    assert doc["authors"][0]["name"] == next(a["name"] for a in authors if a["_id"] == shared["author_ids"][0])
+    # a missed copy is found
+    db.authors.update_one({"_id": second}, {"$set": {"name": "Third Name"}})
+    stale = e.stale_copies(db.authors, db.books_named)
+    assert len(stale) == must_change and {s["copy says"] for s in stale} == {"Renamed Person"}
+    with pytest.raises(KeyError, match="no author"):
+        e.rename_author(db.authors, db.books_named, 999, "x")
+    with pytest.raises(ValueError, match="new_name"):
+        e.rename_author(db.authors, db.books_named, second, " ")
+
+
+def test_books_with_author_names_refuses_unknown_author():
+    with pytest.raises(ValueError, match="references author"):
+        e.books_with_author_names([{"_id": 1, "name": "A"}], [{"_id": 1, "title": "t", "year": 1,
+                                                               "author_ids": [1, 2]}])
+
+
+def test_add_review_both_ways(db):
+    products = workbook_collection(db, "products")
+    products.insert_one({"_id": 1, "name": "Lamp", "reviews": []})
+    reviews = workbook_collection(db, "reviews")
+    review = e.synthetic_reviews(1, seed=1)[0]
+    with counting() as c:
+        assert e.add_review_embedded(products, 1, review) == 1
+        e.add_review_referenced(reviews, 1, review)
+    assert c.commands == ["update", "insert"] and c.docs_written == 2
+    assert products.find_one({"_id": 1})["reviews"] == [review]
+    got = reviews.find_one({"product_id": 1}, {"_id": 0})
+    assert got == {"product_id": 1, **review}
+    with pytest.raises(KeyError, match="no product"):
+        e.add_review_embedded(products, 2, review)
+
+
+def test_synthetic_reviews_are_seeded_and_checked():
+    assert e.synthetic_reviews(50, 3) == e.synthetic_reviews(50, 3)
+    assert e.synthetic_reviews(50, 3) != e.synthetic_reviews(50, 4)
+    assert all(1 <= r["rating"] <= 5 and 3 <= len(r["text"].split()) <= 12 for r in e.synthetic_reviews(200, 1))
+    with pytest.raises(ValueError, match="non-negative"):
+        e.synthetic_reviews(-1, 1)
+
+
+def test_sizes_by_review_count_are_exact():
+    reviews = e.synthetic_reviews(100, 2)
+    product = {"_id": 1, "name": "Lamp"}
+    sizes = e.sizes_by_review_count(product, reviews, [0, 10, 100])
+    assert sizes[0] == len(bson.encode({**product, "reviews": []}))
+    assert sizes[2] == len(bson.encode({**product, "reviews": reviews}))
+    assert sizes[0] < sizes[1] < sizes[2]
+    with pytest.raises(ValueError, match="generate more"):
+        e.sizes_by_review_count(product, reviews, [101])
+
+
+def test_push_until_limit_stops_at_16mb(db, backend):
+    products = workbook_collection(db, "products")
+    products.insert_one({"_id": 1, "name": "Lamp", "reviews": []})
+    big = [{"author": "u", "text": "x" * 1000}] * 20_000  # about 20 MB in chunks of about 2 MB
+    enforced = backend.info.caps.max_document_size
+    result = e.push_reviews_until_limit(products, 1, big, 2_000, server_enforces=enforced)
+    assert result.error is not None and result.client_side == (not enforced)
+    assert result.reviews_stored == 16_000 and result.pushes_accepted == 8
+    stored = products.find_one({"_id": 1})
+    assert len(stored["reviews"]) == 16_000 and len(bson.encode(stored)) == result.stored_size
+    assert result.stored_size <= 16 * 1024 * 1024
+    if enforced:
+        assert isinstance(result.error, OperationFailure)
+    else:
+        assert isinstance(result.error, DocumentTooLarge) and "client-side" in str(result.error)
+
+
+def _products(db, n=30):
+    products = workbook_collection(db, "products")
+    docs = g.products_with_reviews(n, 7)
+    products.insert_many(docs)
+    return products, docs
+
+
+def test_migrate_verify_and_switch_read_path(db):
+    products, docs = _products(db)
+    reviews = workbook_collection(db, "reviews")
+    total = sum(len(p["reviews"]) for p in docs)
+    report = e.migrate_reviews(products, reviews, batch_size=7)
+    assert report.products == 30 and report.reviews_copied == total == reviews.count_documents({})
+    assert report.bulk_writes == 5  # ceil(30 / 7)
+    assert e.verify_migration(products, reviews) == []
+    # running it again changes nothing (idempotent)
+    e.migrate_reviews(products, reviews, batch_size=7)
+    assert reviews.count_documents({}) == total and e.verify_migration(products, reviews) == []
+    assert "reviews" in workbook_collections(db)
+    # the new read path returns what the old one did
+    old = e.product_page(products, 5)
+    new = e.product_page(products, 5, reviews=reviews)
+    assert new["reviews"] == old["reviews"]
+    with counting() as c:
+        e.product_page(products, 5, reviews=reviews)
+    assert c.commands == ["find", "find"]
+    # only now drop the arrays
+    assert e.drop_embedded_reviews(products, report.per_product, batch_size=11) == 30
+    assert products.count_documents({"reviews": {"$exists": True}}) == 0
+    assert e.product_page(products, 5, reviews=reviews)["reviews"] == old["reviews"]
+    assert products.find_one({"_id": 5})["review_count"] == len(old["reviews"])
+
+
+def test_verify_migration_detects_loss_and_change(db):
+    products, docs = _products(db, 10)
+    reviews = workbook_collection(db, "reviews")
+    e.migrate_reviews(products, reviews)
+    victim = next(p for p in docs if len(p["reviews"]) >= 2)
+    reviews.delete_one({"_id": f"{victim['_id']}-1"})
+    other = next(p for p in docs if p["_id"] != victim["_id"])
+    reviews.update_one({"_id": f"{other['_id']}-0"}, {"$set": {"rating": 0}})
+    problems = e.verify_migration(products, reviews)
+    assert len(problems) == 2
+    assert any(f"product {victim['_id']}: embedded {len(victim['reviews'])} reviews, collection "
+               f"{len(victim['reviews']) - 1}" == p for p in problems)
+    assert any("same count but different content" in p for p in problems)
+
+
+def test_migrate_rejects_bad_input(db):
+    products, _ = _products(db, 2)
+    with pytest.raises(TypeError, match="reviews must be a collection"):
+        e.migrate_reviews(products, "reviews")
+    with pytest.raises(ValueError, match="batch_size"):
+        e.migrate_reviews(products, db.reviews, batch_size=0)
