@@ -1,0 +1,69 @@
+"""The repository keeps its promises: two commands, a generated contents list, clean notebooks."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    assert "python3 workbook.py test" in readme and "python3 workbook.py lab" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^exec python3 workbook\.py test$", ci, re.M)
+
+
+def test_readme_contents_are_generated_from_the_notebooks():
+    rc = subprocess.run([sys.executable, str(ROOT / "scripts" / "toc.py"), "--check"], capture_output=True, text=True)
+    assert rc.returncode == 0, rc.stdout
+    readme = (ROOT / "README.md").read_text()
+    for nb in NOTEBOOKS:
+        assert f"(notebooks/{nb.name})" in readme
+
+
+def test_docker_compose_pins_a_mongo_8_image():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    image = compose["services"]["mongo"]["image"]
+    assert re.fullmatch(r"mongo:8\.\d+\.\d+", image), image
+    assert "docker compose up -d mongo" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_committed_notebook_is_a_clean_run(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), \
+        "execution counts are not 1..n: re-run it with scripts/nb.py"
+    secret = re.compile(r"mongodb(\+srv)?://[^\s\"']*:[^\s\"'@*]+@")
+    abs_path = re.compile(r"(/home/|/root/|/Users/|/work/|[A-Z]:\\\\)")
+    for c in code:
+        assert set(c["metadata"]) <= {"tags"}, f"stray cell metadata {c['metadata']}"
+        for o in c["outputs"]:
+            assert o["output_type"] != "error", f"committed error: {o.get('ename')}: {o.get('evalue')}"
+            text = "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+            assert not secret.search(text), "an output shows a credential"
+            assert not abs_path.search(text), f"an output shows a machine path: {abs_path.search(text).group(0)}"
+    first = code[0]
+    assert "helpers.banner()" in "".join(first["source"]), "the first code cell must print the banner"
+    assert set(nb["metadata"]) <= {"kernelspec", "language_info"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_exercise_has_a_solution_and_a_check(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    tags = [c.get("metadata", {}).get("tags", []) for c in nb["cells"]]
+    n_ex = sum("exercise" in t for t in tags)
+    n_sol = sum("solution" in t for t in tags)
+    assert n_ex >= 1 and n_ex == n_sol
+    outputs = "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code"
+                      for o in c["outputs"])
+    assert "not done yet" not in outputs and "not right yet" not in outputs
+    assert outputs.count(": correct.") >= n_ex
