@@ -1,0 +1,17 @@
+"""Run every benchmark and print one table each (figures go into the maintainers' notes).
+
+    .venv/bin/python bench/run.py
+"""
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+for script in ("bench_load.py", "bench_measure.py", "bench_notebooks.py"):
+    if (HERE / script).exists():
+        print(f"\n## {script}\n", flush=True)
+        runpy.run_path(str(HERE / script), run_name="__main__")
