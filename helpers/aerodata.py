@@ -1,0 +1,605 @@
+"""Aircraft tracking in one polymorphic collection: airlines, aircraft and position reports.
+
+Introduced in notebook 04 (``notebooks/04_single_collection_aerodata.ipynb``). One collection,
+``aerodata``, holds three record types with hierarchical ``_id`` values::
+
+    DAL                          recordType 1: the airline (ICAO designator)
+    DAL_a36f7e                   recordType 2: an aircraft of that airline (icao24 address)
+    DAL_a36f7e_1533099600        recordType 3: one position report (message number)
+
+The message number is the report's UTC epoch second, zero-padded to 10 digits, so that string
+order is number order (``_0000000002`` sorts before ``_0000000010``) and re-sending the same
+message produces the same ``_id`` (never a duplicate). Every part has a fixed width (3, 6, 10
+characters), so a prefix like ``^DAL`` can never leak into a longer airline code.
+
+Aircraft whose callsign does not start with a known airline designator (private flights,
+registrations as callsigns, operators missing from OpenFlights) are filed under the airline
+``000`` (:data:`NO_AIRLINE`): a code no ICAO designator can have (designators are letters), which
+keeps every ``_id`` the same shape.
+"""
+from __future__ import annotations
+
+import bisect
+import datetime as _dt
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+from pymongo import UpdateOne
+from pymongo.errors import BulkWriteError
+
+from .safety import track_collection
+
+__all__ = [
+    "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "REPORT_FIELDS", "AIRLINE", "AIRCRAFT", "REPORT",
+    "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
+    "Rejected", "IngestResult", "validate_message", "ingest", "ensure_indexes",
+    "airline_all", "airline", "fleet", "aircraft", "reports",
+    "to_stratux_json", "parse_stratux",
+    "Airline", "Aircraft", "Report", "from_document",
+    "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
+]
+
+COLLECTION = "aerodata"
+NO_AIRLINE = "000"  # aircraft with no known airline: not a possible ICAO designator (those are letters)
+SEQ_DIGITS = 10  # epoch seconds fit in 10 digits until the year 2286
+AIRLINE, AIRCRAFT, REPORT = 1, 2, 3  # recordType values
+#: the message fields a report document keeps, under the same names
+REPORT_FIELDS = ("icao24", "callsign", "timestamp", "lat", "lon", "altitude", "groundspeed", "track",
+                 "vertical_rate")
+QUERY_BATCH = 100_000  # first batch of each query: one round trip while the answer fits in 16 MiB
+
+_AIRLINE_RE = re.compile(r"[A-Z0-9]{3}")
+_ICAO24_RE = re.compile(r"[0-9a-f]{6}")
+_ID_RE = re.compile(r"(?P<airline>[A-Z0-9]{3})(?:_(?P<icao24>[0-9a-f]{6})(?:_(?P<seq>[0-9]{%d}))?)?"
+                    % SEQ_DIGITS)
+_CALLSIGN_RE = re.compile(r"([A-Z]{3})[0-9]")  # ICAO airline callsign: designator + flight number
+_MAX_TS = 4_102_444_800  # 2100-01-01: later timestamps are typos, not reports
+
+
+# ------------------------------------------------------------------------------------------
+# Keys
+# ------------------------------------------------------------------------------------------
+class IdParts(NamedTuple):
+    """The parts of an ``aerodata`` ``_id``: airline, then icao24 and message number (or None)."""
+
+    airline: str
+    icao24: str | None = None
+    seq: int | None = None
+
+
+def make_id(airline: str, icao24: str | None = None, seq: int | None = None) -> str:
+    """``make_id("DAL")`` -> ``"DAL"``; ``("DAL", "a36f7e")`` -> ``"DAL_a36f7e"``;
+    ``("DAL", "a36f7e", 2)`` -> ``"DAL_a36f7e_0000000002"``. The inverse of :func:`parse_id`.
+
+    ``airline``: 3 upper-case letters or digits; ``icao24``: 6 lower-case hex digits; ``seq``: the
+    message number, an integer 0 <= seq < 10**10, zero-padded so string order is number order.
+    Introduced in notebook 04.
+    """
+    if not isinstance(airline, str) or not _AIRLINE_RE.fullmatch(airline):
+        raise ValueError(f"make_id: airline={airline!r} must be 3 upper-case letters or digits, "
+                         f"e.g. 'DAL' (or NO_AIRLINE={NO_AIRLINE!r} for aircraft without an airline)")
+    if icao24 is None:
+        if seq is not None:
+            raise ValueError(f"make_id: seq={seq!r} needs an icao24: a report belongs to an aircraft; "
+                             f"call make_id(airline, icao24, seq)")
+        return airline
+    if not isinstance(icao24, str) or not _ICAO24_RE.fullmatch(icao24):
+        raise ValueError(f"make_id: icao24={icao24!r} must be 6 lower-case hex digits, e.g. 'a36f7e' "
+                         f"(use icao24.lower() for an upper-case address)")
+    if seq is None:
+        return f"{airline}_{icao24}"
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 10 ** SEQ_DIGITS:
+        raise ValueError(f"make_id: seq={seq!r} must be an integer from 0 to {10 ** SEQ_DIGITS - 1} "
+                         f"(the report's epoch second)")
+    return f"{airline}_{icao24}_{seq:0{SEQ_DIGITS}d}"
+
+
+def parse_id(id: str) -> IdParts:  # noqa: A002 - the issue's name
+    """``"DAL_a36f7e_0000000002"`` -> ``IdParts("DAL", "a36f7e", 2)``. The inverse of :func:`make_id`.
+
+    Raises ``ValueError`` naming the expected shape if ``id`` is not an ``aerodata`` key.
+    Introduced in notebook 04.
+    """
+    m = _ID_RE.fullmatch(id) if isinstance(id, str) else None
+    if m is None:
+        raise ValueError(f"parse_id: {id!r} is not an aerodata _id; expected 'AAA', 'AAA_hhhhhh' or "
+                         f"'AAA_hhhhhh_{'n' * SEQ_DIGITS}' (airline, icao24, {SEQ_DIGITS}-digit message "
+                         f"number), as make_id builds them")
+    seq = m["seq"]
+    return IdParts(m["airline"], m["icao24"], int(seq) if seq is not None else None)
+
+
+# ------------------------------------------------------------------------------------------
+# Airlines from the shipped OpenFlights table
+# ------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4)
+def _airline_table(folder: str) -> dict[str, dict[str, Any]]:
+    from pathlib import Path
+
+    from .datasets import _AIRLINES, _rows, _verify  # the checked reader: clear errors on bad files
+
+    path = _verify(Path(folder), "openflights_airlines.csv")
+    best: dict[str, dict[str, Any]] = {}
+    for _, row in _rows(path, _AIRLINES):
+        code = row.get("icao", "")
+        if not re.fullmatch(r"[A-Z]{3}", code):  # OpenFlights also has 'N/A', '---', ...
+            continue
+        # a code listed twice (a renamed or defunct airline): the active one, then the lowest id
+        rank = (not row["active"], row["airline_id"])
+        if code not in best or rank < best[code]["_rank"]:
+            best[code] = {"_rank": rank, **row}
+    return {code: {k: v for k, v in row.items() if k != "_rank"} for code, row in best.items()}
+
+
+def airline_table() -> dict[str, dict[str, Any]]:
+    """ICAO designator -> OpenFlights row (name, iata, callsign, country, active, airline_id).
+
+    Read once from ``datasets/openflights_airlines.csv`` (checksum verified). Introduced in notebook 04.
+    """
+    from .datasets import datasets_dir
+
+    return _airline_table(str(datasets_dir()))
+
+
+def airline_of_callsign(callsign: str | None) -> str:
+    """The airline code of a callsign: its ICAO prefix if that is a known airline, else ``NO_AIRLINE``.
+
+    ``"DAL123"`` -> ``"DAL"``; ``"HBZZA"`` (a registration) or ``"NJE520P"`` (not in OpenFlights)
+    -> ``"000"``. Introduced in notebook 04.
+    """
+    m = _CALLSIGN_RE.match(callsign or "")
+    if m and m[1] in airline_table():
+        return m[1]
+    return NO_AIRLINE
+
+
+def _airline_doc(code: str) -> dict[str, Any]:
+    if code == NO_AIRLINE:
+        return {"_id": code, "recordType": AIRLINE, "airline": code,
+                "name": "no airline (private or unknown operator)"}
+    row = airline_table()[code]
+    doc = {"_id": code, "recordType": AIRLINE, "airline": code, "name": row["name"]}
+    for key in ("iata", "callsign", "country"):
+        if row.get(key) and row[key] not in ("-", "\\N"):
+            doc[key] = row[key]
+    doc["openflights_id"] = row["airline_id"]
+    return doc
+
+
+# ------------------------------------------------------------------------------------------
+# Messages
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rejected:
+    """A message :func:`ingest` refused: its position in the batch, why, and the message itself."""
+
+    index: int
+    reason: str
+    message: Any = field(repr=False, default=None)
+
+
+@dataclass
+class IngestResult:
+    """What :func:`ingest` did: reports inserted, duplicates skipped, messages rejected (with reasons)."""
+
+    inserted: int = 0
+    duplicates: int = 0
+    rejected: list[Rejected] = field(default_factory=list)
+    airlines_created: int = 0
+    aircraft_created: int = 0
+
+    @property
+    def rejected_count(self) -> int:
+        return len(self.rejected)
+
+    def counts(self) -> dict[str, int]:
+        """The numbers alone (deterministic: the same on every backend)."""
+        return {"reports inserted": self.inserted, "duplicates skipped": self.duplicates,
+                "messages rejected": self.rejected_count, "airlines created": self.airlines_created,
+                "aircraft created": self.aircraft_created}
+
+    def reasons(self) -> dict[str, int]:
+        """Rejections per reason (the reason's text before any quoted value), sorted by reason."""
+        out: dict[str, int] = {}
+        for r in self.rejected:
+            key = r.reason.split(":")[0]
+            out[key] = out.get(key, 0) + 1
+        return dict(sorted(out.items()))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Check one message; return ``(clean message, None)`` or ``(None, reason)``.
+
+    Required: ``icao24`` (6 hex digits, any case: stored lower-case), ``timestamp`` (UTC epoch
+    seconds, a number from 0 to 2100-01-01; fractions are truncated to the second), ``lat`` in
+    [-90, 90], ``lon`` in [-180, 180]. Optional: ``callsign`` (text, spaces stripped) and the numbers
+    ``altitude``, ``groundspeed``, ``track``, ``vertical_rate``. Introduced in notebook 04.
+    """
+    if not isinstance(message, Mapping):
+        return None, f"not a message: expected a dict, got {type(message).__name__}"
+    icao24 = message.get("icao24")
+    if icao24 is None or icao24 == "":
+        return None, "no icao24: every report needs the aircraft's 24-bit address"
+    if not isinstance(icao24, str) or not re.fullmatch(r"[0-9a-fA-F]{6}", icao24.strip()):
+        return None, f"bad icao24: {icao24!r} is not a 6-digit hex address"
+    ts = message.get("timestamp")
+    if ts is None:
+        return None, "no timestamp: expected UTC epoch seconds"
+    t = _number(ts)
+    if t is None or not 0 <= t < _MAX_TS:
+        return None, f"bad timestamp: {ts!r} is not UTC epoch seconds between 1970 and 2100"
+    for key, lo, hi in (("lat", -90, 90), ("lon", -180, 180)):
+        if message.get(key) is None:
+            return None, f"no {key}: a position report needs lat and lon"
+        v = _number(message[key])
+        if v is None or not lo <= v <= hi:
+            return None, f"{key} out of range: {message[key]!r} is not a number in [{lo}, {hi}]"
+    clean: dict[str, Any] = {"icao24": icao24.strip().lower()}
+    callsign = message.get("callsign")
+    if callsign is not None:
+        if not isinstance(callsign, str):
+            return None, f"bad callsign: {callsign!r} is not text"
+        if callsign.strip():
+            clean["callsign"] = callsign.strip().upper()
+    clean["timestamp"] = int(t)
+    clean["lat"], clean["lon"] = message["lat"], message["lon"]
+    for key in ("altitude", "groundspeed", "track", "vertical_rate"):
+        if message.get(key) is not None:
+            v = _number(message[key])
+            if v is None:
+                return None, f"bad {key}: {message[key]!r} is not a finite number"
+            clean[key] = v
+    return clean, None
+
+
+def ensure_indexes(db: Any, collection: str = COLLECTION) -> str:
+    """Create the ``{recordType: 1, _id: 1}`` index (``_id`` is always indexed); return its name."""
+    return track_collection(db, collection).create_index([("recordType", 1), ("_id", 1)])
+
+
+def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, batch_size: int = 1_000,
+           progress: bool = False) -> IngestResult:
+    """Store position-report messages in the single ``aerodata`` collection; works on an empty database.
+
+    Each good message becomes a report document (``recordType`` 3, the message's field names) keyed
+    ``make_id(airline, icao24, timestamp)``; its airline (from the callsign's ICAO prefix, known from
+    the shipped OpenFlights table, else :data:`NO_AIRLINE`) and aircraft documents are created on
+    first sight (upserts: never twice). Re-sending a message never duplicates a report: it is
+    counted in ``duplicates``. A malformed message is counted in ``rejected`` with its reason and the
+    rest of the batch goes on. Per batch: one upsert of the parents, one lookup of the batch's
+    ``_id`` values, one insert. Introduced in notebook 04.
+    """
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"ingest: batch_size={batch_size!r} must be a positive integer (default 1000)")
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise TypeError("ingest: messages must be an iterable of message dicts (a list, a generator); "
+                        "for one message pass [message]; for Stratux JSON use parse_stratux first")
+    coll = track_collection(db, collection)
+    ensure_indexes(db, collection)
+    result = IngestResult()
+    total = len(messages) if hasattr(messages, "__len__") else None  # type: ignore[arg-type]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total, desc="ingest", unit=" msg", disable=bool(os.environ.get("CI")))
+    batch: list[tuple[int, Any]] = []
+    try:
+        for index, message in enumerate(messages):
+            batch.append((index, message))
+            if len(batch) >= batch_size:
+                _ingest_batch(coll, batch, result)
+                if bar is not None:
+                    bar.update(len(batch))
+                batch = []
+        if batch:
+            _ingest_batch(coll, batch, result)
+            if bar is not None:
+                bar.update(len(batch))
+    finally:
+        if bar is not None:
+            bar.close()
+    return result
+
+
+def _ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) -> None:
+    reports: dict[str, dict[str, Any]] = {}
+    parents: dict[str, dict[str, Any]] = {}
+    for index, message in batch:
+        clean, reason = validate_message(message)
+        if clean is None:
+            result.rejected.append(Rejected(index, reason or "invalid", message))
+            continue
+        code = airline_of_callsign(clean.get("callsign"))
+        icao24 = clean["icao24"]
+        rid = make_id(code, icao24, clean["timestamp"])
+        if rid in reports:  # the same message twice in one batch
+            result.duplicates += 1
+            continue
+        reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean}
+        if code not in parents:
+            parents[code] = _airline_doc(code)
+        aid = make_id(code, icao24)
+        if aid not in parents:
+            parents[aid] = {"_id": aid, "recordType": AIRCRAFT, "airline": code, "icao24": icao24,
+                            **({"callsign": clean["callsign"]} if "callsign" in clean else {}),
+                            "first_seen": clean["timestamp"]}
+    if not reports:
+        return
+    parent_ids = sorted(parents)
+    ups = [UpdateOne({"_id": pid}, {"$setOnInsert": {k: v for k, v in parents[pid].items() if k != "_id"}},
+                     upsert=True) for pid in parent_ids]
+    done = coll.bulk_write(ups, ordered=False)
+    for index in (done.upserted_ids or {}):
+        if "_" not in parent_ids[index]:
+            result.airlines_created += 1
+        else:
+            result.aircraft_created += 1
+    existing = {d["_id"] for d in coll.find({"_id": {"$in": sorted(reports)}}, {"_id": 1},
+                                            batch_size=QUERY_BATCH)}
+    result.duplicates += len(existing)
+    new = [doc for rid, doc in sorted(reports.items()) if rid not in existing]
+    if not new:
+        return
+    try:
+        coll.insert_many(new, ordered=False)
+        result.inserted += len(new)
+    except BulkWriteError as e:  # another writer inserted some of them meanwhile
+        errors = e.details.get("writeErrors", [])
+        others = [w for w in errors if w.get("code") != 11000]
+        if others:
+            raise
+        result.inserted += len(new) - len(errors)
+        result.duplicates += len(errors)
+
+
+# ------------------------------------------------------------------------------------------
+# The lesson's five queries: each one round trip on the _id index
+# ------------------------------------------------------------------------------------------
+def _prefix(id_prefix: str) -> dict[str, Any]:
+    return {"$regex": "^" + re.escape(id_prefix)}
+
+
+def airline_all(db: Any, airline: str, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
+    """Everything for an airline (the airline, its aircraft, their reports), in ``_id`` order.
+
+    ``{_id: /^DAL/}``: the fixed 3-character airline code means this prefix stops at the airline.
+    """
+    return list(db[collection].find({"_id": _prefix(make_id(airline))}, sort=[("_id", 1)],
+                                    batch_size=QUERY_BATCH))
+
+
+def airline(db: Any, airline: str, *, collection: str = COLLECTION) -> dict[str, Any] | None:
+    """The airline document alone (``{_id: "DAL"}``), or None."""
+    return db[collection].find_one({"_id": make_id(airline)})
+
+
+def fleet(db: Any, airline: str, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
+    """The airline's aircraft documents, in ``_id`` order: ``{recordType: 2, _id: /^DAL_/}``."""
+    return list(db[collection].find({"recordType": AIRCRAFT, "_id": _prefix(make_id(airline) + "_")},
+                                    sort=[("_id", 1)], batch_size=QUERY_BATCH))
+
+
+def aircraft(db: Any, airline: str, icao24: str, *, collection: str = COLLECTION) -> dict[str, Any] | None:
+    """One aircraft document (``{_id: "DAL_a36f7e"}``), or None."""
+    return db[collection].find_one({"_id": make_id(airline, icao24)})
+
+
+def reports(db: Any, airline: str, icao24: str, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
+    """One aircraft's reports in message order: ``{_id: /^DAL_a36f7e_/}`` sorted by ``_id``.
+
+    The trailing ``_`` stops the prefix at the reports: ``^DAL_a36f7e`` would add the aircraft.
+    """
+    return list(db[collection].find({"_id": _prefix(make_id(airline, icao24) + "_")}, sort=[("_id", 1)],
+                                    batch_size=QUERY_BATCH))
+
+
+# ------------------------------------------------------------------------------------------
+# A simulated Stratux receiver feed
+# ------------------------------------------------------------------------------------------
+def to_stratux_json(message: Mapping[str, Any]) -> str:
+    """One report as the JSON traffic message a Stratux receiver sends (a subset of its fields).
+
+    Stratux names: ``Icao_addr`` (the 24-bit address as an integer), ``Tail`` (callsign), ``Lat``,
+    ``Lng``, ``Alt`` (ft, integer), ``Speed`` (kt, integer), ``Track``, ``Vvel`` (ft/min, integer),
+    ``Timestamp`` (RFC 3339, UTC). Used to replay the real sample as a feed in notebook 04.
+    """
+    ts = _dt.datetime.fromtimestamp(message["timestamp"], _dt.timezone.utc)
+
+    def rounded(key: str) -> int | None:
+        v = message.get(key)
+        return None if v is None else int(round(v))
+
+    return json.dumps({
+        "Icao_addr": int(message["icao24"], 16), "Tail": message.get("callsign") or "",
+        "Position_valid": message.get("lat") is not None and message.get("lon") is not None,
+        "Lat": message.get("lat"), "Lng": message.get("lon"), "Alt": rounded("altitude"),
+        "Speed": rounded("groundspeed"), "Speed_valid": message.get("groundspeed") is not None,
+        "Track": message.get("track"), "Vvel": rounded("vertical_rate"),
+        "Timestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }, separators=(",", ":"))
+
+
+def parse_stratux(text: str | bytes) -> dict[str, Any]:
+    """A Stratux traffic JSON message -> the message shape :func:`ingest` takes.
+
+    Never raises for bad content: fields it cannot read become None (or are left out), so
+    :func:`ingest` rejects the message with a reason; only text that is not a JSON object raises
+    ``ValueError``. Introduced in notebook 04.
+    """
+    try:
+        raw = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"parse_stratux: not JSON ({e}); expected one Stratux traffic object per message") \
+            from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"parse_stratux: expected a JSON object, got {type(raw).__name__}")
+    addr = raw.get("Icao_addr")
+    icao24 = f"{addr:06x}" if isinstance(addr, int) and not isinstance(addr, bool) and 0 <= addr < 1 << 24 \
+        else None
+    ts: float | None = None
+    stamp = raw.get("Timestamp")
+    if isinstance(stamp, str):
+        m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)", stamp.strip())
+        if m:
+            try:
+                when = _dt.datetime.fromisoformat(m[1] + ("+00:00" if m[2] == "Z" else m[2]))
+                ts = int(when.timestamp())
+            except ValueError:
+                ts = None
+    valid = raw.get("Position_valid", True) is not False
+    message: dict[str, Any] = {"icao24": icao24, "callsign": (raw.get("Tail") or "").strip() or None,
+                               "timestamp": ts,
+                               "lat": raw.get("Lat") if valid else None,
+                               "lon": raw.get("Lng") if valid else None}
+    for src, key in (("Alt", "altitude"), ("Speed", "groundspeed"), ("Track", "track"),
+                     ("Vvel", "vertical_rate")):
+        if raw.get(src) is not None and (key != "groundspeed" or raw.get("Speed_valid", True) is not False):
+            message[key] = raw[src]
+    return message
+
+
+# ------------------------------------------------------------------------------------------
+# Python objects for polymorphic documents (the counterpart of the article's Spring Data part)
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Airline:
+    """recordType 1."""
+
+    id: str
+    airline: str
+    name: str
+    country: str | None = None
+    iata: str | None = None
+
+
+@dataclass(frozen=True)
+class Aircraft:
+    """recordType 2."""
+
+    id: str
+    airline: str
+    icao24: str
+    callsign: str | None = None
+    first_seen: int | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """recordType 3."""
+
+    id: str
+    airline: str
+    icao24: str
+    timestamp: int
+    lat: float
+    lon: float
+    callsign: str | None = None
+    altitude: float | None = None
+    groundspeed: float | None = None
+    track: float | None = None
+    vertical_rate: float | None = None
+
+
+_CLASSES: dict[int, type] = {AIRLINE: Airline, AIRCRAFT: Aircraft, REPORT: Report}
+
+
+def from_document(doc: Mapping[str, Any]) -> Airline | Aircraft | Report:
+    """Dispatch on ``recordType``: the dataclass of that record type, built from the document.
+
+    Fields the class does not declare are ignored; an unknown ``recordType`` raises ``ValueError``.
+    Introduced in notebook 04.
+    """
+    kind = doc.get("recordType")
+    cls = _CLASSES.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        raise ValueError(f"from_document: recordType={kind!r} in document {doc.get('_id')!r} is not one of "
+                         f"{sorted(_CLASSES)} (1 airline, 2 aircraft, 3 report)")
+    names = {f for f in cls.__dataclass_fields__ if f != "id"}
+    return cls(id=doc["_id"], **{k: v for k, v in doc.items() if k in names})
+
+
+# ------------------------------------------------------------------------------------------
+# Index bounds (the model), re-keying, sharding (notebook 04, sections 7 and 9)
+# ------------------------------------------------------------------------------------------
+def prefix_bounds(prefix: str) -> tuple[str, str]:
+    """The index bounds ``[prefix, next)`` of an anchored, case-sensitive prefix regex ``^prefix``.
+
+    ``"DAL_"`` -> ``("DAL_", "DAL`")``: the last character incremented, as the query planner does.
+    """
+    if not prefix:
+        raise ValueError("prefix_bounds: the prefix is empty; an empty prefix has no bounds (it scans all keys)")
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def keys_in_bounds(sorted_keys: Sequence[str], bounds: tuple[str, str]) -> int:
+    """How many of ``sorted_keys`` (ascending) fall in ``[low, high)``: the keys an index scan visits."""
+    lo, hi = bounds
+    return bisect.bisect_left(sorted_keys, hi) - bisect.bisect_left(sorted_keys, lo)
+
+
+def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
+                   collection: str = COLLECTION) -> dict[str, int]:
+    """Move an aircraft and all its reports to another airline's key space.
+
+    ``_id`` is immutable, so every document is inserted under its new key and the old one deleted:
+    the cost grows with the aircraft's history. Returns the documents moved. Introduced in notebook 04.
+    """
+    coll = track_collection(db, collection)
+    old = make_id(old_airline, icao24)
+    docs = list(coll.find({"_id": _prefix(old)}, sort=[("_id", 1)], batch_size=QUERY_BATCH))
+    if not docs:
+        raise ValueError(f"rekey_aircraft: no aircraft {old!r} in {collection!r}; check the airline and icao24")
+    if new_airline not in (NO_AIRLINE,) and new_airline not in airline_table():
+        raise ValueError(f"rekey_aircraft: new_airline={new_airline!r} is not in the OpenFlights table")
+    coll.bulk_write([UpdateOne({"_id": new_airline},
+                               {"$setOnInsert": {k: v for k, v in _airline_doc(new_airline).items() if k != "_id"}},
+                               upsert=True)])
+    moved = []
+    for d in docs:
+        parts = parse_id(d["_id"])
+        moved.append({**d, "_id": make_id(new_airline, parts.icao24, parts.seq), "airline": new_airline})
+    coll.insert_many(moved, ordered=True)
+    deleted = coll.delete_many({"_id": {"$in": [d["_id"] for d in docs]}}).deleted_count
+    return {"inserted": len(moved), "deleted": deleted}
+
+
+def _hash64(key: str) -> int:
+    return int.from_bytes(hashlib.md5(key.encode()).digest()[:8], "big")
+
+
+def shard_writes(existing_keys: Sequence[Any], new_keys: Iterable[Any], shards: int, how: str = "range") -> list[int]:
+    """Simulate where new writes land when a key space is split over ``shards`` shards.
+
+    ``how="range"``: chunks split at the quantiles of ``existing_keys`` (what a balanced cluster had
+    when the new keys arrive); a key past the last split point goes to the last shard.
+    ``how="hash"``: shard = 64 bits of the key's md5 (a stand-in for MongoDB's hashed index) mod
+    ``shards``. Returns the number of ``new_keys`` per shard. A model, not a cluster.
+    """
+    if not isinstance(shards, int) or shards < 1:
+        raise ValueError(f"shard_writes: shards={shards!r} must be a positive integer")
+    counts = [0] * shards
+    if how == "hash":
+        for key in new_keys:
+            counts[_hash64(str(key)) % shards] += 1
+        return counts
+    if how != "range":
+        raise ValueError(f"shard_writes: how={how!r} must be 'range' or 'hash'")
+    ordered = sorted(existing_keys)
+    if not ordered:
+        raise ValueError("shard_writes: existing_keys is empty; range chunks are split at existing keys")
+    splits = [ordered[i * len(ordered) // shards] for i in range(1, shards)]
+    for key in new_keys:
+        counts[bisect.bisect_right(splits, key)] += 1
+    return counts

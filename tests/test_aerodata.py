@@ -1,0 +1,306 @@
+"""Tests of helpers.aerodata (notebook 04): keys, ingest, the five queries, on every backend.
+
+The queries are checked against a plain-Python filter over the same real OpenSky sample
+(``datasets/adsb_switzerland.csv.gz``), read here with the csv module, independently of ingest.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import re
+from collections import defaultdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import aerodata as ad
+from helpers.counting import counting
+from helpers.datasets import DATASETS_DIR
+from helpers.safety import is_workbook_collection
+
+# ------------------------------------------------------------------------------------------
+# keys
+airlines = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=3, max_size=3)
+icao24s = st.text(alphabet="0123456789abcdef", min_size=6, max_size=6)
+seqs = st.integers(min_value=0, max_value=10 ** ad.SEQ_DIGITS - 1)
+parts = st.one_of(
+    st.tuples(airlines, st.none(), st.none()),
+    st.tuples(airlines, icao24s, st.none()),
+    st.tuples(airlines, icao24s, seqs),
+)
+
+
+@given(parts)
+def test_make_id_and_parse_id_are_inverses(p):
+    key = ad.make_id(*p)
+    assert ad.parse_id(key) == p
+    assert ad.make_id(*ad.parse_id(key)) == key
+
+
+@given(st.lists(parts, min_size=2, max_size=40))
+def test_string_order_is_hierarchy_then_number_order(ps):
+    def rank(p):  # airline first, then its aircraft, then the aircraft's reports by number
+        return (p[0], p[1] or "", -1 if p[2] is None else p[2])
+
+    assert [ad.parse_id(k) for k in sorted(ad.make_id(*p) for p in ps)] == sorted(ps, key=rank)
+
+
+@settings(max_examples=50)
+@given(st.integers(0, 10 ** 9), st.integers(0, 10 ** 9))
+def test_message_numbers_sort_as_numbers(a, b):
+    ka, kb = ad.make_id("DAL", "a36f7e", a), ad.make_id("DAL", "a36f7e", b)
+    assert (ka < kb) == (a < b)
+
+
+def test_the_article_keys():
+    assert ad.make_id("DAL") == "DAL"
+    assert ad.make_id("DAL", "a36f7e") == "DAL_a36f7e"
+    assert ad.make_id("DAL", "a36f7e", 2) < ad.make_id("DAL", "a36f7e", 10)
+    assert "DAL_a36f7e_2" > "DAL_a36f7e_10"  # what unpadded numbers would do
+
+
+@pytest.mark.parametrize("args, word", [
+    (("dal",), "airline"), (("DALX",), "airline"), (("DAL", "A36F7E"), "icao24"), (("DAL", "a36f7"), "icao24"),
+    (("DAL", None, 3), "seq"), (("DAL", "a36f7e", -1), "seq"), (("DAL", "a36f7e", 10 ** 10), "seq"),
+    (("DAL", "a36f7e", True), "seq"), (("DAL", "a36f7e", 1.0), "seq"),
+])
+def test_make_id_rejects_bad_parts_naming_them(args, word):
+    with pytest.raises(ValueError, match=word):
+        ad.make_id(*args)
+
+
+@pytest.mark.parametrize("key", ["", "DAL_", "DAL_a36f7e_2", "DAL_A36F7E", "DA", 42, "DAL_a36f7e_00000000001"])
+def test_parse_id_rejects_foreign_keys(key):
+    with pytest.raises(ValueError, match="not an aerodata _id"):
+        ad.parse_id(key)
+
+
+def test_airline_rule():
+    assert ad.airline_of_callsign("SWR123") == "SWR"
+    assert ad.airline_of_callsign("DAL45") == "DAL"
+    assert ad.airline_of_callsign("HBZZA") == ad.NO_AIRLINE  # a registration as callsign
+    assert ad.airline_of_callsign("SWRA") == ad.NO_AIRLINE  # no flight number
+    assert ad.airline_of_callsign(None) == ad.NO_AIRLINE
+    assert ad.NO_AIRLINE not in ad.airline_table()
+    assert ad.airline_table()["SWR"]["name"] == "Swiss International Air Lines"  # the active one
+
+
+# ------------------------------------------------------------------------------------------
+# the real sample, read independently of ingest
+def _sample() -> list[dict]:
+    """Every report of a spread of aircraft (every 40th icao24, plus the two-airline 3c56ed)."""
+    with gzip.open(DATASETS_DIR / "adsb_switzerland.csv.gz", "rt", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    ids = sorted({r["icao24"] for r in rows})
+    keep = set(ids[::40]) | {"3c56ed"}
+    out = []
+    for r in rows:
+        if r["icao24"] in keep:
+            m = {"icao24": r["icao24"], "callsign": r["callsign"], "timestamp": int(r["timestamp"])}
+            for k in ("lat", "lon", "altitude", "groundspeed", "track", "vertical_rate"):
+                m[k] = float(r[k])
+            out.append(m)
+    return out
+
+
+SAMPLE = _sample()
+
+
+def _expected_airline(callsign: str) -> str:  # the rule restated plainly
+    return callsign[:3] if re.match(r"^[A-Z]{3}[0-9]", callsign) and callsign[:3] in ad.airline_table() \
+        else ad.NO_AIRLINE
+
+
+def _strip(doc):
+    return {k: v for k, v in doc.items() if k not in ("_id", "recordType", "airline")}
+
+
+@pytest.fixture
+def loaded(db):
+    result = ad.ingest(db, SAMPLE, batch_size=700)
+    return db, result
+
+
+def test_sample_has_what_the_tests_need():
+    airlines = {_expected_airline(m["callsign"]) for m in SAMPLE}
+    assert ad.NO_AIRLINE in airlines and len(airlines) >= 5
+    assert len({(m["icao24"], _expected_airline(m["callsign"])) for m in SAMPLE if m["icao24"] == "3c56ed"}) == 2
+
+
+def test_ingest_on_an_empty_database(loaded):
+    db, result = loaded
+    assert is_workbook_collection(db, ad.COLLECTION)
+    assert result.inserted == len(SAMPLE) and result.duplicates == 0 and result.rejected == []
+    pairs = {(_expected_airline(m["callsign"]), m["icao24"]) for m in SAMPLE}
+    assert result.aircraft_created == len(pairs)
+    assert result.airlines_created == len({a for a, _ in pairs})
+    coll = db[ad.COLLECTION]
+    assert coll.count_documents({"recordType": 3}) == len(SAMPLE)
+    assert coll.count_documents({"recordType": 2}) == len(pairs)
+    assert coll.count_documents({}) == len(SAMPLE) + len(pairs) + len({a for a, _ in pairs})
+    names = {i["key"][0][0] if isinstance(i["key"], list) else list(i["key"])[0]
+             for i in coll.index_information().values()}
+    assert "recordType" in names
+
+
+def test_reingest_leaves_counts_unchanged(loaded):
+    db, _ = loaded
+    before = db[ad.COLLECTION].count_documents({})
+    again = ad.ingest(db, SAMPLE[:900] + SAMPLE[:5])  # twice in one call too
+    assert again.inserted == 0 and again.duplicates == 905
+    assert again.airlines_created == 0 and again.aircraft_created == 0
+    assert db[ad.COLLECTION].count_documents({}) == before
+
+
+@pytest.mark.parametrize("case", ["airline_all", "airline", "fleet", "aircraft", "reports"])
+def test_five_queries_match_a_plain_python_filter(loaded, case):
+    db, _ = loaded
+    by_airline = defaultdict(list)
+    for m in SAMPLE:
+        by_airline[_expected_airline(m["callsign"])].append(m)
+    checked = 0
+    for code in sorted(by_airline):
+        msgs = by_airline[code]
+        fleet_ids = sorted({m["icao24"] for m in msgs})
+        with counting() as c:
+            if case == "airline_all":
+                got = ad.airline_all(db, code)
+                kinds = [d["recordType"] for d in got]
+                assert kinds[0] == 1 and kinds.count(1) == 1
+                assert sorted(d["icao24"] for d in got if d["recordType"] == 2) == fleet_ids
+                assert sorted((d["icao24"], d["timestamp"]) for d in got if d["recordType"] == 3) == \
+                    sorted((m["icao24"], m["timestamp"]) for m in msgs)
+                assert [d["_id"] for d in got] == sorted(d["_id"] for d in got)
+            elif case == "airline":
+                got = ad.airline(db, code)
+                assert got["_id"] == code and got["recordType"] == 1
+                if code != ad.NO_AIRLINE:
+                    assert got["name"] == ad.airline_table()[code]["name"]
+            elif case == "fleet":
+                got = ad.fleet(db, code)
+                assert [d["icao24"] for d in got] == fleet_ids
+                assert {d["recordType"] for d in got} == {2}
+            else:
+                for icao in fleet_ids:
+                    if case == "aircraft":
+                        got = ad.aircraft(db, code, icao)
+                        assert got["_id"] == f"{code}_{icao}" and got["airline"] == code
+                    else:
+                        got = ad.reports(db, code, icao)
+                        want = sorted((m for m in msgs if m["icao24"] == icao), key=lambda m: m["timestamp"])
+                        assert [_strip(d) for d in got] == want  # same field names and values
+        per_call = 1 if case in ("airline_all", "airline", "fleet") else len(fleet_ids)
+        assert c.round_trips == per_call, (case, code, c.commands)
+        checked += 1
+    assert checked == len(by_airline)
+    assert ad.airline(db, "ZZZ") is None and ad.fleet(db, "ZZZ") == [] and ad.reports(db, "ZZZ", "abcdef") == []
+
+
+def test_prefixes_stop_where_the_key_says(loaded):
+    db, _ = loaded
+    code, icao = "EWG", "3c56ed"
+    with_trailing = ad.reports(db, code, icao)
+    without = list(db[ad.COLLECTION].find({"_id": {"$regex": f"^{code}_{icao}"}}))
+    assert len(without) == len(with_trailing) + 1  # the aircraft document too
+    assert ad.aircraft(db, "GWI", icao) is not None  # the same plane under its other operator
+
+
+BAD = [
+    ({"callsign": "SWR1", "timestamp": 1533099600, "lat": 47.0, "lon": 8.0}, "no icao24"),
+    ({"icao24": "", "timestamp": 1533099600, "lat": 47.0, "lon": 8.0}, "no icao24"),
+    ({"icao24": "xyz123", "timestamp": 1533099600, "lat": 47.0, "lon": 8.0}, "bad icao24"),
+    ({"icao24": "4b1805", "timestamp": 1533099600, "lat": 91.0, "lon": 8.0}, "lat out of range"),
+    ({"icao24": "4b1805", "timestamp": 1533099600, "lat": 47.0, "lon": -180.5}, "lon out of range"),
+    ({"icao24": "4b1805", "timestamp": 1533099600, "lat": float("nan"), "lon": 8.0}, "lat out of range"),
+    ({"icao24": "4b1805", "timestamp": 1533099600, "lat": "47", "lon": 8.0}, "lat out of range"),
+    ({"icao24": "4b1805", "timestamp": 1533099600, "lon": 8.0}, "no lat"),
+    ({"icao24": "4b1805", "timestamp": "yesterday", "lat": 47.0, "lon": 8.0}, "bad timestamp"),
+    ({"icao24": "4b1805", "timestamp": -5, "lat": 47.0, "lon": 8.0}, "bad timestamp"),
+    ({"icao24": "4b1805", "timestamp": 10 ** 12, "lat": 47.0, "lon": 8.0}, "bad timestamp"),
+    ({"icao24": "4b1805", "lat": 47.0, "lon": 8.0}, "no timestamp"),
+    ({"icao24": "4b1805", "timestamp": 1533099600, "lat": 47.0, "lon": 8.0, "altitude": "high"}, "bad altitude"),
+    ("not a dict", "not a message"),
+]
+
+
+def test_malformed_messages_are_rejected_with_reasons_while_good_ones_land(db):
+    good = SAMPLE[:30]
+    batch = []
+    for i, m in enumerate(good):
+        batch.append(m)
+        if i < len(BAD):
+            batch.append(BAD[i][0])
+    result = ad.ingest(db, batch, batch_size=7)
+    assert result.inserted == len(good) and result.duplicates == 0
+    assert [r.reason.split(":")[0] for r in result.rejected] == [why for _, why in BAD]
+    assert [r.index for r in result.rejected] == [2 * i + 1 for i in range(len(BAD))]
+    assert result.rejected[0].message is BAD[0][0]
+    assert db[ad.COLLECTION].count_documents({"recordType": 3}) == len(good)
+    assert sum(result.reasons().values()) == len(BAD)
+
+
+def test_ingest_refuses_a_bare_message(db):
+    with pytest.raises(TypeError, match=r"\[message\]"):
+        ad.ingest(db, SAMPLE[0])
+    with pytest.raises(ValueError, match="batch_size"):
+        ad.ingest(db, SAMPLE[:1], batch_size=0)
+
+
+def test_stratux_round_trip_and_rejection(db):
+    m = SAMPLE[0]
+    text = ad.to_stratux_json(m)
+    raw = json.loads(text)
+    assert raw["Icao_addr"] == int(m["icao24"], 16) and raw["Tail"] == m["callsign"]
+    back = ad.parse_stratux(text)
+    assert back["icao24"] == m["icao24"] and back["timestamp"] == m["timestamp"]
+    assert (back["lat"], back["lon"]) == (m["lat"], m["lon"]) and back["altitude"] == round(m["altitude"])
+    assert ad.parse_stratux(text.replace('"Timestamp":"2018', '"Timestamp":"20x8'))["timestamp"] is None
+    nanos = json.dumps({**raw, "Timestamp": "2018-08-01T05:00:00.937200261Z"})
+    assert ad.parse_stratux(nanos)["timestamp"] == 1533099600
+    invalid = json.dumps({**raw, "Position_valid": False})
+    r = ad.ingest(db, [ad.parse_stratux(text), ad.parse_stratux(invalid)])
+    assert r.inserted == 1 and r.rejected[0].reason.startswith("no lat")
+    with pytest.raises(ValueError, match="not JSON"):
+        ad.parse_stratux("{oops")
+
+
+def test_dataclass_dispatch(loaded):
+    db, _ = loaded
+    objs = [ad.from_document(d) for d in ad.airline_all(db, "EWG")]
+    assert type(objs[0]) is ad.Airline and objs[0].name.startswith("Eurowings")
+    assert {type(o) for o in objs[1:]} <= {ad.Aircraft, ad.Report}
+    assert any(isinstance(o, ad.Report) and o.timestamp > 0 for o in objs)
+    with pytest.raises(ValueError, match="recordType=9"):
+        ad.from_document({"_id": "x", "recordType": 9})
+
+
+def test_bounds_model():
+    keys = sorted(["DAL", "DAL_a36f7e", "DAL_a36f7e_0000000001", "DAM", "DAK_000000", "DAL`"])
+    assert ad.prefix_bounds("DAL_") == ("DAL_", "DAL`")
+    assert ad.keys_in_bounds(keys, ad.prefix_bounds("DAL_")) == 2
+    assert ad.keys_in_bounds(keys, ad.prefix_bounds("DAL")) == 4
+    with pytest.raises(ValueError):
+        ad.prefix_bounds("")
+
+
+def test_rekey_moves_everything(loaded):
+    db, _ = loaded
+    n = len(ad.reports(db, "EWG", "3c56ed"))
+    moved = ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH")
+    assert moved == {"inserted": n + 1, "deleted": n + 1}
+    assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n
+    assert ad.aircraft(db, "DLH", "3c56ed")["airline"] == "DLH"
+    with pytest.raises(ValueError, match="no aircraft"):
+        ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH")
+
+
+def test_shard_simulation():
+    old = [f"k{i:04d}" for i in range(1000)]
+    growing = [f"k{i:04d}" for i in range(1000, 1400)]
+    assert ad.shard_writes(old, growing, 4, "range") == [0, 0, 0, 400]
+    spread = ad.shard_writes(old, growing, 4, "hash")
+    assert sum(spread) == 400 and max(spread) < 150
+    with pytest.raises(ValueError, match="how"):
+        ad.shard_writes(old, growing, 4, "round-robin")
