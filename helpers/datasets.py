@@ -60,9 +60,23 @@ __all__ = [
     "datasets_dir",
     "default_scale",
     "load_dataset",
+    "read_rows",
+    "verify_file",
 ]
 
-DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
+def _find_datasets_dir() -> Path:
+    """The repository's ``datasets/``: beside this package (editable install), else the first
+    ``datasets/checksums.sha256`` found from the working directory upwards (a notebook's folder)."""
+    beside = Path(__file__).resolve().parent.parent / "datasets"
+    if (beside / "checksums.sha256").is_file():
+        return beside
+    for folder in (Path.cwd(), *Path.cwd().parents):
+        if (folder / "datasets" / "checksums.sha256").is_file():
+            return folder / "datasets"
+    return beside
+
+
+DATASETS_DIR = _find_datasets_dir()
 BATCH_SIZE = 2_000
 #: the seed of every generated dataset: the same documents on every run and machine
 SEED = 7
@@ -129,7 +143,9 @@ def _verify(folder: Path, name: str) -> Path:
     path = folder / name
     sums = folder / "checksums.sha256"
     if not path.is_file():
-        raise DatasetError(f"{path}: the file is missing; " + _RESTORE.format(name=name) + ".")
+        hint = (f" (WORKBOOK_DATASETS points at {folder}: unset it to use the shipped files)"
+                if os.environ.get("WORKBOOK_DATASETS") else "")
+        raise DatasetError(f"{path}: the file is missing{hint}; " + _RESTORE.format(name=name) + ".")
     if not sums.is_file():
         raise DatasetError(f"{sums}: the checksum list is missing, so {name} cannot be verified; "
                            "restore it with `git checkout -- datasets/checksums.sha256` or rerun "
@@ -233,6 +249,11 @@ def _rows(path: Path, fields: Fields) -> Iterator[tuple[int, dict[str, Any]]]:
         where = f"line {reader.line_num + 1}" if "reader" in locals() else "line 1"
         raise DatasetError(f"{path}: {where}: cannot read the file, it is truncated or corrupt "
                            f"({type(exc).__name__}: {exc}); " + _RESTORE.format(name=name) + ".") from None
+
+
+#: public names of the checked reader, for helpers that read a shipped file directly (notebook 04)
+read_rows = _rows
+verify_file = _verify
 
 
 def _pick(keys: Iterable[Any], n: int | None) -> set[Any] | None:
