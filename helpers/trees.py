@@ -1,0 +1,712 @@
+"""Trees in MongoDB: the four patterns, each answering the same operations, and ``$graphLookup``.
+
+Introduced in notebook 03 (tree patterns). One class per pattern, all with the same methods, so a
+notebook or a test can run the same operation on each and count what it costs:
+
+* :class:`ParentRefs`: ``{_id, name, parent}``, ``parent: None`` at a root; index on ``parent``.
+* :class:`ChildRefs`: ``{_id, name, children: [ids]}``; multikey index on ``children``.
+* :class:`AncestorsArray`: ``{_id, name, parent, ancestors: [root, ..., parent]}`` (the hybrid with
+  the parent reference); indexes on ``parent`` and ``ancestors``.
+* :class:`MaterializedPaths`: ``{_id, name, path: "/Electronics/Phones/Smartphones"}`` (the path of
+  names, the node's own name last); unique index on ``path``. A path of names is only unambiguous
+  when sibling names are unique (as in a file system), so this pattern refuses a load, move or
+  rename that would give two siblings the same name.
+
+Build one as ``Pattern(collection)``, fill an empty collection with ``.load(rows)`` (rows are
+``(node_id, parent_id, name)``, ``parent_id`` None at a root), then call ``parent``, ``children``
+(sorted ids), ``ancestors`` (ids, root first), ``descendants`` (sorted ids), ``is_ancestor(a, b)``,
+``move(node_id, new_parent_id)`` (``None`` makes it a root) and ``rename(node_id, new_name)``.
+``ParentRefs`` and ``ChildRefs`` also have ``graph_ancestors`` / ``graph_descendants`` (one
+``$graphLookup`` round trip each) and ``graph_walk`` (``max_depth``, depths, ``restrict``).
+
+Bad input (an unknown id, a move under the node itself or one of its descendants, a name that is
+empty or contains ``/``) raises a :class:`TreeError` with what to do, before anything is written.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+
+from pymongo import UpdateOne
+
+from .counting import counting
+from .safety import track_collection
+
+__all__ = [
+    "SEPARATOR",
+    "TreeError",
+    "UnknownNodeError",
+    "CycleError",
+    "ParentRefs",
+    "ChildRefs",
+    "AncestorsArray",
+    "MaterializedPaths",
+    "PATTERNS",
+    "GraphLookup",
+    "operation_costs",
+    "plot_operation_costs",
+    "decision_table",
+]
+
+#: the path separator of :class:`MaterializedPaths`; no node name may contain it, in any pattern
+SEPARATOR = "/"
+_BIG = 1 << 30  # "to the end of the array" for $slice
+
+
+class TreeError(ValueError):
+    """Bad input for a tree operation; nothing was written. The message says what to do."""
+
+
+class UnknownNodeError(TreeError, LookupError):
+    """The node id is not in the tree's collection."""
+
+
+class CycleError(TreeError):
+    """A move would put a node under itself or under one of its descendants (or the data has a cycle)."""
+
+
+Rows = Iterable[tuple[Hashable, Hashable | None, str]]
+
+
+def _check_name(name: Any, what: str = "new_name") -> str:
+    if not isinstance(name, str) or not name:
+        raise TreeError(f"{what} must be a non-empty string, not {name!r}")
+    if SEPARATOR in name:
+        raise TreeError(f"{what}={name!r} contains the path separator {SEPARATOR!r}, which would break "
+                        f"materialized paths; use another character, e.g. {name.replace(SEPARATOR, '-')!r}")
+    return name
+
+
+def _check_rows(rows: Rows) -> list[tuple[Any, Any, str]]:
+    """Validate ``(node_id, parent_id, name)`` rows as a forest; return them parents first."""
+    rows = list(rows)
+    by_id: dict[Any, tuple[Any, Any, str]] = {}
+    for i, row in enumerate(rows):
+        if not isinstance(row, (tuple, list)) or len(row) != 3:
+            raise TreeError(f"rows[{i}] = {row!r} is not a (node_id, parent_id, name) tuple")
+        node, parent, name = row
+        if node is None:
+            raise TreeError(f"rows[{i}]: node_id is None; every node needs an id")
+        _check_name(name, f"rows[{i}] name")
+        if node in by_id:
+            raise TreeError(f"rows[{i}]: node_id {node!r} appears twice; node ids must be unique")
+        by_id[node] = (node, parent, name)
+    kids: dict[Any, list[Any]] = {}
+    roots = []
+    for i, (node, parent, _name) in enumerate(rows):
+        if parent is None:
+            roots.append(node)
+        elif parent not in by_id:
+            raise TreeError(f"rows[{i}]: parent_id {parent!r} of node {node!r} is not a node id in rows; "
+                            f"add that node or use None for a root")
+        else:
+            kids.setdefault(parent, []).append(node)
+    ordered: list[tuple[Any, Any, str]] = []
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        ordered.append(by_id[node])
+        stack.extend(reversed(kids.get(node, [])))
+    if len(ordered) != len(rows):
+        stuck = sorted((str(n) for n in by_id if n not in {r[0] for r in ordered}))[:5]
+        raise TreeError(f"rows contain a cycle (no root above nodes {', '.join(stuck)}); every chain of "
+                        f"parent_id must end at a root (parent_id None)")
+    return ordered
+
+
+def _regex_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "\\.^$|?*+()[]{}" else ch for ch in text)
+
+
+class _Pattern:
+    """What every pattern shares: the collection, input checks, and the default ``is_ancestor``."""
+
+    pattern = "?"
+    indexes: tuple[tuple[str, dict], ...] = ()
+
+    def __init__(self, collection: Any) -> None:
+        if not hasattr(collection, "find_one") or not hasattr(collection, "database"):
+            raise TypeError(f"{type(self).__name__}(collection) needs a collection such as db['tree'], "
+                            f"not {type(collection).__name__}")
+        self.collection = collection
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.collection.name!r})"
+
+    # -- loading --------------------------------------------------------------------------
+    def load(self, rows: Rows) -> int:
+        """Insert the tree (rows ``(node_id, parent_id, name)``) into the empty collection, with its indexes.
+
+        Returns the number of documents inserted.
+        """
+        ordered = _check_rows(rows)
+        self._check_load(ordered)
+        coll = self.collection
+        if coll.find_one({}, {"_id": 1}) is not None:
+            raise TreeError(f"collection {coll.name!r} is not empty; load into an empty collection "
+                            f"(helpers.reset_workbook(db) drops the workbook's collections)")
+        track_collection(coll.database, coll.name)
+        for key, options in self.indexes:
+            coll.create_index(key, **options)
+        docs = self._documents(ordered)
+        if docs:
+            coll.insert_many(docs, ordered=True)
+        return len(docs)
+
+    def _check_load(self, ordered: list[tuple[Any, Any, str]]) -> None:
+        pass
+
+    def _documents(self, ordered: list[tuple[Any, Any, str]]) -> list[dict]:
+        raise NotImplementedError
+
+    # -- shared helpers -------------------------------------------------------------------
+    def _unknown(self, node: Any, what: str = "node_id") -> UnknownNodeError:
+        return UnknownNodeError(f"{what}={node!r} is not in collection {self.collection.name!r}; "
+                                f"pick an existing _id (e.g. {self.collection.name}.find_one()['_id'])")
+
+    def _require(self, node: Any, projection: Mapping[str, int] | None = None, what: str = "node_id") -> dict:
+        doc = self.collection.find_one({"_id": node}, dict(projection or {"_id": 1}))
+        if doc is None:
+            raise self._unknown(node, what)
+        return doc
+
+    def _check_new_parent(self, node: Any, new_parent: Any, chain: Sequence[Any]) -> None:
+        """``chain``: the ancestors of ``new_parent``. Refuse a move under the node's own subtree."""
+        if new_parent == node:
+            raise CycleError(f"cannot move node {node!r} under itself; pick a new_parent_id outside its subtree")
+        if node in chain:
+            raise CycleError(f"cannot move node {node!r} under {new_parent!r}, one of its own descendants: "
+                             f"the subtree would be cut off in a cycle; pick a new_parent_id outside the subtree")
+
+    def ancestors(self, node: Any) -> list[Any]:  # pragma: no cover - every pattern overrides
+        raise NotImplementedError
+
+    def _ancestors_of(self, node: Any, what: str) -> list[Any]:
+        try:
+            return self.ancestors(node)
+        except UnknownNodeError as e:
+            if node is None or not str(e).startswith("node_id="):
+                raise
+            raise self._unknown(node, what) from None
+
+    def is_ancestor(self, a: Any, b: Any) -> bool:
+        """True if ``a`` is an ancestor of ``b`` (a node is not its own ancestor): walk up from ``b``."""
+        if a in self._ancestors_of(b, "b"):
+            return True
+        self._require(a, what="a")
+        return False
+
+    def rename(self, node: Any, new_name: str) -> None:
+        """Set the node's name: one write (nothing else holds the name)."""
+        _check_name(new_name)
+        if self.collection.update_one({"_id": node}, {"$set": {"name": new_name}}).matched_count == 0:
+            raise self._unknown(node)
+
+
+# ---------------------------------------------------------------------------------------------
+class _Graph(_Pattern):
+    """``$graphLookup`` walks for the patterns that store references (parent or child)."""
+
+    up: dict[str, str] = {}
+    down: dict[str, str] = {}
+
+    # ---------------------------------------------------------------------
+    def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
+                       restrict: Mapping[str, Any] | None = None) -> list[dict]:
+        """The aggregation that walks up (ancestors) or down (descendants) from ``node`` in one round trip."""
+        spec = {"from": self.collection.name, **(self.up if up else self.down), "as": "found",
+                "depthField": "depth"}
+        if max_depth is not None:
+            if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 0:
+                raise TreeError(f"max_depth must be a whole number >= 0 (0 = one level), not {max_depth!r}")
+            spec["maxDepth"] = max_depth
+        if restrict is not None:
+            spec["restrictSearchWithMatch"] = dict(restrict)
+        return [{"$match": {"_id": node}}, {"$graphLookup": spec},
+                {"$project": {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up else {})}}]
+
+    def graph_walk(self, node: Any, *, up: bool, max_depth: int | None = None,
+                   restrict: Mapping[str, Any] | None = None) -> list[tuple[Any, int]]:
+        """``(id, depth)`` of every node ``$graphLookup`` reaches, sorted by depth then id (depth 0 = next)."""
+        return [(d["_id"], d["depth"]) for d in self._graph(node, up, max_depth, restrict)]
+
+    def _graph(self, node, up, max_depth=None, restrict=None) -> list[dict]:
+        out = list(self.collection.aggregate(self.graph_pipeline(node, up=up, max_depth=max_depth,
+                                                                 restrict=restrict)))
+        if not out:
+            raise self._unknown(node)
+        found = out[0].get("found", [])
+        for d in found:
+            d["depth"] = int(d["depth"])
+        return sorted(found, key=lambda d: (d["depth"], d["_id"]))
+
+    def graph_ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent, from one ``$graphLookup`` (root first)."""
+        found = self._graph(node, True)
+        self._check_chain(node, found)
+        return [d["_id"] for d in reversed(found)]
+
+    def _check_chain(self, node: Any, found: list[dict]) -> None:
+        top_parent = found[-1].get("parent") if found else None
+        if any(d["_id"] == node for d in found) or [d["depth"] for d in found] != list(range(len(found))) \
+                or top_parent is not None:
+            raise CycleError(f"the references above {node!r} do not form a single chain (a cycle, a node with "
+                             f"two parents or a missing parent); fix the data")
+
+    def graph_descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree, from one ``$graphLookup``."""
+        found = self._graph(node, False)
+        if any(d["_id"] == node for d in found):
+            raise CycleError(f"the references below {node!r} form a cycle; fix the data")
+        return sorted(d["_id"] for d in found)
+
+
+
+# ---------------------------------------------------------------------------------------------
+class ParentRefs(_Graph):
+    """Parent references: each node stores its parent's id (``None`` at a root). Notebook 03."""
+
+    pattern = "parent references"
+    indexes = (("parent", {}),)
+    up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
+    down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
+
+    def _documents(self, ordered):
+        return [{"_id": n, "name": name, "parent": p} for n, p, name in ordered]
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): one read of the node."""
+        return self._require(node, {"parent": 1})["parent"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: one query on the ``parent`` index."""
+        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
+        if not kids:
+            self._require(node)  # a leaf, or an unknown id?
+        return kids
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one read per level, walking up."""
+        chain: list[Any] = []
+        parent = self._require(node, {"parent": 1})["parent"]
+        while parent is not None:
+            if parent in chain or parent == node:
+                raise CycleError(f"the parent references above {node!r} form a cycle through {parent!r}; "
+                                 f"fix the data (every chain must end at parent None)")
+            chain.append(parent)
+            doc = self.collection.find_one({"_id": parent}, {"parent": 1})
+            if doc is None:
+                raise TreeError(f"node {chain[-2] if len(chain) > 1 else node!r} has parent {parent!r}, "
+                                f"which does not exist in {self.collection.name!r}; fix the data")
+            parent = doc["parent"]
+        return chain[::-1]
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree below: one query per level (``parent $in`` the level above)."""
+        found: list[Any] = []
+        seen = {node}
+        frontier = [node]
+        while frontier:
+            level = [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1})]
+            if not found and not level:
+                self._require(node)
+            if seen.intersection(level):
+                raise CycleError(f"the parent references below {node!r} form a cycle; fix the data")
+            seen.update(level)
+            found.extend(level)
+            frontier = level
+        return sorted(found)
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Make ``new_parent`` (None: a root) the parent of ``node``: one write, whatever the subtree."""
+        chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
+        self._check_new_parent(node, new_parent, chain)
+        if self.collection.update_one({"_id": node}, {"$set": {"parent": new_parent}}).matched_count == 0:
+            raise self._unknown(node)
+
+
+# ---------------------------------------------------------------------------------------------
+class ChildRefs(_Graph):
+    """Child references: each node stores the array of its children's ids. Notebook 03."""
+
+    pattern = "child references"
+    indexes = (("children", {}),)
+    up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
+    down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
+
+    def _documents(self, ordered):
+        kids: dict[Any, list[Any]] = {n: [] for n, _p, _name in ordered}
+        for n, p, _name in ordered:
+            if p is not None:
+                kids[p].append(n)
+        return [{"_id": n, "name": name, "children": kids[n]} for n, _p, name in ordered]
+
+    def graph_pipeline(self, node, *, up, max_depth=None, restrict=None):
+        pipeline = super().graph_pipeline(node, up=up, max_depth=max_depth, restrict=restrict)
+        pipeline[-1] = {"$project": {"found._id": 1, "found.depth": 1}}
+        return pipeline
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): one query on the ``children`` index (two for a root)."""
+        doc = self.collection.find_one({"children": node}, {"_id": 1})
+        if doc is None:
+            self._require(node)  # a root, or an unknown id?
+            return None
+        return doc["_id"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: one read of the node."""
+        return sorted(self._require(node, {"children": 1})["children"])
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one query per level, walking up."""
+        chain: list[Any] = []
+        current = node
+        while True:
+            doc = self.collection.find_one({"children": current}, {"_id": 1})
+            if doc is None:
+                if not chain:
+                    self._require(node)
+                return chain[::-1]
+            if doc["_id"] in chain or doc["_id"] == node:
+                raise CycleError(f"the child references above {node!r} form a cycle; fix the data")
+            chain.append(doc["_id"])
+            current = doc["_id"]
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree: one query per level (``_id $in`` the level above)."""
+        found: list[Any] = []
+        seen = {node}
+        frontier = [node]
+        first = True
+        while frontier:
+            docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}))
+            if first and not docs:
+                raise self._unknown(node)
+            first = False
+            level = [c for d in docs for c in d.get("children", [])]
+            if seen.intersection(level):
+                raise CycleError(f"the child references below {node!r} form a cycle; fix the data")
+            seen.update(level)
+            found.extend(level)
+            frontier = level
+        return sorted(found)
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Pull ``node`` from its old parent's array and push it onto the new one's: two writes."""
+        chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
+        self._check_new_parent(node, new_parent, chain)
+        self._require(node)
+        self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}})
+        if new_parent is not None:
+            self.collection.update_one({"_id": new_parent, "children": {"$ne": node}},
+                                       {"$push": {"children": node}})
+
+
+# ---------------------------------------------------------------------------------------------
+class AncestorsArray(_Pattern):
+    """Array of ancestors plus the parent reference (the hybrid). Notebook 03."""
+
+    pattern = "array of ancestors"
+    indexes = (("parent", {}), ("ancestors", {}))
+
+    def _documents(self, ordered):
+        anc: dict[Any, list[Any]] = {}
+        docs = []
+        for n, p, name in ordered:
+            anc[n] = [] if p is None else anc[p] + [p]
+            docs.append({"_id": n, "name": name, "parent": p, "ancestors": anc[n]})
+        return docs
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): one read of the node."""
+        return self._require(node, {"parent": 1})["parent"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: one query on the ``parent`` index."""
+        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
+        if not kids:
+            self._require(node)
+        return kids
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one read of the node, already in order."""
+        return list(self._require(node, {"ancestors": 1})["ancestors"])
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree: one query on the multikey ``ancestors`` index."""
+        found = sorted(d["_id"] for d in self.collection.find({"ancestors": node}, {"_id": 1}))
+        if not found:
+            self._require(node)
+        return found
+
+    def is_ancestor(self, a: Any, b: Any) -> bool:
+        """True if ``a`` is an ancestor of ``b``: one read of both nodes."""
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": [a, b]}}, {"ancestors": 1})}
+        for node, what in ((a, "a"), (b, "b")):
+            if node not in docs:
+                raise self._unknown(node, what)
+        return a in docs[b]["ancestors"]
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Set the node's parent and ancestors, then rewrite the ancestors of every descendant."""
+        wanted = [node] if new_parent is None else [node, new_parent]
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"ancestors": 1})}
+        if node not in docs:
+            raise self._unknown(node)
+        if new_parent is not None and new_parent not in docs:
+            raise self._unknown(new_parent, "new_parent_id")
+        chain = [] if new_parent is None else docs[new_parent]["ancestors"] + [new_parent]
+        self._check_new_parent(node, new_parent, chain)
+        old = docs[node]["ancestors"]
+        if old == chain:
+            return  # already there
+        self.collection.update_one({"_id": node}, {"$set": {"parent": new_parent, "ancestors": chain}})
+        # every descendant holds the old chain, then node, then its path below: swap the old chain
+        self.collection.update_many({"ancestors": node}, [{"$set": {"ancestors": {
+            "$concatArrays": [chain, {"$slice": ["$ancestors", len(old), _BIG]}]}}}])
+
+
+
+# ---------------------------------------------------------------------------------------------
+class MaterializedPaths(_Pattern):
+    """Materialized paths of names, '/Electronics/Phones/Smartphones'. Notebook 03."""
+
+    pattern = "materialized paths"
+    indexes = (("path", {"unique": True}),)
+
+    def _check_load(self, ordered):
+        seen = set()
+        for n, p, name in ordered:
+            if (p, name) in seen:
+                raise TreeError(f"node {n!r}: another child of {p!r} is also named {name!r}; materialized "
+                                f"paths of names need unique sibling names (rename one of them)")
+            seen.add((p, name))
+
+    def _documents(self, ordered):
+        paths: dict[Any, str] = {}
+        docs = []
+        for n, p, name in ordered:
+            paths[n] = ("" if p is None else paths[p]) + SEPARATOR + name
+            docs.append({"_id": n, "name": name, "path": paths[n]})
+        return docs
+
+    @staticmethod
+    def _below(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
+        """Filter on ``path``: an anchored prefix regex, which an index turns into a key range."""
+        head = "^" + _regex_escape(path)
+        if children_only:
+            return {"path": {"$regex": head + SEPARATOR + "[^" + SEPARATOR + "]+$"}}
+        return {"path": {"$regex": head + ("(" + SEPARATOR + "|$)" if itself else SEPARATOR)}}
+
+    def _path(self, node: Any, what: str = "node_id") -> str:
+        return self._require(node, {"path": 1}, what)["path"]
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): read the node's path, then find the parent's path."""
+        path = self._path(node)
+        head = path.rsplit(SEPARATOR, 1)[0]
+        if not head:
+            return None
+        doc = self.collection.find_one({"path": head}, {"_id": 1})
+        if doc is None:
+            raise TreeError(f"no node has path {head!r}, the parent of {node!r}; fix the data")
+        return doc["_id"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: read the node's path, then a regex for one more segment."""
+        path = self._path(node)
+        return sorted(d["_id"] for d in self.collection.find(self._below(path, children_only=True), {"_id": 1}))
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
+        path = self._path(node)
+        parts = path.split(SEPARATOR)[1:-1]
+        prefixes = [SEPARATOR + SEPARATOR.join(parts[: i + 1]) for i in range(len(parts))]
+        if not prefixes:
+            return []
+        by_path = {d["path"]: d["_id"] for d in self.collection.find({"path": {"$in": prefixes}}, {"path": 1})}
+        if len(by_path) != len(prefixes):
+            raise TreeError(f"some ancestors of {node!r} ({path!r}) have no document; fix the data")
+        return [by_path[p] for p in prefixes]
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree: read the path, then one anchored prefix regex."""
+        path = self._path(node)
+        return sorted(d["_id"] for d in self.collection.find(self._below(path), {"_id": 1}))
+
+    def is_ancestor(self, a: Any, b: Any) -> bool:
+        """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
+        docs = {d["_id"]: d["path"] for d in self.collection.find({"_id": {"$in": [a, b]}}, {"path": 1})}
+        for node, what in ((a, "a"), (b, "b")):
+            if node not in docs:
+                raise self._unknown(node, what)
+        return docs[b].startswith(docs[a] + SEPARATOR)
+
+    def _check_free(self, new: str) -> None:
+        if self.collection.find_one({"path": new}, {"_id": 1}) is not None:
+            raise TreeError(f"a node with path {new!r} exists already: materialized paths of names need "
+                            f"unique sibling names; rename one of them first")
+
+    def _repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
+        """Rewrite the path of ``node`` (at ``old``) and of every node below it: read them, one bulk write."""
+        subtree = list(self.collection.find(self._below(old, itself=True), {"path": 1}))
+        self.collection.bulk_write([
+            UpdateOne({"_id": d["_id"]}, {"$set": {"path": new + d["path"][len(old):],
+                                                   **({"name": name} if name and d["_id"] == node else {})}})
+            for d in subtree], ordered=True)
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Rewrite the path of the node and of every descendant (read them, then one bulk write)."""
+        wanted = [node] if new_parent is None else [node, new_parent]
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1})}
+        if node not in docs:
+            raise self._unknown(node)
+        if new_parent is not None and new_parent not in docs:
+            raise self._unknown(new_parent, "new_parent_id")
+        old = docs[node]["path"]
+        head = "" if new_parent is None else docs[new_parent]["path"]
+        if new_parent == node or head.startswith(old + SEPARATOR):
+            self._check_new_parent(node, new_parent, [node])
+        new = head + SEPARATOR + docs[node]["name"]
+        if new != old:
+            self._check_free(new)
+            self._repath(node, old, new)
+
+    def rename(self, node: Any, new_name: str) -> None:
+        """Rename the node: its path and every path below it change (read them, then one bulk write)."""
+        _check_name(new_name)
+        old = self._path(node)
+        new = old.rsplit(SEPARATOR, 1)[0] + SEPARATOR + new_name
+        if new != old:
+            self._check_free(new)
+            self._repath(node, old, new, new_name)
+
+
+#: the four patterns, in the lesson's order
+PATTERNS = (ParentRefs, ChildRefs, AncestorsArray, MaterializedPaths)
+
+
+class GraphLookup:
+    """The ``$graphLookup`` answers of a :class:`ParentRefs` or :class:`ChildRefs` as ``ancestors``/``descendants``.
+
+    Lets :func:`operation_costs` put the one-round-trip walks beside the patterns' own methods.
+    """
+
+    def __init__(self, tree: ParentRefs) -> None:
+        if not hasattr(tree, "graph_ancestors"):
+            raise TypeError(f"GraphLookup needs a ParentRefs or ChildRefs, not {type(tree).__name__}")
+        self.tree = tree
+        self.ancestors = tree.graph_ancestors
+        self.descendants = tree.graph_descendants
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring every operation on every pattern
+
+WRITES = ("move", "rename")
+
+
+def _short(result: Any) -> str:
+    if isinstance(result, list):
+        head = ", ".join(map(str, result[:4]))
+        return f"{len(result)} ids [{head}{', ...' if len(result) > 4 else ''}]"
+    return str(result)
+
+
+def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tuple]]) -> Any:
+    """Run each call on each pattern and count it: a DataFrame indexed by (operation, pattern).
+
+    ``calls`` are ``(method, args)``, e.g. ``("ancestors", (3,))``; a pattern without that method is
+    skipped. Columns: ``result`` (short), ``round trips``, ``docs read`` (documents returned to the
+    client), ``docs written``, ``bytes read``, and ``same result`` (equal to the first pattern's
+    answer). A ``move`` or ``rename`` is undone afterwards (not counted), so every call sees the same tree.
+    Raises :class:`TreeError` if a call fails on one pattern. Notebook 03.
+    """
+    import pandas as pd
+
+    rows = []
+    for method, args in calls:
+        first: Any = None
+        for label, tree in patterns.items():
+            fn: Callable | None = getattr(tree, method, None)
+            if fn is None:
+                continue
+            undo = None
+            if method == "move":
+                undo = (tree.move, (args[0], tree.parent(args[0])))
+            elif method == "rename":
+                undo = (tree.rename, (args[0], _name_of(tree, args[0])))
+            with counting() as c:
+                result = fn(*args)
+            if undo is not None:
+                undo[0](*undo[1])
+            if first is None:
+                first = (result,)
+            rows.append({"operation": method, "pattern": label, "result": _short(result),
+                         "round trips": c.round_trips, "docs read": c.docs_returned,
+                         "docs written": c.docs_written, "bytes read": c.bytes_returned,
+                         "same result": result == first[0]})
+    return pd.DataFrame(rows).set_index(["operation", "pattern"])
+
+
+def _name_of(tree: Any, node: Any) -> str:
+    inner = getattr(tree, "tree", tree)
+    return inner._require(node, {"name": 1})["name"]
+
+
+def plot_operation_costs(table: Any, *, title: str | None = None) -> Any:
+    """One chart of an :func:`operation_costs` table: round trips, docs read, docs written per pattern."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ops = list(dict.fromkeys(table.index.get_level_values(0)))
+    pats = list(dict.fromkeys(table.index.get_level_values(1)))
+    metrics = ["round trips", "docs read", "docs written"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 0.55 * len(ops) * max(2, len(pats)) / 2 + 1.5), sharey=True)
+    colors = plt.get_cmap("tab10")
+    height = 0.8 / len(pats)
+    y = np.arange(len(ops))
+    for ax, metric in zip(axes, metrics):
+        for k, pat in enumerate(pats):
+            values = [table[metric].get((op, pat), np.nan) for op in ops]
+            ax.barh(y + k * height, [v if v == v else 0 for v in values], height, label=pat, color=colors(k))
+            for yi, v in zip(y + k * height, values):
+                if v == v:
+                    ax.text(max(v, 0.5), yi, f" {int(v)}", va="center", fontsize=8)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_title(metric + " (log scale)", fontsize=12)
+    axes[0].set_yticks(y + 0.4 - height / 2, ops)
+    axes[0].invert_yaxis()
+    axes[-1].legend(loc="lower right", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=13)
+    fig.tight_layout()
+    plt.show()
+    return fig
+
+
+def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:
+    """For each operation as "the most frequent query": the cheapest and the dearest pattern, from ``table``.
+
+    Cheapest = fewest round trips, then fewest documents read, then fewest written, then fewest
+    bytes read (all deterministic). Notebook 03.
+    """
+    import pandas as pd
+
+    ops = operations or list(dict.fromkeys(table.index.get_level_values(0)))
+    rows = []
+
+    def fmt(label: str, r: Any) -> str:
+        return f"{label} ({r['round trips']} RT, {r['docs read']} read, {r['docs written']} written)"
+
+    keys = ["round trips", "docs read", "docs written", "bytes read"]
+    for op in ops:
+        sub = table.loc[op]
+        cost = {p: tuple(int(sub.loc[p, k]) for k in keys) for p in sub.index}
+        order = sorted(sub.index, key=lambda p: (cost[p], p))
+        best, worst = order[0], order[-1]
+        tied = [p for p in order if cost[p] == cost[best]]
+        rows.append({"most frequent query": op, "choose": " or ".join(tied),
+                     "its cost": fmt("", sub.loc[best]).strip(" ()"),
+                     "dearest": fmt(worst, sub.loc[worst])})
+    return pd.DataFrame(rows).set_index("most frequent query")

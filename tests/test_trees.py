@@ -1,0 +1,344 @@
+"""Tests of helpers.trees (notebook 03): the four tree patterns and $graphLookup, on every backend.
+
+The property test drives all four patterns and the $graphLookup walks with random trees and random
+moves and renames, and compares every answer with a plain in-memory reference tree kept here.
+"""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers.safety import is_workbook_collection
+from helpers.counting import counting
+from helpers.trees import (PATTERNS, AncestorsArray, ChildRefs, CycleError, GraphLookup, MaterializedPaths,
+                           ParentRefs, TreeError, UnknownNodeError, decision_table, operation_costs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the reference: a dict of parents, nothing else
+class Reference:
+    def __init__(self, rows):
+        self.parent = {n: p for n, p, _ in rows}
+        self.name = {n: name for n, _, name in rows}
+
+    def children(self, n):
+        return sorted(k for k, p in self.parent.items() if p == n)
+
+    def ancestors(self, n):
+        out = []
+        while self.parent[n] is not None:
+            n = self.parent[n]
+            out.append(n)
+        return out[::-1]
+
+    def descendants(self, n):
+        return sorted(k for k in self.parent if n in self.ancestors(k))
+
+    def is_ancestor(self, a, b):
+        return a in self.ancestors(b)
+
+    def answers(self, n):
+        return {"parent": self.parent[n], "children": self.children(n), "ancestors": self.ancestors(n),
+                "descendants": self.descendants(n)}
+
+
+def answers(tree, n):
+    return {"parent": tree.parent(n), "children": tree.children(n), "ancestors": tree.ancestors(n),
+            "descendants": tree.descendants(n)}
+
+
+def build(db, rows, prefix=None):
+    prefix = prefix or f"t{uuid.uuid4().hex[:8]}"
+    trees = {cls.__name__: cls(db[f"{prefix}_{cls.__name__}"]) for cls in PATTERNS}
+    for tree in trees.values():
+        assert tree.load(rows) == len(rows)
+    return trees
+
+
+def snapshot(tree):
+    return sorted((sorted(d.items()) for d in tree.collection.find()), key=lambda d: str(d))
+
+
+# a small fixed tree:      1            9
+#                        /   \
+#                       2     5
+#                      / \     \
+#                     3   4     6
+#                               |
+#                               7 - 8
+ROWS = [(1, None, "Electronics"), (2, 1, "Phones"), (3, 2, "Smartphones"), (4, 2, "Cases"),
+        (5, 1, "Audio"), (6, 5, "Speakers"), (7, 6, "Smart Speakers"), (8, 7, "Mini"), (9, None, "Books")]
+
+
+# ---------------------------------------------------------------------------------------------
+# property: random trees, random moves and renames, every pattern equals the reference
+
+@st.composite
+def forests(draw):
+    n = draw(st.integers(1, 9))
+    rows = []
+    for i in range(n):
+        parent = draw(st.one_of(st.none(), st.integers(0, i - 1))) if i else None
+        rows.append((i, parent, f"n{i}"))
+    order = draw(st.permutations(range(n)))  # rows in any order, not parents first
+    steps = draw(st.lists(st.tuples(st.sampled_from(["move", "rename", "move_root", "bad_rename"]),
+                                    st.integers(0, n - 1), st.integers(0, n - 1)), max_size=6))
+    return [rows[i] for i in order], steps
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=forests())
+def test_patterns_agree_with_reference(db, case):
+    rows, steps = case
+    ref = Reference(rows)
+    trees = build(db, rows)
+    for k, (op, x, y) in enumerate(steps):
+        if op == "move":
+            bad = x == y or ref.is_ancestor(x, y)
+            for tree in trees.values():
+                before = snapshot(tree)
+                if bad:
+                    with pytest.raises(CycleError):
+                        tree.move(x, y)
+                    assert snapshot(tree) == before, f"{tree}: a refused move changed the data"
+                else:
+                    tree.move(x, y)
+            if not bad:
+                ref.parent[x] = y
+        elif op == "move_root":
+            for tree in trees.values():
+                tree.move(x, None)
+            ref.parent[x] = None
+        elif op == "rename":
+            for tree in trees.values():
+                tree.rename(x, f"r{k}")
+            ref.name[x] = f"r{k}"
+        else:
+            for tree in trees.values():
+                before = snapshot(tree)
+                with pytest.raises(TreeError, match="path separator"):
+                    tree.rename(x, "a/b")
+                assert snapshot(tree) == before
+    graphs = [trees["ParentRefs"], trees["ChildRefs"]]
+    for n in ref.parent:
+        want = ref.answers(n)
+        for tree in trees.values():
+            assert answers(tree, n) == want, f"{tree}, node {n}"
+            for m in ref.parent:
+                assert tree.is_ancestor(m, n) == ref.is_ancestor(m, n), f"{tree}: is_ancestor({m}, {n})"
+        for tree in graphs:
+            assert tree.graph_ancestors(n) == want["ancestors"], f"{tree}: graph_ancestors({n})"
+            assert tree.graph_descendants(n) == want["descendants"], f"{tree}: graph_descendants({n})"
+    # names and paths follow the moves and renames
+    for n, doc in ((d["_id"], d) for d in trees["MaterializedPaths"].collection.find()):
+        assert doc["path"] == "".join("/" + ref.name[a] for a in ref.ancestors(n) + [n])
+    for tree in trees.values():
+        tree.collection.drop()
+
+
+# ---------------------------------------------------------------------------------------------
+# each operation on the fixed tree, and what it costs (the same on every backend)
+
+def test_fixed_tree_answers(db):
+    trees = build(db, ROWS)
+    ref = Reference(ROWS)
+    for tree in trees.values():
+        for n, *_ in ROWS:
+            assert answers(tree, n) == ref.answers(n), tree
+        assert tree.is_ancestor(1, 8) and not tree.is_ancestor(8, 1) and not tree.is_ancestor(3, 3)
+    assert trees["MaterializedPaths"].collection.find_one({"_id": 3})["path"] == "/Electronics/Phones/Smartphones"
+    for tree in trees.values():
+        assert is_workbook_collection(db, tree.collection.name), "load must register the collection"
+
+
+def costs(fn, *args):
+    with counting() as c:
+        fn(*args)
+    return c.round_trips, c.docs_returned, c.docs_written
+
+
+def test_costs_are_what_the_lesson_says(db):
+    t = build(db, ROWS)
+    # ancestors of node 8 (depth 4): one read per level walking up, one read with the array
+    assert costs(t["ParentRefs"].ancestors, 8) == (5, 5, 0)
+    assert costs(t["ChildRefs"].ancestors, 8) == (5, 4, 0)
+    assert costs(t["AncestorsArray"].ancestors, 8) == (1, 1, 0)
+    assert costs(t["MaterializedPaths"].ancestors, 8) == (2, 5, 0)
+    assert costs(t["ParentRefs"].graph_ancestors, 8) == (1, 1, 0)
+    # descendants of 1 (7 nodes): one query per level, or one query
+    assert costs(t["ParentRefs"].descendants, 1) == (5, 7, 0)
+    assert costs(t["AncestorsArray"].descendants, 1) == (1, 7, 0)
+    assert costs(t["MaterializedPaths"].descendants, 1) == (2, 8, 0)
+    assert costs(t["ChildRefs"].graph_descendants, 1) == (1, 1, 0)
+    # moving the subtree of 5 (5, 6, 7, 8) under 4: one write with references, four with the array
+    assert costs(t["ParentRefs"].move, 5, 4)[2] == 1
+    assert costs(t["ChildRefs"].move, 5, 4)[2] == 2
+    assert costs(t["AncestorsArray"].move, 5, 4)[2] == 4
+    assert costs(t["MaterializedPaths"].move, 5, 4)[2] == 4
+    # renaming 2 (now 2, 3, 4 and the moved 5, 6, 7, 8): one write, except the paths of names
+    for name in ("ParentRefs", "ChildRefs", "AncestorsArray"):
+        assert costs(t[name].rename, 2, "Mobile")[2] == 1
+    assert costs(t["MaterializedPaths"].rename, 2, "Mobile")[2] == 7
+    paths = sorted(d["path"] for d in t["MaterializedPaths"].collection.find())
+    assert sum(p.startswith("/Electronics/Mobile") for p in paths) == 7
+    assert "/Electronics/Mobile/Cases/Audio/Speakers" in paths and not any("Phones" in p for p in paths)
+    # a no-op move writes nothing
+    assert costs(t["ChildRefs"].move, 3, 2)[2] == 0
+    assert costs(t["AncestorsArray"].move, 3, 2)[2] == 0
+    assert costs(t["MaterializedPaths"].move, 3, 2)[2] == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: a clear error, and nothing changes
+
+@pytest.mark.parametrize("cls", PATTERNS, ids=lambda c: c.__name__)
+def test_bad_input_changes_nothing(db, cls):
+    tree = cls(db[f"bad_{cls.__name__}"])
+    tree.load(ROWS)
+    before = snapshot(tree)
+    with pytest.raises(CycleError, match="under itself"):
+        tree.move(5, 5)
+    with pytest.raises(CycleError, match="descendants"):
+        tree.move(5, 8)
+    with pytest.raises(UnknownNodeError, match="node_id=42"):
+        tree.move(42, 1)
+    with pytest.raises(UnknownNodeError, match="new_parent_id=42"):
+        tree.move(3, 42)
+    with pytest.raises(UnknownNodeError, match="node_id=42"):
+        tree.rename(42, "x")
+    with pytest.raises(TreeError, match="path separator"):
+        tree.rename(3, "Phones/Smart")
+    with pytest.raises(TreeError, match="non-empty string"):
+        tree.rename(3, "")
+    for method in ("parent", "children", "ancestors", "descendants"):
+        with pytest.raises(UnknownNodeError, match="42"):
+            getattr(tree, method)(42)
+    with pytest.raises(UnknownNodeError, match="a=42"):
+        tree.is_ancestor(42, 3)
+    with pytest.raises(UnknownNodeError, match="b=42"):
+        tree.is_ancestor(3, 42)
+    if hasattr(tree, "graph_ancestors"):
+        for method in ("graph_ancestors", "graph_descendants"):
+            with pytest.raises(UnknownNodeError, match="42"):
+                getattr(tree, method)(42)
+    assert snapshot(tree) == before
+    # leaves and roots are not unknown
+    assert tree.children(8) == [] and tree.descendants(8) == [] and tree.parent(9) is None
+    assert tree.ancestors(9) == []
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([(1, None, "a"), (1, None, "b")], "appears twice"),
+    ([(1, 7, "a")], "parent_id 7"),
+    ([(1, 2, "a"), (2, 1, "b")], "cycle"),
+    ([(1, None, "a/b")], "path separator"),
+    ([(None, None, "a")], "node_id is None"),
+    ([(1, None)], "tuple"),
+])
+def test_load_refuses_bad_rows(db, rows, message):
+    for cls in PATTERNS:
+        coll = db[f"rows_{cls.__name__}"]
+        with pytest.raises(TreeError, match=message):
+            cls(coll).load(rows)
+        assert coll.find_one() is None
+
+
+def test_load_refuses_a_filled_collection(db):
+    coll = db["filled"]
+    ParentRefs(coll).load(ROWS)
+    with pytest.raises(TreeError, match="not empty"):
+        AncestorsArray(coll).load(ROWS)
+    assert coll.count_documents({}) == len(ROWS)
+    with pytest.raises(TypeError, match="collection"):
+        ParentRefs("tree")
+
+
+def test_materialized_paths_need_unique_sibling_names(db):
+    with pytest.raises(TreeError, match="unique sibling names"):
+        MaterializedPaths(db["dup"]).load([(1, None, "a"), (2, 1, "x"), (3, 1, "x")])
+    tree = MaterializedPaths(db["mp"])
+    tree.load(ROWS)
+    before = snapshot(tree)
+    with pytest.raises(TreeError, match="exists already"):
+        tree.rename(3, "Cases")  # sibling 4 is called Cases
+    assert snapshot(tree) == before
+    tree.rename(9, "Audio")  # the root /Audio: no clash with /Electronics/Audio
+    before = snapshot(tree)
+    with pytest.raises(TreeError, match="exists already"):
+        tree.move(5, None)  # /Electronics/Audio would become /Audio
+    with pytest.raises(TreeError, match="exists already"):
+        tree.rename(5, "Phones")
+    assert snapshot(tree) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# $graphLookup: depths, maxDepth, restrictSearchWithMatch, cycles
+
+@pytest.mark.parametrize("cls", [ParentRefs, ChildRefs], ids=lambda c: c.__name__)
+def test_graph_walk_depths_and_max_depth(db, cls):
+    tree = cls(db[f"g_{cls.__name__}"])
+    tree.load(ROWS)
+    assert tree.graph_walk(1, up=False) == [(2, 0), (5, 0), (3, 1), (4, 1), (6, 1), (7, 2), (8, 3)]
+    assert tree.graph_walk(1, up=False, max_depth=1) == [(2, 0), (5, 0), (3, 1), (4, 1), (6, 1)]
+    assert tree.graph_walk(8, up=True) == [(7, 0), (6, 1), (5, 2), (1, 3)]
+    assert tree.graph_walk(8, up=True, max_depth=0) == [(7, 0)]
+    with pytest.raises(TreeError, match="max_depth"):
+        tree.graph_walk(8, up=True, max_depth=-1)
+    with counting() as c:
+        tree.graph_walk(1, up=False)
+    assert c.round_trips == 1
+
+
+@pytest.mark.parametrize("cls", [ParentRefs, ChildRefs], ids=lambda c: c.__name__)
+def test_graph_restrict(db, backend, cls):
+    tree = cls(db[f"r_{cls.__name__}"])
+    tree.load(ROWS)
+    got = [n for n, _ in tree.graph_walk(1, up=False, restrict={"name": {"$ne": "Speakers"}})]
+    if backend.info.caps.graph_restrict:
+        assert sorted(got) == [2, 3, 4, 5]  # the walk stops at Speakers: 6, 7, 8 pruned
+    else:  # BACKENDS.md: SecantusDB accepts restrictSearchWithMatch and ignores it
+        assert backend.info.engine == "SecantusDB"
+        assert sorted(got) == [2, 3, 4, 5, 6, 7, 8]
+
+
+def test_cycle_in_the_data(db):
+    coll = db["cycle"]
+    coll.insert_many([{"_id": "a", "name": "a", "parent": "b"}, {"_id": "b", "name": "b", "parent": "c"},
+                      {"_id": "c", "name": "c", "parent": "a"}, {"_id": "d", "name": "d", "parent": "a"}])
+    tree = ParentRefs(coll)
+    # $graphLookup remembers what it has visited: it stops, and meets the start again
+    assert tree.graph_walk("a", up=True) == [("b", 0), ("c", 1), ("a", 2)]
+    assert tree.graph_walk("d", up=True, max_depth=1) == [("a", 0), ("b", 1)]
+    with pytest.raises(CycleError, match="cycle"):
+        tree.ancestors("d")
+    with pytest.raises(CycleError):
+        tree.graph_ancestors("d")
+    with pytest.raises(CycleError):
+        tree.graph_descendants("a")
+    with pytest.raises(CycleError):
+        tree.descendants("a")
+
+
+# ---------------------------------------------------------------------------------------------
+# the notebook's table and decision rule
+
+def test_operation_costs_and_decision_table(db):
+    t = build(db, ROWS)
+    patterns = {**t, "ParentRefs + $graphLookup": GraphLookup(t["ParentRefs"])}
+    calls = [("parent", (3,)), ("children", (1,)), ("ancestors", (8,)), ("descendants", (1,)),
+             ("is_ancestor", (1, 8)), ("move", (5, 4)), ("rename", (2, "Mobile"))]
+    before = {k: snapshot(v) for k, v in t.items()}
+    table = operation_costs(patterns, calls)
+    assert table["same result"].all()
+    assert {k: snapshot(v) for k, v in t.items()} == before, "moves and renames must be undone"
+    assert len(table) == 4 * 7 + 2
+    assert table.loc[("ancestors", "AncestorsArray"), "round trips"] == 1
+    assert table.loc[("rename", "MaterializedPaths"), "docs written"] == 3
+    rule = decision_table(table)
+    assert rule.loc["ancestors", "choose"] == "AncestorsArray"
+    assert "ParentRefs" in rule.loc["rename", "choose"].split(" or ")
+    with pytest.raises(TypeError):
+        GraphLookup(t["AncestorsArray"])
