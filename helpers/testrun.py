@@ -77,7 +77,7 @@ def _pytest(args: list[str], env: dict[str, str], xml: Path) -> tuple[int, dict[
 
 def main(extra: list[str]) -> int:
     base = {k: v for k, v in os.environ.items() if k not in ("WORKBOOK_BACKEND", "WORKBOOK_DB")}
-    base.setdefault("MPLBACKEND", "Agg")
+    base.pop("MPLBACKEND", None)
     base["PYTHONHASHSEED"] = "0"
     started = time.monotonic()
     totals = {"passed": 0, "failed": 0, "skipped": 0}
@@ -85,11 +85,12 @@ def main(extra: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())
         phases: list[tuple[str, list[str], dict[str, str]]] = [
-            ("unit tests, all backends", ["tests", "-q"], {**base, "WORKBOOK_TEST_URI": uri}),
+            ("unit tests, all backends", ["tests", "-q", "-rs"], {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}),
         ]
         nbs = notebooks()
         nbval = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
                  "--nbval-sanitize-with", "notebooks/sanitize.cfg", *nbs]
+        base["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # as in scripts/nb.py
         offline = {k: v for k, v in base.items() if k != "MONGODB_URI"}
         if nbs:
             phases += [
