@@ -35,7 +35,6 @@ import csv
 import datetime as _dt
 import gzip
 import hashlib
-import io
 import json
 import os
 import time

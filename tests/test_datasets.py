@@ -121,6 +121,24 @@ def test_readme_lists_every_file_and_checksum() -> None:
         assert required in readme
 
 
+def test_n_number_conversion_of_the_provenance_script() -> None:
+    import csv
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("provenance", DATASETS_DIR / "provenance.py")
+    provenance = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(provenance)
+    convert = provenance.n_number_to_icao24
+    assert convert("N320NB") == "a36f7e"  # Delta's A319 of the single-collection article
+    assert (convert("N1"), convert("N99999"), convert("N1A"), convert("N1AZ")) == (
+        "a00001", "adf7c7", "a00002", "a0001a")
+    with open(DATASETS_DIR / "nyc_planes.csv", newline="", encoding="utf-8") as fh:
+        planes = list(csv.DictReader(fh))
+    assert all(convert(p["tailnum"]) == p["icao24"] for p in planes)
+    with pytest.raises(ValueError):
+        convert("G-EUPT")
+
+
 # ------------------------------------------------------------------------------------------------
 # loading every dataset
 # ------------------------------------------------------------------------------------------------
