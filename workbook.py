@@ -4,6 +4,8 @@
     python3 workbook.py lab     # set up .venv, open JupyterLab at notebooks/00_start_here.ipynb
     python3 workbook.py test    # set up .venv, run the unit tests and every notebook on every backend
 
+For teaching (see the README): student-copies, progress, class list, class drop, html.
+
 Set-up is a virtual environment in .venv with requirements.txt installed; it is redone only when
 requirements.txt or pyproject.toml change.
 """
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-VENV = ROOT / ".venv"
+VENV = Path(os.environ.get("WORKBOOK_VENV") or ROOT / ".venv")  # docker-compose keeps its own
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".workbook-requirements.sha256"
@@ -62,8 +64,16 @@ def test(args: list[str]) -> int:
     return run([PY, "-m", "helpers.testrun", *args])
 
 
+def tool(args: list[str]) -> int:
+    setup()
+    return run([PY, "-m", "helpers.cli", *args])
+
+
 def main() -> int:
     commands = {"lab": lab, "test": test}
+    tools = {"student-copies", "progress", "class", "html"}
+    if len(sys.argv) >= 2 and sys.argv[1] in tools:
+        return tool(sys.argv[1:])
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__)
         return 2

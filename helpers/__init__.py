@@ -20,6 +20,10 @@ __all__ = [
     "track_collection", "workbook_collection", "MAX_BSON_SIZE", "bson_sizes", "check_document_size",
     "human_bytes", "plot_sizes", "size_summary",
 ]
+from .display import apply_style as _apply_style
+
+_apply_style()
+
 try:  # the datasets module is added by the datasets work; the loader is part of the public API
     from .datasets import DatasetError, dataset_names, load_dataset  # noqa: F401
 

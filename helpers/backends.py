@@ -356,19 +356,25 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
     """Open a new connection to the chosen backend (``get_db`` keeps one per process).
 
     ``backend`` defaults to ``WORKBOOK_BACKEND`` (``auto``), ``uri`` to ``MONGODB_URI`` and
-    ``db_name`` to ``WORKBOOK_DB`` (``schema_workbook``).
+    ``db_name`` to ``WORKBOOK_DB``, else ``schema_workbook`` offline and, on a server, the
+    student's own database (``helpers.classroom.student_db_name``).
     """
     backend = (backend or os.environ.get("WORKBOOK_BACKEND") or "auto").strip().lower()
     if backend not in BACKENDS:
         raise BackendError(f"WORKBOOK_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}. "
                            f"Unset it for the default (auto).")
     uri = uri if uri is not None else (os.environ.get("MONGODB_URI") or "").strip() or None
-    db_name = db_name or os.environ.get("WORKBOOK_DB") or DEFAULT_DB
-    _check_db_name(db_name)
     note = None
     requested = backend
     if backend == "auto":
         backend = "mongodb" if uri else "embedded"
+    if not db_name:
+        db_name = os.environ.get("WORKBOOK_DB")
+    if not db_name:
+        # offline engines are private; on a server, a database per student (helpers.classroom)
+        from .classroom import student_db_name
+        db_name = student_db_name(uri) if backend == "mongodb" and uri else DEFAULT_DB
+    _check_db_name(db_name)
     if backend == "mongodb":
         if not uri:
             raise BackendError("WORKBOOK_BACKEND=mongodb needs MONGODB_URI, e.g. "

@@ -21,7 +21,7 @@ def check(exercise: str, answer: Any, test: Callable[[Any], str | None], hint: s
     """
     if answer is None or answer is Ellipsis:
         print(f"Exercise {exercise}: not done yet. Hint: {hint}")
-        _RESULTS[exercise] = False
+        _record(exercise, False)
         return False
     try:
         problem = test(answer)
@@ -29,11 +29,18 @@ def check(exercise: str, answer: Any, test: Callable[[Any], str | None], hint: s
         problem = f"checking it raised {type(e).__name__}: {e}"
     if problem:
         print(f"Exercise {exercise}: not right yet: {problem}. Hint: {hint}")
-        _RESULTS[exercise] = False
+        _record(exercise, False)
         return False
     print(f"Exercise {exercise}: correct.")
-    _RESULTS[exercise] = True
+    _record(exercise, True)
     return True
+
+
+def _record(exercise: str, passed: bool) -> None:
+    from .classroom import record_progress
+
+    _RESULTS[exercise] = passed
+    record_progress(exercise, passed)  # for `python3 workbook.py progress`
 
 
 def results() -> dict[str, bool]:

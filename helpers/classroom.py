@@ -1,0 +1,183 @@
+"""Classroom kit: a database per student, the instructor's list and drop, student copies, progress.
+
+Used by ``python3 workbook.py student-copies | progress | class list | class drop | html``
+(see the README's "Teaching with the workbook"). On a shared server each student's work lives in
+its own database, named without any set-up by the student:
+
+* ``schema_workbook_<user>`` when ``MONGODB_URI`` carries a user name (one login per student);
+* ``schema_workbook_<os user>_<4 hex of the machine name>`` otherwise (a shared class login on
+  thirty lab machines still gives thirty databases).
+
+``WORKBOOK_DB`` overrides the name. Offline engines keep ``schema_workbook``: they are private.
+"""
+from __future__ import annotations
+
+import copy
+import getpass
+import hashlib
+import json
+import os
+import re
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from .safety import REGISTRY
+
+__all__ = ["DB_PREFIX", "student_db_name", "workbook_databases", "drop_workbook_databases",
+           "student_copy", "build_student_copies", "record_progress", "progress", "progress_file",
+           "build_html"]
+
+DB_PREFIX = "schema_workbook"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _slug(text: str, n: int = 24) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:n] or "student"
+
+
+def student_db_name(uri: str | None = None, *, user: str | None = None, host: str | None = None) -> str:
+    """The database of this student on a shared server (see the module docstring)."""
+    m = re.match(r"^mongodb(?:\+srv)?://([^:@/]+)(?::[^@/]*)?@", (uri or "").strip())
+    if m and user is None:
+        return f"{DB_PREFIX}_{_slug(unquote(m.group(1)), 40)}"
+    user = user if user is not None else _os_user()
+    host = host if host is not None else socket.gethostname()
+    tag = hashlib.sha256(host.encode()).hexdigest()[:4]
+    return f"{DB_PREFIX}_{_slug(user)}_{tag}"
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (some containers)
+        return "student"
+
+
+def workbook_databases(client: Any) -> list[dict[str, Any]]:
+    """The workbook's databases on a server: named ``schema_workbook*`` *and* holding the registry.
+
+    A database that merely shares the prefix but was not made by the workbook is never listed.
+    """
+    out = []
+    for name in sorted(client.list_database_names()):
+        if not name.startswith(DB_PREFIX):
+            continue
+        db = client[name]
+        if REGISTRY not in db.list_collection_names():
+            continue
+        stats = db.command("dbStats")
+        out.append({"database": name, "collections": len(db[REGISTRY].distinct("_id")),
+                    "data bytes": int(stats.get("dataSize", 0)),
+                    "storage bytes": int(stats.get("storageSize", 0)) + int(stats.get("indexSize", 0))})
+    return out
+
+
+def drop_workbook_databases(client: Any, names: list[str] | None = None) -> list[str]:
+    """Drop the listed workbook databases (all of them if ``names`` is None); returns those dropped.
+
+    Refuses any name that :func:`workbook_databases` does not list.
+    """
+    ours = {d["database"] for d in workbook_databases(client)}
+    targets = sorted(ours) if names is None else list(names)
+    foreign = [n for n in targets if n not in ours]
+    if foreign:
+        raise ValueError(f"not workbook databases (no {REGISTRY!r} collection or another prefix), "
+                         f"left alone: {', '.join(foreign)}")
+    for name in targets:
+        client.drop_database(name)
+    return targets
+
+
+# ---------------------------------------------------------------------------------------------
+# student copies
+
+def student_copy(nb: dict) -> dict:
+    """The notebook without its ``solution`` cells, outputs cleared; every other cell identical."""
+    out = copy.deepcopy(nb)
+    out["cells"] = [c for c in out["cells"] if "solution" not in c.get("metadata", {}).get("tags", [])]
+    for c in out["cells"]:
+        if c["cell_type"] == "code":
+            c["outputs"] = []
+            c["execution_count"] = None
+    return out
+
+
+def build_student_copies(out_dir: Path | str = ROOT / "student", src_dir: Path | str = ROOT / "notebooks") -> list[Path]:
+    """Write a student copy of every notebook into ``out_dir``; returns their paths."""
+    out_dir, src_dir = Path(out_dir), Path(src_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for src in sorted(src_dir.glob("[0-9][0-9]_*.ipynb")):
+        nb = json.loads(src.read_text(encoding="utf-8"))
+        dest = out_dir / src.name
+        dest.write_text(json.dumps(student_copy(nb), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(dest)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# progress: which exercises of which notebook pass
+
+def progress_file() -> Path:
+    """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json``."""
+    return Path(os.environ.get("WORKBOOK_PROGRESS") or Path.home() / ".schema_workbook" / "progress.json")
+
+
+def _notebook_name(exercise: str) -> str:
+    session = os.environ.get("JPY_SESSION_NAME", "")  # set by Jupyter for the notebook's kernel
+    if session.endswith(".ipynb"):
+        return Path(session).stem
+    m = re.match(r"^(\d+)", exercise)
+    return f"notebook {int(m.group(1)):02d}" if m else "notebook ?"
+
+
+def record_progress(exercise: str, passed: bool) -> None:
+    """Remember the latest result of an exercise (never raises: progress is a convenience)."""
+    try:
+        path = progress_file()
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data.setdefault(_notebook_name(exercise), {})[exercise] = bool(passed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except Exception:
+        pass
+
+
+def progress() -> dict[str, dict[str, bool]]:
+    """Every recorded exercise result, by notebook."""
+    path = progress_file()
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+# ---------------------------------------------------------------------------------------------
+# a static, executed HTML build
+
+def build_html(out_dir: Path | str = ROOT / "site", src_dir: Path | str = ROOT / "notebooks") -> list[Path]:
+    """Render every committed (executed) notebook to HTML, with an index page."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    out_dir, src_dir = Path(out_dir), Path(src_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exporter = HTMLExporter()
+    pages = []
+    items = []
+    for src in sorted(src_dir.glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(src, as_version=4)
+        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": src.stem}})
+        dest = out_dir / f"{src.stem}.html"
+        dest.write_text(body, encoding="utf-8")
+        pages.append(dest)
+        title = next((c.source.splitlines()[0].lstrip("# ").strip() for c in nb.cells
+                      if c.cell_type == "markdown" and c.source.strip()), src.stem)
+        items.append(f'<li><a href="{dest.name}">{title}</a></li>')
+    index = out_dir / "index.html"
+    index.write_text("<!doctype html><meta charset='utf-8'><title>MongoDB schema design, learned by measuring it"
+                     "</title><h1>MongoDB schema design, learned by measuring it</h1>"
+                     "<p>Executed notebooks, outputs as produced on the embedded backend.</p><ul>"
+                     + "".join(items) + "</ul>\n", encoding="utf-8")
+    return [index, *pages]

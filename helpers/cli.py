@@ -1,0 +1,81 @@
+"""The workbook's commands beyond ``lab`` and ``test`` (run through ``python3 workbook.py ...``).
+
+    student-copies [DIR]      student copies of every notebook (solutions removed) in DIR (student/)
+    progress                  which exercises of which notebook pass, for this learner
+    class list                the class's workbook databases on MONGODB_URI, with their sizes
+    class drop [DB ...] --yes drop them (all, or the named ones) at the end of term
+    html [DIR]                a static HTML build of the executed notebooks in DIR (site/)
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .sizes import human_bytes
+
+
+def _client():
+    from .backends import BackendError, _connect_uri, redact_uri
+
+    uri = (os.environ.get("MONGODB_URI") or "").strip()
+    if not uri:
+        raise SystemExit("Set MONGODB_URI to the class's server first, e.g. MONGODB_URI=mongodb://lab-server:27017")
+    try:
+        client, engine, version = _connect_uri(uri, "admin")
+    except BackendError as e:
+        raise SystemExit(str(e)) from None
+    print(f"server: {redact_uri(uri)} ({engine} {version})")
+    return client
+
+
+def main(argv: list[str]) -> int:
+    from . import classroom
+
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "student-copies":
+        out = Path(rest[0]) if rest else classroom.ROOT / "student"
+        for path in classroom.build_student_copies(out):
+            print("wrote", path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+        return 0
+    if cmd == "progress":
+        data = classroom.progress()
+        if not data:
+            print(f"No exercise checked yet (progress is kept in {classroom.progress_file()}).")
+            return 0
+        for notebook in sorted(data):
+            results = data[notebook]
+            done = sum(results.values())
+            print(f"{notebook}: {done}/{len(results)} exercises pass")
+            for ex in sorted(results):
+                print(f"   {'✓' if results[ex] else '·'} {ex}")
+        return 0
+    if cmd == "class" and rest[:1] == ["list"]:
+        rows = classroom.workbook_databases(_client())
+        for r in rows:
+            print(f"{r['database']:<50} {r['collections']:>4} collections  {human_bytes(r['data bytes']):>10} data"
+                  f"  {human_bytes(r['storage bytes']):>10} on disk")
+        print(f"{len(rows)} workbook databases")
+        return 0
+    if cmd == "class" and rest[:1] == ["drop"]:
+        names = [a for a in rest[1:] if not a.startswith("--")]
+        if "--yes" not in rest:
+            print("This drops workbook databases for good. Add --yes to confirm (and list names to drop only those).")
+            return 2
+        dropped = classroom.drop_workbook_databases(_client(), names or None)
+        print(f"dropped {len(dropped)}: {', '.join(dropped) or '-'}")
+        return 0
+    if cmd == "html":
+        out = Path(rest[0]) if rest else classroom.ROOT / "site"
+        pages = classroom.build_html(out)
+        print(f"wrote {len(pages)} pages; open {pages[0]}")
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
