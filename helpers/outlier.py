@@ -1,0 +1,357 @@
+"""The outlier pattern: embed comments up to a threshold, overflow the rest (notebook 02).
+
+Most posts have a handful of comments; a viral few have tens of thousands. Embedding everything
+makes those few documents huge (towards MongoDB's 16 MB limit) and every read of them expensive;
+referencing everything makes every read of every post cost a second query. The outlier pattern
+keeps the common case as one read and pays only for the outliers:
+
+* a post in ``posts`` embeds at most ``threshold`` comments in ``comments``;
+* past the threshold the post gets ``hasOverflow: true`` and each further comment goes to
+  ``posts_overflow`` as ``{"_id": {"post_id", "seq"}, "post_id", "seq", "comment"}``;
+* ``commentCount`` on the post is the per-post sequence: the embedded comment at index ``i`` has
+  sequence number ``i + 1``, an overflowed one carries its own ``seq``, so embedded and overflowed
+  comments form one total order (embedded first, because a flagged post never embeds again).
+
+The write path is safe under concurrency without transactions. The threshold check and the push
+are one atomic single-document update whose filter is the array's length (``comments.<t-1>`` must
+not exist) and the flag (``hasOverflow`` must not be true), and it increments ``commentCount`` in
+the same update. A writer that loses the race at the boundary gets no match and takes the overflow
+path, whose sequence number comes from another atomic update (``$inc`` plus ``$set`` of the flag).
+So two writers can neither push past the threshold nor lose or duplicate a comment. The flag is
+set *before* the overflow document is written, so a reader that sees ``hasOverflow: false`` never
+misses an acknowledged comment.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Iterable, NamedTuple
+
+import bson
+from bson.errors import InvalidDocument
+from pymongo import ReturnDocument
+from pymongo.errors import AutoReconnect, DocumentTooLarge, DuplicateKeyError, NetworkTimeout, OperationFailure
+
+from .safety import track_collection, workbook_collection
+from .sizes import MAX_BSON_SIZE
+
+__all__ = [
+    "POSTS",
+    "OVERFLOW",
+    "PostNotFoundError",
+    "Added",
+    "add_comment",
+    "read_comments",
+    "read_post",
+    "newest_comments_reference",
+    "ensure_overflow_index",
+    "outlier_layout",
+    "load_outlier_posts",
+    "comment_count_stats",
+    "OUTLIER_FACTOR",
+]
+
+POSTS = "posts"
+OVERFLOW = "posts_overflow"
+#: the lesson's rule: if 99% of posts have fewer than 100 comments, over 1,000 is an outlier
+OUTLIER_FACTOR = 10
+# the server's "document would grow past 16 MB" errors (MongoDB and SecantusDB use these codes)
+_TOO_LARGE_CODES = {10334, 17419, 17420}
+
+
+class PostNotFoundError(LookupError):
+    """``add_comment`` or ``read_comments`` was given the ``_id`` of a post that does not exist."""
+
+
+class Added(NamedTuple):
+    """Where ``add_comment`` put a comment: its sequence number and whether it was embedded."""
+
+    seq: int
+    embedded: bool
+
+
+def _check_threshold(threshold: Any) -> int:
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+        raise ValueError(
+            f"threshold must be a positive whole number (the most comments a post embeds), got "
+            f"{threshold!r}. Pick one from the comment-count percentiles (notebook 02, section 2.2), "
+            f"e.g. threshold=100.")
+    return threshold
+
+
+def _overflow_doc(post_id: Any, seq: int, comment: Any) -> dict[str, Any]:
+    return {"_id": {"post_id": post_id, "seq": seq}, "post_id": post_id, "seq": seq, "comment": comment}
+
+
+def _check_comment(post_id: Any, comment: Any) -> None:
+    if not isinstance(comment, Mapping):
+        raise TypeError(f"comment must be a document (a dict such as {{'author': 'ada', 'text': 'hi'}}), "
+                        f"got {type(comment).__name__}: {comment!r:.80}")
+    try:
+        bson.encode({"comment": comment})
+    except (InvalidDocument, TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"comment cannot be stored as BSON ({exc}); use plain dicts, lists, strings, "
+                        f"numbers, booleans, None and datetimes") from None
+    try:
+        alone = len(bson.encode(_overflow_doc(post_id, 2**62, comment)))
+    except (InvalidDocument, TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"post_id {post_id!r} cannot be stored as BSON ({exc}); use the post's _id") from None
+    if alone > MAX_BSON_SIZE:
+        raise DocumentTooLarge(
+            f"comment is too large: stored on its own it makes a {alone:,}-byte document, over "
+            f"MongoDB's {MAX_BSON_SIZE:,}-byte limit (16 MB). Nothing was written. Shorten the "
+            f"comment, or keep its large part (an attachment) in GridFS and store a reference.")
+
+
+def _not_found(db: Any, post_id: Any) -> PostNotFoundError:
+    return PostNotFoundError(
+        f"no post with _id={post_id!r} in collection {POSTS!r} of database {db.name!r}; nothing was "
+        f"written. Insert the post first (db.{POSTS}.insert_one({{'_id': {post_id!r}, ...}})) or "
+        f"check post_id.")
+
+
+def _start_counter(db: Any, post_id: Any) -> None:
+    """First use of a post: ``commentCount`` = comments already embedded, ``hasOverflow`` false.
+
+    One atomic pipeline update, so comments embedded before the workbook's first call keep
+    their place at the front of the order. Raises if the post is missing or cannot be used.
+    """
+    posts = db[POSTS]
+    # look first (an aggregation never creates a collection; some engines create one on update)
+    state = list(posts.aggregate([
+        {"$match": {"_id": post_id}},
+        {"$project": {"_id": 0, "counter": {"$ifNull": ["$commentCount", None]},
+                      "flag": {"$ifNull": ["$hasOverflow", False]},
+                      "array": {"$or": [{"$isArray": "$comments"}, {"$eq": [{"$type": "$comments"}, "missing"]}]}}},
+    ]))
+    if not state:
+        raise _not_found(db, post_id)
+    s = state[0]
+    if s["counter"] is not None:
+        return  # another writer started the counter first: fine
+    if not s["array"]:
+        raise TypeError(f"post {post_id!r} has a 'comments' field that is not an array; the outlier "
+                        f"pattern needs an array there. Nothing was written. Fix the document or use "
+                        f"another post.")
+    if s["flag"] is True:
+        raise ValueError(f"post {post_id!r} has hasOverflow: true but no commentCount, so it was not "
+                         f"written by helpers.outlier and its comment order is unknown. Nothing was "
+                         f"written. Rebuild it with helpers.outlier.load_outlier_posts.")
+    # the filter repeats the checks, so a concurrent change makes this a no-op, never a wrong count
+    posts.update_one(
+        {"_id": post_id, "commentCount": {"$exists": False}, "hasOverflow": {"$ne": True},
+         "$or": [{"comments": {"$exists": False}}, {"comments": {"$type": "array"}}]},
+        [{"$set": {"comments": {"$ifNull": ["$comments", []]},
+                   "commentCount": {"$size": {"$ifNull": ["$comments", []]}},
+                   "hasOverflow": False}}],
+    )
+
+
+def _would_pass_limit(db: Any, post_id: Any, comment: Any) -> bool:
+    """Would pushing ``comment`` make the post larger than 16 MB? Asked of the server (``$bsonSize``).
+
+    Only called after a failed push whose error code does not say (SecantusDB reports this case
+    from ``findAndModify`` as a generic internal error).
+    """
+    try:
+        rows = list(db[POSTS].aggregate([{"$match": {"_id": post_id}},
+                                         {"$project": {"_id": 0, "size": {"$bsonSize": "$$ROOT"}}}]))
+    except (OperationFailure, NotImplementedError):
+        return False
+    # a pushed element costs its own encoding plus a type byte and its index as a key
+    return bool(rows) and rows[0]["size"] + len(bson.encode({"comment": comment})) > MAX_BSON_SIZE
+
+
+def ensure_overflow_index(db: Any) -> None:
+    """The index the read path uses: ``posts_overflow`` by ``(post_id, seq)``."""
+    track_collection(db, OVERFLOW).create_index([("post_id", 1), ("seq", 1)], name="post_id_1_seq_1")
+
+
+def _insert_overflow(db: Any, doc: dict[str, Any]) -> None:
+    """Insert one overflow document; a retry after a network error is idempotent (same ``_id``)."""
+    for attempt in range(3):
+        try:
+            db[OVERFLOW].insert_one(doc)
+            return
+        except DuplicateKeyError:
+            if attempt:  # our own earlier attempt got through before the connection broke
+                return
+            raise
+        except (AutoReconnect, NetworkTimeout):
+            if attempt == 2:
+                raise
+
+
+def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: int) -> Added:
+    """Add ``comment`` to post ``post_id``: embedded while the post has fewer than ``threshold``.
+
+    Past the threshold the post is flagged ``hasOverflow: true`` and the comment is stored in
+    ``posts_overflow`` under ``(post_id, seq)``. Safe for concurrent writers (see the module
+    docstring). The common case is one round trip; an overflowed comment costs two (three more
+    on a post's first overflow: registry check, index). Returns ``Added(seq, embedded)``.
+
+    Raises ``ValueError`` for a threshold below 1, ``TypeError`` for a comment that is not a
+    document, ``DocumentTooLarge`` for a comment over 16 MB on its own and
+    ``PostNotFoundError`` for a missing post; in every case nothing is written.
+    Introduced in notebook 02 (the outlier pattern).
+    """
+    threshold = _check_threshold(threshold)
+    _check_comment(post_id, comment)
+    comment = dict(comment)
+    posts = db[POSTS]
+    for _ in range(5):  # more rounds only after starting a fresh post's counter, or a race
+        # 1. embed: the length check, the flag check and the push are one atomic update
+        try:
+            after = posts.find_one_and_update(
+                {"_id": post_id, "commentCount": {"$exists": True}, "hasOverflow": {"$ne": True},
+                 f"comments.{threshold - 1}": {"$exists": False}},
+                {"$push": {"comments": comment}, "$inc": {"commentCount": 1}},
+                projection={"_id": 0, "commentCount": 1},
+                return_document=ReturnDocument.AFTER,
+            )
+            too_large = False
+        except OperationFailure as exc:  # the push would grow the post past 16 MB: overflow instead
+            if exc.code not in _TOO_LARGE_CODES and not _would_pass_limit(db, post_id, comment):
+                raise
+            after, too_large = None, True
+        if after is not None:
+            return Added(int(after["commentCount"]), True)
+        # 2. overflow: take the next sequence number and set the flag, atomically, before writing.
+        #    Already flagged (the usual case) or the writer that sets the flag (once per post)?
+        #    Two filters rather than the pre-image, which SecantusDB gets wrong under concurrency.
+        #    Only a full array (or a push the 16 MB limit refused) may set the flag.
+        full = {} if too_large else {f"comments.{threshold - 1}": {"$exists": True}}
+        for flagged in (True, False):
+            after = posts.find_one_and_update(
+                {"_id": post_id, "commentCount": {"$exists": True},
+                 **({"hasOverflow": True} if flagged else {"hasOverflow": {"$ne": True}, **full})},
+                {"$inc": {"commentCount": 1}, "$set": {"hasOverflow": True}},
+                projection={"_id": 0, "commentCount": 1},
+                return_document=ReturnDocument.AFTER,
+            )
+            if after is not None:
+                seq = int(after["commentCount"])
+                if not flagged:
+                    ensure_overflow_index(db)  # this post's first overflow: record and index the collection
+                _insert_overflow(db, _overflow_doc(post_id, seq, comment))
+                return Added(seq, False)
+        if posts.find_one({"_id": post_id, "commentCount": {"$exists": True}}, {"_id": 1}) is not None:
+            continue  # the post changed between our tries (another writer): start over
+        _start_counter(db, post_id)  # raises PostNotFoundError if there is no such post
+    raise RuntimeError(f"post {post_id!r}: the comment could not be placed after 5 tries (the post "
+                       f"keeps changing under concurrent writers); nothing was written, try again")
+
+
+def _overflow_comments(db: Any, post_id: Any) -> list[Any]:
+    cursor = db[OVERFLOW].find({"post_id": post_id}, {"_id": 0, "comment": 1}).sort("seq", 1)
+    return [d["comment"] for d in cursor]
+
+
+def read_comments(db: Any, post_id: Any) -> list[Any]:
+    """Every comment of post ``post_id`` in insertion order, embedded or overflowed.
+
+    One query when ``hasOverflow`` is false (the common case), one more when it is true.
+    Raises ``PostNotFoundError`` for a missing post. Introduced in notebook 02.
+    """
+    post = db[POSTS].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    if post is None:
+        raise _not_found(db, post_id)
+    comments = list(post.get("comments") or [])
+    if post.get("hasOverflow"):
+        comments += _overflow_comments(db, post_id)
+    return comments
+
+
+def read_post(db: Any, post_id: Any) -> dict[str, Any]:
+    """The whole post (a page view) with ``comments`` holding all of them, in order.
+
+    Same costs as :func:`read_comments`: one query, plus one for a flagged post.
+    """
+    post = db[POSTS].find_one({"_id": post_id})
+    if post is None:
+        raise _not_found(db, post_id)
+    if post.get("hasOverflow"):
+        post["comments"] = list(post.get("comments") or []) + _overflow_comments(db, post_id)
+    return post
+
+
+def newest_comments_reference(db: Any, post_id: Any, n: int = 20) -> list[Any]:
+    """The ``n`` newest comments, newest first, computed the slow, obvious way (for self-checks)."""
+    return read_comments(db, post_id)[::-1][:n]
+
+
+def outlier_layout(post: Mapping[str, Any], threshold: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The documents ``add_comment`` would produce for ``post`` (whose ``comments`` are in order).
+
+    Returns ``(post document, overflow documents)``: the same fields, values and sequence numbers
+    as adding the comments one by one to the post without comments. Used for bulk loading.
+    """
+    threshold = _check_threshold(threshold)
+    if "_id" not in post:
+        raise ValueError("post has no _id: give every post an _id before laying it out")
+    comments = list(post.get("comments") or [])
+    doc = {k: v for k, v in post.items() if k not in ("comments", "commentCount", "hasOverflow")}
+    doc["comments"] = comments[:threshold]
+    doc["commentCount"] = len(comments)
+    doc["hasOverflow"] = len(comments) > threshold
+    overflow = [_overflow_doc(post["_id"], seq, c)
+                for seq, c in enumerate(comments[threshold:], start=threshold + 1)]
+    return doc, overflow
+
+
+def load_outlier_posts(db: Any, posts: Iterable[Mapping[str, Any]], threshold: int,
+                       *, batch: int = 2_000) -> dict[str, int]:
+    """Replace ``posts`` and ``posts_overflow`` with ``posts`` laid out by the pattern.
+
+    Both collections must be the workbook's own (``helpers.safety.workbook_collection``).
+    Returns the number of documents written to each. Introduced in notebook 02.
+    """
+    threshold = _check_threshold(threshold)
+    posts_coll = workbook_collection(db, POSTS)
+    overflow_coll = workbook_collection(db, OVERFLOW)
+    db.drop_collection(POSTS)
+    db.drop_collection(OVERFLOW)
+    counts = {POSTS: 0, OVERFLOW: 0}
+    post_batch: list[dict[str, Any]] = []
+    overflow_batch: list[dict[str, Any]] = []
+
+    def flush(final: bool = False) -> None:
+        for coll, docs, name in ((posts_coll, post_batch, POSTS), (overflow_coll, overflow_batch, OVERFLOW)):
+            if docs and (final or len(docs) >= batch):
+                coll.insert_many(docs, ordered=True)
+                counts[name] += len(docs)
+                docs.clear()
+
+    for post in posts:
+        doc, overflow = outlier_layout(post, threshold)
+        post_batch.append(doc)
+        overflow_batch.extend(overflow)
+        flush()
+    flush(final=True)
+    ensure_overflow_index(db)
+    return counts
+
+
+def comment_count_stats(collection: Any, field: str = "comments",
+                        percentiles: Iterable[int] = (50, 90, 99)) -> dict[str, int]:
+    """Array sizes of ``field`` over a collection, by one aggregation: count, percentiles, max.
+
+    Percentiles are nearest-rank (always a real count). ``outlier over`` is the lesson's rule:
+    ``OUTLIER_FACTOR`` (10) times the 99th percentile. Runs on any engine (no ``$percentile``).
+    """
+    ps = [int(p) for p in percentiles]
+    n_expr = {"$size": "$counts"}
+    rank = {f"p{p}": {"$arrayElemAt": ["$counts", {"$max": [0, {"$subtract": [
+        {"$ceil": {"$multiply": [p / 100, n_expr]}}, 1]}]}]} for p in ps}
+    rows = list(collection.aggregate([
+        {"$project": {"_id": 0, "n": {"$size": {"$ifNull": [f"${field}", []]}}}},
+        {"$sort": {"n": 1}},
+        {"$group": {"_id": None, "counts": {"$push": "$n"}}},
+        {"$project": {"_id": 0, "posts": n_expr, **rank, "max": {"$arrayElemAt": ["$counts", -1]}}},
+    ]))
+    if not rows or not rows[0].get("posts"):  # (the mock returns one empty group for no input)
+        raise ValueError(f"collection {collection.name!r} is empty: load the posts first")
+    row = rows[0]
+    out = {"posts": int(row["posts"]), **{f"p{p}": int(row[f"p{p}"]) for p in ps}, "max": int(row["max"])}
+    if 99 in ps:
+        out["outlier over"] = OUTLIER_FACTOR * out["p99"]
+    return out
