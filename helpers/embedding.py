@@ -37,6 +37,7 @@ __all__ = [
     "authors_books_lookup_pipeline",
     "foreign_query_plan",
     "ForeignPlan",
+    "lookup_stage_stats",
     "books_with_author_names",
     "rename_author",
     "stale_copies",
@@ -448,3 +449,22 @@ def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Docu
     _check_collection(reviews, "reviews")
     found = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0}).sort("n", 1)
     return {**product, "reviews": list(found)}
+
+
+def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, Any] | None:
+    """Keys and documents a ``$lookup`` stage examined, from ``explain`` with ``executionStats``.
+
+    A real MongoDB (5.0+) reports them on the ``$lookup`` stage; engines that do not (SecantusDB's
+    explain leaves the stage without statistics, the mock has no ``explain`` command) give None.
+    """
+    _check_collection(collection, "collection")
+    try:
+        plan = collection.database.command("explain", {"aggregate": collection.name, "pipeline": pipeline,
+                                                       "cursor": {}}, verbosity="executionStats")
+    except (OperationFailure, NotImplementedError):
+        return None
+    for stage in plan.get("stages", []) or []:
+        if isinstance(stage, dict) and "$lookup" in stage and "totalDocsExamined" in stage:
+            keep = ("totalKeysExamined", "totalDocsExamined", "collectionScans", "indexesUsed")
+            return {k: stage[k] for k in keep if k in stage}
+    return None

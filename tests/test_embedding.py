@@ -219,3 +219,13 @@ def test_migrate_rejects_bad_input(db):
         e.migrate_reviews(products, "reviews")
     with pytest.raises(ValueError, match="batch_size"):
         e.migrate_reviews(products, db.reviews, batch_size=0)
+
+
+def test_lookup_stage_stats_only_where_the_engine_reports_them(library, backend):
+    db, authors, books = library
+    pipeline = [{"$lookup": {"from": "books", "localField": "_id", "foreignField": "author_ids", "as": "b"}}]
+    stats = e.lookup_stage_stats(db.authors, pipeline)
+    if backend.info.engine == "MongoDB":  # a real server (5.0+) reports the $lookup stage's work
+        assert stats is not None and stats["totalDocsExamined"] >= len(books)
+    else:  # SecantusDB leaves the stage without statistics; the mock has no explain command
+        assert stats is None
