@@ -42,6 +42,8 @@ __all__ = [
     "MaterializedPaths",
     "PATTERNS",
     "GraphLookup",
+    "tree_shape",
+    "disagreements",
     "operation_costs",
     "plot_operation_costs",
     "decision_table",
@@ -439,6 +441,11 @@ class AncestorsArray(_Pattern):
             self._require(node)
         return found
 
+    def subtree_sizes(self) -> dict[Any, int]:
+        """Descendants per node that has any, in one aggregation: what a move of each node rewrites."""
+        pipeline = [{"$unwind": "$ancestors"}, {"$group": {"_id": "$ancestors", "n": {"$sum": 1}}}]
+        return {d["_id"]: int(d["n"]) for d in self.collection.aggregate(pipeline)}
+
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: one read of both nodes."""
         docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": [a, b]}}, {"ancestors": 1})}
@@ -601,7 +608,43 @@ class GraphLookup:
 
 
 # ---------------------------------------------------------------------------------------------
-# measuring every operation on every pattern
+# looking at a tree, checking patterns against each other, measuring every operation
+
+def tree_shape(rows: Rows) -> dict[str, int]:
+    """Nodes, roots, leaves, the deepest level (a root is level 0) and the most children of one node."""
+    ordered = _check_rows(rows)
+    depth: dict[Any, int] = {}
+    kids: dict[Any, int] = {}
+    for n, p, _name in ordered:
+        depth[n] = 0 if p is None else depth[p] + 1
+        if p is not None:
+            kids[p] = kids.get(p, 0) + 1
+    return {"nodes": len(ordered), "roots": sum(p is None for _n, p, _ in ordered),
+            "leaves": len(ordered) - len(kids), "max depth": max(depth.values(), default=0),
+            "max children": max(kids.values(), default=0)}
+
+
+def disagreements(patterns: Mapping[str, Any], nodes: Iterable[Any],
+                  operations: Sequence[str] = ("parent", "children", "ancestors", "descendants")) -> list[tuple]:
+    """``(operation, node, pattern)`` wherever a pattern's answer differs from the first pattern's.
+
+    A pattern without the operation is skipped. An empty list means they all agree. Notebook 03.
+    """
+    out = []
+    for node in nodes:
+        for op in operations:
+            first: Any = None
+            for label, tree in patterns.items():
+                fn = getattr(tree, op, None)
+                if fn is None:
+                    continue
+                answer = fn(node)
+                if first is None:
+                    first = (answer,)
+                elif answer != first[0]:
+                    out.append((op, node, label))
+    return out
+
 
 WRITES = ("move", "rename")
 
@@ -616,8 +659,8 @@ def _short(result: Any) -> str:
 def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tuple]]) -> Any:
     """Run each call on each pattern and count it: a DataFrame indexed by (operation, pattern).
 
-    ``calls`` are ``(method, args)``, e.g. ``("ancestors", (3,))``; a pattern without that method is
-    skipped. Columns: ``result`` (short), ``round trips``, ``docs read`` (documents returned to the
+    ``calls`` are ``(method, args)``, e.g. ``("ancestors", (3,))``, or ``(method, args, label)`` to
+    name the row (several calls of one method); a pattern without that method is skipped. Columns: ``result`` (short), ``round trips``, ``docs read`` (documents returned to the
     client), ``docs written``, ``bytes read``, and ``same result`` (equal to the first pattern's
     answer). A ``move`` or ``rename`` is undone afterwards (not counted), so every call sees the same tree.
     Raises :class:`TreeError` if a call fails on one pattern. Notebook 03.
@@ -625,7 +668,12 @@ def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tupl
     import pandas as pd
 
     rows = []
-    for method, args in calls:
+    for call in calls:
+        if len(call) not in (2, 3) or not isinstance(call[1], tuple):
+            raise TreeError(f"each call must be (method, args) or (method, args, label) with args a tuple, "
+                            f"not {call!r}; e.g. ('ancestors', (3,))")
+        method, args = call[0], call[1]
+        label_op = call[2] if len(call) == 3 else method
         first: Any = None
         for label, tree in patterns.items():
             fn: Callable | None = getattr(tree, method, None)
@@ -642,7 +690,7 @@ def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tupl
                 undo[0](*undo[1])
             if first is None:
                 first = (result,)
-            rows.append({"operation": method, "pattern": label, "result": _short(result),
+            rows.append({"operation": label_op, "pattern": label, "result": _short(result),
                          "round trips": c.round_trips, "docs read": c.docs_returned,
                          "docs written": c.docs_written, "bytes read": c.bytes_returned,
                          "same result": result == first[0]})
@@ -658,29 +706,36 @@ def plot_operation_costs(table: Any, *, title: str | None = None) -> Any:
     """One chart of an :func:`operation_costs` table: round trips, docs read, docs written per pattern."""
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import FuncFormatter
 
     ops = list(dict.fromkeys(table.index.get_level_values(0)))
     pats = list(dict.fromkeys(table.index.get_level_values(1)))
     metrics = ["round trips", "docs read", "docs written"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 0.55 * len(ops) * max(2, len(pats)) / 2 + 1.5), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 0.2 * len(ops) * len(pats) + 2.5), sharey=True)
     colors = plt.get_cmap("tab10")
     height = 0.8 / len(pats)
     y = np.arange(len(ops))
     for ax, metric in zip(axes, metrics):
+        top = 1
         for k, pat in enumerate(pats):
             values = [table[metric].get((op, pat), np.nan) for op in ops]
-            ax.barh(y + k * height, [v if v == v else 0 for v in values], height, label=pat, color=colors(k))
+            ax.barh(y + k * height, [v if v == v else 0 for v in values], height,
+                    label=pat if ax is axes[0] else None, color=colors(k))
             for yi, v in zip(y + k * height, values):
                 if v == v:
-                    ax.text(max(v, 0.5), yi, f" {int(v)}", va="center", fontsize=8)
+                    top = max(top, v)
+                    ax.text(v, yi, f" {int(v):,}", va="center", fontsize=8)
         ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlim(0, top * 4)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
         ax.set_title(metric + " (log scale)", fontsize=12)
+        ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y + 0.4 - height / 2, ops)
     axes[0].invert_yaxis()
-    axes[-1].legend(loc="lower right", fontsize=8)
+    fig.legend(loc="lower center", ncol=min(len(pats), 3), fontsize=9, frameon=False)
     if title:
         fig.suptitle(title, fontsize=13)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05 + 0.012 * ((len(pats) + 2) // 3), 1, 1))
     plt.show()
     return fig
 

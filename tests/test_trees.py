@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from helpers.safety import is_workbook_collection
 from helpers.counting import counting
 from helpers.trees import (PATTERNS, AncestorsArray, ChildRefs, CycleError, GraphLookup, MaterializedPaths,
-                           ParentRefs, TreeError, UnknownNodeError, decision_table, operation_costs)
+                           ParentRefs, TreeError, UnknownNodeError, decision_table, disagreements,
+                           operation_costs, tree_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,3 +343,15 @@ def test_operation_costs_and_decision_table(db):
     assert "ParentRefs" in rule.loc["rename", "choose"].split(" or ")
     with pytest.raises(TypeError):
         GraphLookup(t["AncestorsArray"])
+
+
+def test_shape_sizes_and_disagreements(db):
+    assert tree_shape(ROWS) == {"nodes": 9, "roots": 2, "leaves": 4, "max depth": 4, "max children": 2}
+    with pytest.raises(TreeError):
+        tree_shape([(1, 2, "a")])
+    t = build(db, ROWS)
+    assert t["AncestorsArray"].subtree_sizes() == {1: 7, 2: 2, 5: 3, 6: 2, 7: 1}
+    assert disagreements(t, [n for n, *_ in ROWS]) == []
+    t["ParentRefs"].collection.update_one({"_id": 8}, {"$set": {"parent": 6}})  # corrupt one copy
+    got = disagreements(t, [6, 7, 8])
+    assert ("parent", 8, "ChildRefs") in got and ("children", 6, "ChildRefs") in got
