@@ -566,7 +566,8 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
         parts = parse_id(d["_id"])
         moved.append({**d, "_id": make_id(new_airline, parts.icao24, parts.seq), "airline": new_airline})
     coll.insert_many(moved, ordered=True)
-    deleted = coll.delete_many({"_id": {"$in": [d["_id"] for d in docs]}}).deleted_count
+    # the old keys form one contiguous range of the _id index: from the aircraft to its last report read
+    deleted = coll.delete_many({"_id": {"$gte": docs[0]["_id"], "$lte": docs[-1]["_id"]}}).deleted_count
     return {"inserted": len(moved), "deleted": deleted}
 
 
