@@ -186,8 +186,10 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
 
     Past the threshold the post is flagged ``hasOverflow: true`` and the comment is stored in
     ``posts_overflow`` under ``(post_id, seq)``. Safe for concurrent writers (see the module
-    docstring). The common case is one round trip; an overflowed comment costs two (three more
-    on a post's first overflow: registry check, index). Returns ``Added(seq, embedded)``.
+    docstring). The common case is one round trip; an overflowed comment costs three (the embed
+    that does not match, the sequence number, the insert). Once per post, the first comment
+    (starting the sequence) and the first overflow (recording and indexing ``posts_overflow``)
+    cost a few more. Returns ``Added(seq, embedded)``: the comment's place in the post's order.
 
     Raises ``ValueError`` for a threshold below 1, ``TypeError`` for a comment that is not a
     document, ``DocumentTooLarge`` for a comment over 16 MB on its own and
@@ -234,9 +236,9 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
                     ensure_overflow_index(db)  # this post's first overflow: record and index the collection
                 _insert_overflow(db, _overflow_doc(post_id, seq, comment))
                 return Added(seq, False)
-        if posts.find_one({"_id": post_id, "commentCount": {"$exists": True}}, {"_id": 1}) is not None:
-            continue  # the post changed between our tries (another writer): start over
-        _start_counter(db, post_id)  # raises PostNotFoundError if there is no such post
+        # no match at all: a post never used before (start its sequence; raises PostNotFoundError if
+        # there is no such post), or another writer changed it between our tries (then start over)
+        _start_counter(db, post_id)
     raise RuntimeError(f"post {post_id!r}: the comment could not be placed after 5 tries (the post "
                        f"keeps changing under concurrent writers); nothing was written, try again")
 
@@ -332,16 +334,20 @@ def load_outlier_posts(db: Any, posts: Iterable[Mapping[str, Any]], threshold: i
 
 
 def comment_count_stats(collection: Any, field: str = "comments",
-                        percentiles: Iterable[int] = (50, 90, 99)) -> dict[str, int]:
+                        percentiles: Iterable[float] = (50, 90, 99)) -> dict[str, int]:
     """Array sizes of ``field`` over a collection, by one aggregation: count, percentiles, max.
 
-    Percentiles are nearest-rank (always a real count). ``outlier over`` is the lesson's rule:
-    ``OUTLIER_FACTOR`` (10) times the 99th percentile. Runs on any engine (no ``$percentile``).
+    Percentiles are nearest-rank (always a real count), keyed ``p50``, ``p99``, ``p99.9``.
+    ``outlier over`` is the lesson's rule: ``OUTLIER_FACTOR`` (10) times the 99th percentile.
+    Runs on any engine (it needs no ``$percentile``). Introduced in notebook 02.
     """
-    ps = [int(p) for p in percentiles]
+    ps = [float(p) for p in percentiles]
+    if not ps or any(not 0 < p <= 100 for p in ps):
+        raise ValueError(f"percentiles must be numbers in (0, 100], got {list(percentiles)!r}")
     n_expr = {"$size": "$counts"}
-    rank = {f"p{p}": {"$arrayElemAt": ["$counts", {"$max": [0, {"$subtract": [
-        {"$ceil": {"$multiply": [p / 100, n_expr]}}, 1]}]}]} for p in ps}
+    rank = {f"q{i}": {"$arrayElemAt": ["$counts", {"$max": [0, {"$subtract": [
+        {"$ceil": {"$subtract": [{"$multiply": [p / 100, n_expr]}, 1e-9]}}, 1]}]}]}  # 1e-9: 0.999 * 1000 is 999.0000000000001
+        for i, p in enumerate(ps)}
     rows = list(collection.aggregate([
         {"$project": {"_id": 0, "n": {"$size": {"$ifNull": [f"${field}", []]}}}},
         {"$sort": {"n": 1}},
@@ -351,7 +357,8 @@ def comment_count_stats(collection: Any, field: str = "comments",
     if not rows or not rows[0].get("posts"):  # (the mock returns one empty group for no input)
         raise ValueError(f"collection {collection.name!r} is empty: load the posts first")
     row = rows[0]
-    out = {"posts": int(row["posts"]), **{f"p{p}": int(row[f"p{p}"]) for p in ps}, "max": int(row["max"])}
-    if 99 in ps:
+    out = {"posts": int(row["posts"]), **{f"p{p:g}": int(row[f"q{i}"]) for i, p in enumerate(ps)},
+           "max": int(row["max"])}
+    if "p99" in out:
         out["outlier over"] = OUTLIER_FACTOR * out["p99"]
     return out

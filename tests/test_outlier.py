@@ -318,3 +318,12 @@ def test_concurrent_first_comments_and_boundary(server_db):
         post, overflow = _state(db, r)
         assert len(post["comments"]) == threshold and post["commentCount"] == n_threads + 1
         assert [d["seq"] for d in overflow] == list(range(threshold + 1, n_threads + 2))
+
+
+def test_comment_count_stats_fractional_percentile_and_bad_input(db):
+    coll = workbook_collection(db, "posts_stats")
+    coll.insert_many([{"_id": i, "comments": [0] * i} for i in range(1, 1001)])  # 1..1000
+    assert comment_count_stats(coll, percentiles=(99.9, 100)) == {"posts": 1000, "p99.9": 999, "p100": 1000,
+                                                                  "max": 1000}
+    with pytest.raises(ValueError, match="percentiles"):
+        comment_count_stats(coll, percentiles=(0,))
