@@ -452,10 +452,14 @@ def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Docu
 
 
 def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, Any] | None:
-    """Keys and documents a ``$lookup`` stage examined, from ``explain`` with ``executionStats``.
+    """What the server reports about the ``$lookup`` of ``pipeline``: join strategy, keys, documents.
 
-    A real MongoDB (5.0+) reports them on the ``$lookup`` stage; engines that do not (SecantusDB's
-    explain leaves the stage without statistics, the mock has no ``explain`` command) give None.
+    Runs ``explain`` with ``executionStats``. A real MongoDB reports either counters on the
+    ``$lookup`` stage (classic engine) or an ``EQ_LOOKUP`` plan stage with its ``strategy``
+    (``HashJoin``, ``IndexedLoopJoin``, ``NestedLoopJoin``; slot-based engine, 6.0+), whose
+    counters then cover the whole pipeline. Engines that report neither give None: SecantusDB's
+    explain leaves the stage without statistics, the mock has no ``explain`` command.
+    Notebook 01, section 3.
     """
     _check_collection(collection, "collection")
     try:
@@ -463,8 +467,29 @@ def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, A
                                                        "cursor": {}}, verbosity="executionStats")
     except (OperationFailure, NotImplementedError):
         return None
-    for stage in plan.get("stages", []) or []:
-        if isinstance(stage, dict) and "$lookup" in stage and "totalDocsExamined" in stage:
-            keep = ("totalKeysExamined", "totalDocsExamined", "collectionScans", "indexesUsed")
-            return {k: stage[k] for k in keep if k in stage}
-    return None
+    counters = ("totalKeysExamined", "totalDocsExamined", "collectionScans", "indexesUsed")
+    found: dict[str, Any] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "$lookup" in node and "totalDocsExamined" in node and "lookup stage" not in found:
+                found["lookup stage"] = {k: node[k] for k in counters if k in node}
+            if str(node.get("stage", "")).startswith("EQ_LOOKUP") and "strategy" not in found:
+                found["strategy"] = node.get("strategy")
+                if node.get("indexName"):
+                    found["index"] = node["indexName"]
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(plan)
+    if not found:
+        return None
+    out: dict[str, Any] = dict(found.pop("lookup stage", {}))
+    out.update(found)
+    if "strategy" in out and "totalDocsExamined" not in out:
+        stats = plan.get("executionStats", {}) or {}
+        out.update({f"{k} (whole pipeline)": stats[k] for k in counters if k in stats})
+    return out
