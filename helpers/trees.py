@@ -66,6 +66,7 @@ class CycleError(TreeError):
     """A move would put a node under itself or under one of its descendants (or the data has a cycle)."""
 
 
+Row = tuple[Any, Any, str]  # (node_id, parent_id or None, name)
 Rows = Iterable[tuple[Hashable, Hashable | None, str]]
 
 
@@ -78,7 +79,7 @@ def _check_name(name: Any, what: str = "new_name") -> str:
     return name
 
 
-def _check_rows(rows: Rows) -> list[tuple[Any, Any, str]]:
+def _check_rows(rows: Rows) -> list[Row]:
     """Validate ``(node_id, parent_id, name)`` rows as a forest; return them parents first."""
     rows = list(rows)
     by_id: dict[Any, tuple[Any, Any, str]] = {}
@@ -154,10 +155,10 @@ class _Pattern:
             coll.insert_many(docs, ordered=True)
         return len(docs)
 
-    def _check_load(self, ordered: list[tuple[Any, Any, str]]) -> None:
+    def _check_load(self, ordered: list[Row]) -> None:
         pass
 
-    def _documents(self, ordered: list[tuple[Any, Any, str]]) -> list[dict]:
+    def _documents(self, ordered: list[Row]) -> list[dict]:
         raise NotImplementedError
 
     # -- shared helpers -------------------------------------------------------------------
@@ -231,7 +232,8 @@ class _Graph(_Pattern):
         """``(id, depth)`` of every node ``$graphLookup`` reaches, sorted by depth then id (depth 0 = next)."""
         return [(d["_id"], d["depth"]) for d in self._graph(node, up, max_depth, restrict)]
 
-    def _graph(self, node, up, max_depth=None, restrict=None) -> list[dict]:
+    def _graph(self, node: Any, up: bool, max_depth: int | None = None,
+               restrict: Mapping[str, Any] | None = None) -> list[dict]:
         out = list(self.collection.aggregate(self.graph_pipeline(node, up=up, max_depth=max_depth,
                                                                  restrict=restrict)))
         if not out:
@@ -272,7 +274,7 @@ class ParentRefs(_Graph):
     up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
     down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
 
-    def _documents(self, ordered):
+    def _documents(self, ordered: list[Row]) -> list[dict]:
         return [{"_id": n, "name": name, "parent": p} for n, p, name in ordered]
 
     def parent(self, node: Any) -> Any:
@@ -335,14 +337,16 @@ class ChildRefs(_Graph):
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
 
-    def _documents(self, ordered):
+    def _documents(self, ordered: list[Row]) -> list[dict]:
         kids: dict[Any, list[Any]] = {n: [] for n, _p, _name in ordered}
         for n, p, _name in ordered:
             if p is not None:
                 kids[p].append(n)
         return [{"_id": n, "name": name, "children": kids[n]} for n, _p, name in ordered]
 
-    def graph_pipeline(self, node, *, up, max_depth=None, restrict=None):
+    def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
+                       restrict: Mapping[str, Any] | None = None) -> list[dict]:
+        """As for parent references, keeping only ``_id`` and ``depth`` of each node found."""
         pipeline = super().graph_pipeline(node, up=up, max_depth=max_depth, restrict=restrict)
         pipeline[-1] = {"$project": {"found._id": 1, "found.depth": 1}}
         return pipeline
@@ -411,7 +415,7 @@ class AncestorsArray(_Pattern):
     pattern = "array of ancestors"
     indexes = (("parent", {}), ("ancestors", {}))
 
-    def _documents(self, ordered):
+    def _documents(self, ordered: list[Row]) -> list[dict]:
         anc: dict[Any, list[Any]] = {}
         docs = []
         for n, p, name in ordered:
@@ -481,7 +485,7 @@ class MaterializedPaths(_Pattern):
     pattern = "materialized paths"
     indexes = (("path", {"unique": True}),)
 
-    def _check_load(self, ordered):
+    def _check_load(self, ordered: list[Row]) -> None:
         seen = set()
         for n, p, name in ordered:
             if (p, name) in seen:
@@ -489,7 +493,7 @@ class MaterializedPaths(_Pattern):
                                 f"paths of names need unique sibling names (rename one of them)")
             seen.add((p, name))
 
-    def _documents(self, ordered):
+    def _documents(self, ordered: list[Row]) -> list[dict]:
         paths: dict[Any, str] = {}
         docs = []
         for n, p, name in ordered:
@@ -644,9 +648,6 @@ def disagreements(patterns: Mapping[str, Any], nodes: Iterable[Any],
                 elif answer != first[0]:
                     out.append((op, node, label))
     return out
-
-
-WRITES = ("move", "rename")
 
 
 def _short(result: Any) -> str:

@@ -355,3 +355,17 @@ def test_shape_sizes_and_disagreements(db):
     t["ParentRefs"].collection.update_one({"_id": 8}, {"$set": {"parent": 6}})  # corrupt one copy
     got = disagreements(t, [6, 7, 8])
     assert ("parent", 8, "ChildRefs") in got and ("children", 6, "ChildRefs") in got
+
+
+def test_names_with_regex_characters_and_string_ids(db):
+    rows = [("books", None, "Books (all)"), ("cpp", "books", "C++"), ("cpp2", "cpp", "C++ 2.0"),
+            ("c", "books", "C"), ("dot", "c", "a.b*[x]$"), ("other", None, "Books")]
+    ref = Reference(rows)
+    trees_ = build(db, rows)
+    for tree in trees_.values():
+        for n, *_ in rows:
+            assert answers(tree, n) == ref.answers(n), (tree, n)
+    mp = trees_["MaterializedPaths"]
+    mp.rename("cpp", "C+")
+    assert mp.collection.find_one({"_id": "cpp2"})["path"] == "/Books (all)/C+/C++ 2.0"
+    assert mp.descendants("c") == ["dot"] and mp.children("books") == ["c", "cpp"]
