@@ -8,7 +8,9 @@ What the lesson measures, one small function per idea:
   (``$lookup`` with a pipeline that sorts and trims the joined books);
 * what a ``$lookup`` makes the server examine: :func:`foreign_query_plan` explains the query that
   ``$lookup`` runs on the foreign collection for each input document;
-* duplicated fields: :func:`books_with_author_names`, :func:`rename_author`, :func:`stale_copies`;
+* two-way references and duplicated fields: :func:`with_book_ids`, :func:`add_coauthor`,
+  :func:`one_sided_references`, :func:`books_with_author_names`, :func:`rename_author`,
+  :func:`stale_copies`;
 * writes: :func:`add_review_embedded` vs :func:`add_review_referenced`;
 * growth and the 16 MB limit: :func:`synthetic_reviews`, :func:`sizes_by_review_count`,
   :func:`push_reviews_until_limit`;
@@ -39,6 +41,9 @@ __all__ = [
     "ForeignPlan",
     "lookup_stage_stats",
     "books_with_author_names",
+    "with_book_ids",
+    "add_coauthor",
+    "one_sided_references",
     "rename_author",
     "stale_copies",
     "add_review_embedded",
@@ -226,6 +231,43 @@ def stale_copies(authors: Any, books_named: Any) -> list[Document]:
                 out.append({"book": b["_id"], "author": entry["_id"], "copy says": entry["name"],
                             "author document says": truth.get(entry["_id"])})
     return out
+
+
+def with_book_ids(authors: Iterable[Document], books: Iterable[Document]) -> list[Document]:
+    """Two-way references: each author also lists its books, ``book_ids`` in ``_id`` order."""
+    owned: dict[Any, list[Any]] = {}
+    for b in books:
+        for a in b["author_ids"]:
+            owned.setdefault(a, []).append(b["_id"])
+    return [{**a, "book_ids": sorted(owned.get(a["_id"], []))} for a in authors]
+
+
+def add_coauthor(authors_two_way: Any, books: Any, book_id: Any, author_id: Any) -> dict[str, int]:
+    """Add ``author_id`` to a book's authors: with two-way references, both sides must be written.
+
+    ``$addToSet`` on ``books.author_ids`` and on ``authors.book_ids``, so running it again changes
+    nothing. Returns the documents changed on each side.
+    """
+    _check_collection(authors_two_way, "authors_two_way")
+    _check_collection(books, "books")
+    if authors_two_way.count_documents({"_id": author_id}, limit=1) == 0:
+        raise KeyError(f"no author with _id {author_id!r} in {authors_two_way.name!r}: check author_id")
+    b = books.update_one({"_id": book_id}, {"$addToSet": {"author_ids": author_id}})
+    if b.matched_count == 0:
+        raise KeyError(f"no book with _id {book_id!r} in {books.name!r}: check book_id")
+    a = authors_two_way.update_one({"_id": author_id}, {"$addToSet": {"book_ids": book_id}})
+    return {"books changed": b.modified_count, "authors changed": a.modified_count}
+
+
+def one_sided_references(authors_two_way: Any, books: Any) -> list[Document]:
+    """Pairs that only one side records: a book listing an author who does not list it, or back."""
+    _check_collection(authors_two_way, "authors_two_way")
+    _check_collection(books, "books")
+    from_books = {(b["_id"], a) for b in books.find({}, {"author_ids": 1}) for a in b["author_ids"]}
+    from_authors = {(b, a["_id"]) for a in authors_two_way.find({}, {"book_ids": 1}) for b in a.get("book_ids", [])}
+    out = [{"book": b, "author": a, "recorded by": "book only"} for b, a in from_books - from_authors]
+    out += [{"book": b, "author": a, "recorded by": "author only"} for b, a in from_authors - from_books]
+    return sorted(out, key=lambda d: (d["book"], d["author"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,6 +472,9 @@ def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: 
     returns the products modified.
     """
     _check_collection(products, "products")
+    if not isinstance(counts, dict):
+        raise TypeError(f"counts must be the dict MigrationReport.per_product ({{product _id: reviews}}) "
+                        f"returned by migrate_reviews, not {type(counts).__name__}")
     modified = 0
     items = sorted(counts.items(), key=lambda kv: (type(kv[0]).__name__, kv[0]))
     for start in range(0, len(items), batch_size):

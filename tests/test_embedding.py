@@ -219,6 +219,8 @@ def test_migrate_rejects_bad_input(db):
         e.migrate_reviews(products, "reviews")
     with pytest.raises(ValueError, match="batch_size"):
         e.migrate_reviews(products, db.reviews, batch_size=0)
+    with pytest.raises(TypeError, match="MigrationReport.per_product"):
+        e.drop_embedded_reviews(products, [1, 2])
 
 
 def test_lookup_stage_stats_only_where_the_engine_reports_them(library, backend):
@@ -263,3 +265,26 @@ def test_lookup_stage_stats_reads_both_explain_shapes():
         "strategy": "IndexedLoopJoin", "index": "author_ids_1",
         "totalKeysExamined (whole pipeline)": 3644, "totalDocsExamined (whole pipeline)": 3674}
     assert e.lookup_stage_stats(_ExplainOnly({"queryPlanner": {"winningPlan": {"stage": "COLLSCAN"}}}), []) is None
+
+
+def test_two_way_references_write_both_sides(library):
+    db, authors, books = library
+    two_way = workbook_collection(db, "authors_two_way")
+    two_way.insert_many(e.with_book_ids(authors, books))
+    assert e.one_sided_references(two_way, db.books) == []
+    solo = next(b for b in books if len(b["author_ids"]) == 1)
+    other = next(a["_id"] for a in authors if a["_id"] != solo["author_ids"][0])
+    with counting() as c:
+        assert e.add_coauthor(two_way, db.books, solo["_id"], other) == {"books changed": 1, "authors changed": 1}
+    assert c.round_trips == 3 and c.docs_written == 2  # the existence check, then both sides
+    assert e.add_coauthor(two_way, db.books, solo["_id"], other) == {"books changed": 0, "authors changed": 0}
+    assert e.one_sided_references(two_way, db.books) == []
+    assert solo["_id"] in two_way.find_one({"_id": other})["book_ids"]
+    # a write that updates one side only is found
+    db.books.update_one({"_id": solo["_id"]}, {"$pull": {"author_ids": other}})
+    assert e.one_sided_references(two_way, db.books) == [
+        {"book": solo["_id"], "author": other, "recorded by": "author only"}]
+    with pytest.raises(KeyError, match="no book"):
+        e.add_coauthor(two_way, db.books, 10**6, other)
+    with pytest.raises(KeyError, match="no author"):
+        e.add_coauthor(two_way, db.books, solo["_id"], 10**6)
