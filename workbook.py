@@ -56,7 +56,13 @@ def setup() -> None:
 def lab(args: list[str]) -> int:
     setup()
     say("opening JupyterLab; stop it with Ctrl+C")
-    return run([PY, "-m", "jupyter", "lab", "notebooks/00_start_here.ipynb", *args])
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
+        args = [*args, "--allow-root"]  # containers and lab images often run as root
+    cmd = [str(PY), "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}", "notebooks/00_start_here.ipynb", *args]
+    if os.name == "posix":  # become JupyterLab, so Ctrl+C and signals reach it directly
+        os.chdir(ROOT)
+        os.execv(cmd[0], cmd)
+    return run(cmd)
 
 
 def test(args: list[str]) -> int:
