@@ -11,7 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-for script in ("bench_load.py", "bench_measure.py", "bench_notebooks.py"):
+for script in ("bench_load.py", "bench_measure.py", "bench_classroom.py", "bench_notebooks.py"):
     if (HERE / script).exists():
         print(f"\n## {script}\n", flush=True)
         runpy.run_path(str(HERE / script), run_name="__main__")

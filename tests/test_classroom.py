@@ -128,3 +128,11 @@ def test_docker_compose_runs_mongo_and_the_workbook_as_the_readme_says():
     assert wb["depends_on"]["mongo"]["condition"] == "service_healthy"
     readme = (ROOT / "README.md").read_text()
     assert "docker compose up workbook" in readme and "docker compose up -d mongo" in readme
+
+
+def test_thirty_students_at_once_lose_nothing_and_never_cross(test_uri):
+    """Thirty simulated students on one server (a SecantusDB process started for the tests)."""
+    report = classroom.simulate_class(test_uri, students=30, posts=2, comments=15, threshold=5)
+    assert report["problems"] == []
+    assert report["operations"] == 30 * 2 * 15
+    print(f"\nclass load test: {report}")
