@@ -276,10 +276,11 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     Each good message becomes a report document (``recordType`` 3, the message's field names) keyed
     ``make_id(airline, icao24, timestamp)``; its airline (from the callsign's ICAO prefix, known from
     the shipped OpenFlights table, else :data:`NO_AIRLINE`) and aircraft documents are created on
-    first sight (upserts: never twice). Re-sending a message never duplicates a report: it is
+    first sight (never twice). Re-sending a message never duplicates a report: it is
     counted in ``duplicates``. A malformed message is counted in ``rejected`` with its reason and the
-    rest of the batch goes on. Per batch: one bulk upsert of the parents, one unordered insert of the
-    reports (the ``_id`` index refuses the duplicates, code 11000). Introduced in notebook 04.
+    rest of the batch goes on. Per batch: one query for the parents already stored, one insert of
+    the new ones (if any), one unordered insert of the reports (the ``_id`` index refuses the
+    duplicates, code 11000: no read before the write). Introduced in notebook 04.
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"ingest: batch_size={batch_size!r} must be a positive integer (default 1000)")
@@ -337,26 +338,35 @@ def _ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult)
                             "first_seen": clean["timestamp"]}
     if not reports:
         return
-    parent_ids = sorted(parents)
-    ups = [UpdateOne({"_id": pid}, {"$setOnInsert": {k: v for k, v in parents[pid].items() if k != "_id"}},
-                     upsert=True) for pid in parent_ids]
-    done = coll.bulk_write(ups, ordered=False)
-    for index in (done.upserted_ids or {}):
-        if "_" not in parent_ids[index]:
-            result.airlines_created += 1
-        else:
-            result.aircraft_created += 1
-    new = [reports[rid] for rid in sorted(reports)]
-    try:  # the unique _id index is the duplicate check: re-sent messages fail with code 11000
-        coll.insert_many(new, ordered=False)
-        result.inserted += len(new)
+    # which parents exist already: one query on the {recordType, _id} index (recordType first, so
+    # an engine without indexes rejects the report documents at the first field it tests)
+    known = {d["_id"] for d in coll.find({"recordType": {"$in": [AIRLINE, AIRCRAFT]},
+                                          "_id": {"$in": sorted(parents)}}, {"_id": 1}, batch_size=QUERY_BATCH)}
+    missing = [parents[pid] for pid in sorted(set(parents) - known)]
+    created, _ = _insert_new(coll, missing)  # a parent another writer just created is no error
+    result.airlines_created += sum(1 for d in created if d["recordType"] == AIRLINE)
+    result.aircraft_created += sum(1 for d in created if d["recordType"] == AIRCRAFT)
+    inserted, duplicates = _insert_new(coll, [reports[rid] for rid in sorted(reports)])
+    result.inserted += len(inserted)
+    result.duplicates += duplicates
+
+
+def _insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Insert ``docs`` unordered; the ``_id`` index refuses those that exist (code 11000).
+
+    Returns the documents inserted and the number refused as duplicates; any other error is raised.
+    """
+    if not docs:
+        return [], 0
+    try:
+        coll.insert_many(docs, ordered=False)
+        return docs, 0
     except BulkWriteError as e:
         errors = e.details.get("writeErrors", [])
-        others = [w for w in errors if w.get("code") != 11000]
-        if others:
+        if any(w.get("code") != 11000 for w in errors):
             raise
-        result.inserted += int(e.details.get("nInserted", len(new) - len(errors)))
-        result.duplicates += len(errors)
+        refused = {w["index"] for w in errors}
+        return [d for i, d in enumerate(docs) if i not in refused], len(refused)
 
 
 # ------------------------------------------------------------------------------------------
