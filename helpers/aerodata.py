@@ -122,11 +122,11 @@ def parse_id(id: str) -> IdParts:  # noqa: A002 - the issue's name
 def _airline_table(folder: str) -> dict[str, dict[str, Any]]:
     from pathlib import Path
 
-    from .datasets import _AIRLINES, _rows, _verify  # the checked reader: clear errors on bad files
+    from .datasets import AIRLINE_FIELDS, read_rows, verify_file  # checked: clear errors on bad files
 
-    path = _verify(Path(folder), "openflights_airlines.csv")
+    path = verify_file(Path(folder), "openflights_airlines.csv")
     best: dict[str, dict[str, Any]] = {}
-    for _, row in _rows(path, _AIRLINES):
+    for _, row in read_rows(path, AIRLINE_FIELDS):
         code = row.get("icao", "")
         if not re.fullmatch(r"[A-Z]{3}", code):  # OpenFlights also has 'N/A', '---', ...
             continue

@@ -310,8 +310,14 @@ class MockCollection:
         return result
 
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
+        from pymongo.errors import BulkWriteError
+
         documents = list(documents)
-        result = self._inner.insert_many(documents, *args, **kwargs)
+        try:
+            result = self._inner.insert_many(documents, *args, **kwargs)
+        except BulkWriteError as e:  # the server still received the insert, and wrote some
+            _add("insert", written=int(e.details.get("nInserted", 0)))
+            raise
         if _ACTIVE:
             batches, n, size = 0, 0, 0
             for d in documents:

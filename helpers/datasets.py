@@ -61,6 +61,7 @@ __all__ = [
     "load_dataset",
     "read_rows",
     "verify_file",
+    "AIRLINE_FIELDS",
 ]
 
 def _find_datasets_dir() -> Path:
@@ -300,6 +301,8 @@ _AIRLINES: Fields = {
     "callsign": (str, False, "callsign"), "country": (str, False, "country"),
     "active": (_to_yn, True, "active"),
 }
+#: the typed columns of the shipped OpenFlights table, for readers outside this module (notebook 04)
+AIRLINE_FIELDS = _AIRLINES
 _CARRIERS: Fields = {"carrier": (str, True, "carrier"), "name": (str, True, "name"),
                      "icao": (str, True, "icao")}
 _PLANES: Fields = {

@@ -101,3 +101,12 @@ def test_16mb_limit_server_or_labelled_client_check(db, backend):
     else:  # the mock accepts it: exactly why the workbook labels its client-side check
         db["grow"].update_one({"_id": 1}, {"$set": {"b": chunk}})
         assert len(bson.encode(db["grow"].find_one({"_id": 1}))) > MAX_BSON_SIZE
+
+
+def test_a_failed_insert_many_still_costs_a_round_trip(db):
+    from pymongo.errors import BulkWriteError
+
+    db["dups"].insert_one({"_id": 2})
+    with counting() as c, pytest.raises(BulkWriteError):
+        db["dups"].insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3}])  # ordered: stops at the duplicate
+    assert (c.round_trips, c.docs_written) == (1, 1)
