@@ -47,6 +47,7 @@ SHIPPED = [
     "nyc_carriers.csv",
     "nyc_planes.csv",
     "nyc_flights_2013_01.csv.gz",
+    "nyc_plane_carriers_2013.csv",
     "flare.json",
     "airports.csv.gz",
 ]
@@ -58,6 +59,7 @@ PLANE_COLUMNS = ["tailnum", "icao24", "year", "type", "manufacturer", "model", "
                  "speed", "engine"]
 FLIGHT_COLUMNS = ["year", "month", "day", "dep_time", "arr_time", "carrier", "flight", "tailnum",
                   "origin", "dest", "air_time", "distance"]
+PLANE_CARRIER_COLUMNS = ["tailnum", "carrier", "flights", "first_month", "last_month"]
 AIRPORT_COLUMNS = ["icao", "iata", "name", "city", "subd", "country", "lat", "lon"]
 
 
@@ -260,6 +262,28 @@ def build_flights(src: Path) -> bytes:
     return _gzip_bytes(_csv_bytes(FLIGHT_COLUMNS, rows))
 
 
+def build_plane_carriers(src: Path) -> bytes:
+    """Every (tail number, carrier) pair of the whole year 2013, with its flights and months:
+    small, and enough to show the planes that flew for two carriers (notebook 04)."""
+    with zipfile.ZipFile(io.BytesIO(_nyc(src, "flights.csv.zip"))) as zf:
+        text = zf.read("flights.csv").decode("utf-8")
+    pairs: dict[tuple[str, str], list[int]] = {}
+    for f in csv.DictReader(io.StringIO(text)):
+        tail = _na(f["tailnum"])
+        if not tail:
+            continue
+        month = int(f["month"])
+        entry = pairs.setdefault((tail, f["carrier"]), [0, month, month])
+        entry[0] += 1
+        entry[1], entry[2] = min(entry[1], month), max(entry[2], month)
+    rows = [[t, c, str(n), str(a), str(b)] for (t, c), (n, a, b) in sorted(pairs.items())]
+    per_plane: dict[str, int] = {}
+    for t, *_ in rows:
+        per_plane[t] = per_plane.get(t, 0) + 1
+    assert sum(1 for n in per_plane.values() if n > 1) == 17, "nycflights13: 17 planes flew for two carriers"
+    return _csv_bytes(PLANE_CARRIER_COLUMNS, rows)
+
+
 def build_flare(src: Path) -> bytes:
     raw = _member(_one(src, "vega-datasets-3.2.1.tgz"), "package/data/flare.json")
     assert len(json.loads(raw)) == 252
@@ -279,6 +303,7 @@ BUILDERS = {
     "nyc_carriers.csv": build_carriers,
     "nyc_planes.csv": build_planes,
     "nyc_flights_2013_01.csv.gz": build_flights,
+    "nyc_plane_carriers_2013.csv": build_plane_carriers,
     "flare.json": build_flare,
     "airports.csv.gz": build_airports,
 }

@@ -319,6 +319,11 @@ _FLIGHTS: Fields = {
     "tailnum": (str, False, "tailnum"), "origin": (str, True, "origin"), "dest": (str, True, "dest"),
     "air_time": (_to_int, False, "air_time"), "distance": (_to_int, True, "distance"),
 }
+_PLANE_CARRIERS: Fields = {
+    "tailnum": (str, True, "tailnum"), "carrier": (str, True, "carrier"),
+    "flights": (_to_int, True, "flights"), "first_month": (_to_int, True, "first_month"),
+    "last_month": (_to_int, True, "last_month"),
+}
 _AIRPORTS: Fields = {
     "icao": (str, True, "icao"), "iata": (str, False, "iata"), "name": (str, True, "name"),
     "city": (str, False, "city"), "subd": (str, False, "subd"), "country": (str, True, "country"),
@@ -388,6 +393,9 @@ _SPECS: dict[str, _Spec] = {
                         _csv_dataset("nyc_planes.csv", _PLANES, _pop("tailnum"), parent="tailnum")),
     "nyc_flights": _Spec(("nyc_flights",), 1000, None, "planes (tailnum)",
                          _csv_dataset("nyc_flights_2013_01.csv.gz", _FLIGHTS, _flight_id, parent="tailnum")),
+    "nyc_plane_carriers": _Spec(("nyc_plane_carriers",), None, None, "planes",
+                                _csv_dataset("nyc_plane_carriers_2013.csv", _PLANE_CARRIERS,
+                                             lambda d: f"{d['tailnum']} {d['carrier']}", parent="tailnum")),
     "flare": _Spec(("flare",), None, None, "nodes (always the whole tree)", _flare),
     "airports": _Spec(("airports",), 100, None, "countries",
                       _csv_dataset("airports.csv.gz", _AIRPORTS, _pop("icao"), parent="country")),

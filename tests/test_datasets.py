@@ -25,6 +25,7 @@ SHIPPED = {
     "nyc_carriers.csv": 16,
     "nyc_planes.csv": 3_322,
     "nyc_flights_2013_01.csv.gz": 27_004,
+    "nyc_plane_carriers_2013.csv": 4_060,
     "flare.json": 252,
     "airports.csv.gz": 28_298,
 }
@@ -39,6 +40,7 @@ SMALL_COUNTS = {
     "nyc_carriers": {"nyc_carriers": 16},
     "nyc_flights": {"nyc_flights": 8_518},
     "nyc_planes": {"nyc_planes": 3_322},
+    "nyc_plane_carriers": {"nyc_plane_carriers": 4_060},
     "posts": {"posts": 1_000},
     "products": {"products": 1_000},
 }
@@ -60,6 +62,8 @@ EXACT = {
                     "dep_time": 2015, "arr_time": 2149, "carrier": "9E", "flight": 3320,
                     "tailnum": "N931XJ", "origin": "JFK", "dest": "BUF", "air_time": 62,
                     "distance": 301},
+    "nyc_plane_carriers": {"_id": "N320NB DL", "tailnum": "N320NB", "carrier": "DL", "flights": 272,
+                           "first_month": 1, "last_month": 12},
     "flare": {"_id": 4, "name": "AgglomerativeCluster", "parent": 3, "size": 3938},
     "airports": {"_id": "AAXX", "name": "Rothera Point Airport", "city": "Rothera Point",
                  "country": "AQ", "lat": -67.56694, "lon": -68.12699},
@@ -264,3 +268,11 @@ def test_bad_input_raises_and_keeps_the_target(db, tmp_path, monkeypatch, corrup
         assert part in message, message
     assert _docs(db[target]) == before
     assert f"{target}__staging" not in db.list_collection_names()
+
+
+def test_seventeen_planes_flew_for_two_carriers_in_2013(db) -> None:
+    load_dataset("nyc_plane_carriers", db)
+    two = list(db["nyc_plane_carriers"].aggregate([
+        {"$group": {"_id": "$tailnum", "carriers": {"$addToSet": "$carrier"}}},
+        {"$match": {"carriers.1": {"$exists": True}}}, {"$sort": {"_id": 1}}]))
+    assert len(two) == 17
