@@ -19,7 +19,8 @@ the same update. A writer that loses the race at the boundary gets no match and 
 path, whose sequence number comes from another atomic update (``$inc`` plus ``$set`` of the flag).
 So two writers can neither push past the threshold nor lose or duplicate a comment. The flag is
 set *before* the overflow document is written, so a reader that sees ``hasOverflow: false`` never
-misses an acknowledged comment.
+misses an acknowledged comment. A push that the server refuses because the post would pass 16 MB
+takes the overflow path too (an engine that does not enforce the limit, the mock, accepts it).
 """
 from __future__ import annotations
 
