@@ -24,9 +24,6 @@ from .display import apply_style as _apply_style
 
 _apply_style()
 
-try:  # the datasets module is added by the datasets work; the loader is part of the public API
-    from .datasets import DatasetError, dataset_names, load_dataset  # noqa: F401
+from .datasets import DatasetError, dataset_names, lesson_scale, load_dataset  # noqa: E402
 
-    __all__ += ["DatasetError", "dataset_names", "load_dataset"]
-except ImportError:  # pragma: no cover
-    pass
+__all__ += ["DatasetError", "dataset_names", "lesson_scale", "load_dataset"]

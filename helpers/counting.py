@@ -440,6 +440,10 @@ class MockDatabase:
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
         return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate")
 
+    def list_collection_names(self, *args: Any, **kwargs: Any) -> list[str]:
+        _add("listCollections")
+        return self._inner.list_collection_names(*args, **kwargs)
+
     def command(self, *args: Any, **kwargs: Any) -> Any:
         _add(str(args[0]) if args and isinstance(args[0], str) else "command")
         return self._inner.command(*args, **kwargs)

@@ -58,6 +58,7 @@ __all__ = [
     "dataset_info",
     "datasets_dir",
     "default_scale",
+    "lesson_scale",
     "load_dataset",
     "read_rows",
     "verify_file",
@@ -119,6 +120,14 @@ def datasets_dir() -> Path:
 def default_scale() -> str | int:
     """``WORKBOOK_SCALE`` ("small", "full" or a number), else "small"."""
     return _check_scale(os.environ.get("WORKBOOK_SCALE") or "small", "WORKBOOK_SCALE")
+
+
+def lesson_scale(default: str | int) -> str | int:
+    """The scale a lesson loads at: ``WORKBOOK_SCALE`` when set (an instructor's ``full`` demo),
+    else the lesson's own ``default`` (chosen so the notebook stays quick on every backend)."""
+    if os.environ.get("WORKBOOK_SCALE"):
+        return default_scale()
+    return _check_scale(default)
 
 
 def _check_scale(scale: Any, where: str = "scale") -> str | int:

@@ -76,7 +76,9 @@ def _pytest(args: list[str], env: dict[str, str], xml: Path) -> tuple[int, dict[
 
 
 def main(extra: list[str]) -> int:
-    base = {k: v for k, v in os.environ.items() if k not in ("WORKBOOK_BACKEND", "WORKBOOK_DB")}
+    # the default run: no backend, database, scale, data folder or demo style from the caller's shell
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("WORKBOOK_BACKEND", "WORKBOOK_DB", "WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DEMO")}
     base.pop("MPLBACKEND", None)
     base["PYTHONHASHSEED"] = "0"
     started = time.monotonic()
@@ -91,6 +93,7 @@ def main(extra: list[str]) -> int:
         nbval = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
                  "--nbval-sanitize-with", "notebooks/sanitize.cfg", *nbs]
         base["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # as in scripts/nb.py
+        base["CI"] = base.get("CI") or "true"  # no progress bars in compared outputs (as in scripts/nb.py)
         offline = {k: v for k, v in base.items() if k != "MONGODB_URI"}
         if nbs:
             phases += [

@@ -33,8 +33,10 @@ def execute(path: Path, backend: str = "embedded") -> None:
     nb = nbformat.read(path, as_version=4)
     env_backup = dict(os.environ)
     os.environ.pop("MONGODB_URI", None)
+    for var in ("WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DB", "WORKBOOK_DEMO"):
+        os.environ.pop(var, None)  # the committed run is the default one
     os.environ.update({"WORKBOOK_BACKEND": backend, "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-                       "PYTHONHASHSEED": "0"})
+                       "PYTHONHASHSEED": "0", "CI": "true"})  # CI: no progress bars in saved outputs
     try:
         NotebookClient(nb, timeout=900, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute()
