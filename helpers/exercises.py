@@ -14,12 +14,19 @@ __all__ = ["check", "results"]
 _RESULTS: dict[str, bool] = {}
 
 
+def _not_done(answer: Any) -> bool:
+    """None (or ...) is an answer not given yet; so is a tuple of them, e.g. ``query, why = None, None``."""
+    if answer is None or answer is Ellipsis:
+        return True
+    return isinstance(answer, tuple) and len(answer) > 0 and all(a is None or a is Ellipsis for a in answer)
+
+
 def check(exercise: str, answer: Any, test: Callable[[Any], str | None], hint: str) -> bool:
     """Check ``answer`` with ``test`` (returns None when right, else what is wrong).
 
     Prints one line (the same on every backend) and returns True when the answer is right.
     """
-    if answer is None or answer is Ellipsis:
+    if _not_done(answer):
         print(f"Exercise {exercise}: not done yet. Hint: {hint}")
         _record(exercise, False)
         return False
