@@ -87,7 +87,8 @@ def main(extra: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())
         phases: list[tuple[str, list[str], dict[str, str]]] = [
-            ("unit tests, all backends", ["tests", "-q", "-rs"], {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}),
+            ("unit tests, all backends", ["tests", "-q", "-rs", "-n", "2"],
+             {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}),
         ]
         nbs = notebooks()
         nbval = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
@@ -96,9 +97,11 @@ def main(extra: list[str]) -> int:
         base["CI"] = base.get("CI") or "true"  # no progress bars in compared outputs (as in scripts/nb.py)
         offline = {k: v for k, v in base.items() if k != "MONGODB_URI"}
         if nbs:
+            two = ["-n", "2", "--dist", "loadfile"]  # two notebooks at a time, each in its own kernel
             phases += [
-                ("notebooks on embedded", nbval, {**offline, "WORKBOOK_BACKEND": "embedded"}),
-                ("notebooks on mock", nbval, {**offline, "WORKBOOK_BACKEND": "mock"}),
+                ("notebooks on embedded", [*two, *nbval], {**offline, "WORKBOOK_BACKEND": "embedded"}),
+                ("notebooks on mock", [*two, *nbval], {**offline, "WORKBOOK_BACKEND": "mock"}),
+                # one at a time: on a server, the notebooks of one learner share one database
                 ("notebooks on mongodb", nbval, {**base, "WORKBOOK_BACKEND": "mongodb", "MONGODB_URI": uri}),
             ]
         for i, (name, args, env) in enumerate(phases):
