@@ -155,25 +155,60 @@ class Connection:
                     pass
 
 
-_PASSWORD = re.compile(r"^(?P<scheme>mongodb(?:\+srv)?://)(?P<user>[^:@/]*):(?P<pw>[^@/]*)@", re.I)
+_SCHEME = re.compile(r"^(mongodb(?:\+srv)?://)", re.I)
+_SECRET_OPTIONS = re.compile(r"(?i)((?:^|[?&])(?:password|secret|token|authMechanismProperties)[^=&]*=)[^&]*")
+
+
+def _split_userinfo(uri: str) -> tuple[str, str, str | None, str] | None:
+    """(scheme, user, password or None, rest after '@'), or None when the URI has no user info.
+
+    The user info ends at the *last* '@' before the query: a password may itself contain
+    unescaped '@', '/' or ':' (pymongo then refuses the URI, and the error must not show it).
+    """
+    m = _SCHEME.match(uri)
+    if not m:
+        return None
+    rest = uri[m.end():]
+    query = rest.find("?")
+    at = rest.rfind("@", 0, query if query >= 0 else len(rest))
+    if at < 0:
+        return None
+    userinfo, after = rest[:at], rest[at + 1:]
+    user, sep, password = userinfo.partition(":")
+    return m.group(1), user, (password if sep else None), after
 
 
 def redact_uri(uri: str) -> str:
-    """The URI with any password replaced by ``****`` (and secret query options removed)."""
-    out = _PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:****@", uri.strip())
-    out = re.sub(r"(?i)((?:password|secret|token|awsSessionToken)[^=&]*=)[^&]*", r"\1****", out)
-    return out
+    """The URI with any password replaced by ``****`` (and secret query options too)."""
+    uri = uri.strip()
+    parts = _split_userinfo(uri)
+    if parts is not None:
+        scheme, user, password, after = parts
+        uri = f"{scheme}{user}:****@{after}" if password is not None else uri
+    return _SECRET_OPTIONS.sub(r"\1****", uri)
 
 
 def _secret_parts(uri: str) -> list[str]:
-    m = _PASSWORD.match(uri.strip())
-    if not m or not m["pw"]:
-        return []
-    return [p for p in {m["pw"], unquote(m["pw"])} if p]
+    parts = _split_userinfo(uri.strip())
+    secrets = []
+    if parts is not None and parts[2]:
+        secrets += [parts[2], unquote(parts[2])]
+    for m in _SECRET_OPTIONS.finditer(uri):
+        value = uri[m.end():].split("&", 1)[0]
+        secrets += [value, unquote(value)]
+    return sorted({s for s in secrets if s}, key=len, reverse=True)
 
 
 def _scrub(text: str, uri: str) -> str:
+    """Remove every secret of ``uri`` from ``text`` (a driver's error message, say).
+
+    A secret too short to replace safely (one or two characters) hides the whole text instead.
+    """
     for secret in _secret_parts(uri):
+        if len(secret) < 3:
+            if secret in text:
+                return "details hidden: they would show the password"
+            continue
         text = text.replace(secret, "****")
     return text
 

@@ -4,8 +4,9 @@ Used by ``python3 workbook.py student-copies | progress | class list | class dro
 (see the README's "Teaching with the workbook"). On a shared server each student's work lives in
 its own database, named without any set-up by the student:
 
-* ``schema_workbook_<user>`` when ``MONGODB_URI`` carries a user name (one login per student);
-* ``schema_workbook_<os user>_<4 hex of the machine name>`` otherwise (a shared class login on
+* ``schema_workbook_<user>_<4 hex>`` when ``MONGODB_URI`` carries a user name (one login per
+  student; the hex digits come from the exact name, so ``Ana`` and ``ana`` never share);
+* ``schema_workbook_<os user>_<4 hex of login and machine>`` otherwise (a shared class login on
   thirty lab machines still gives thirty databases).
 
 ``WORKBOOK_DB`` overrides the name. Offline engines keep ``schema_workbook``: they are private.
@@ -39,13 +40,18 @@ def _slug(text: str, n: int = 24) -> str:
 
 def student_db_name(uri: str | None = None, *, user: str | None = None, host: str | None = None) -> str:
     """The database of this student on a shared server (see the module docstring)."""
-    m = re.match(r"^mongodb(?:\+srv)?://([^:@/]+)(?::[^@/]*)?@", (uri or "").strip())
+    m = re.match(r"^mongodb(?:\+srv)?://([^:@/?]+)(?::[^?]*)?@", (uri or "").strip())
     if m and user is None:
-        return f"{DB_PREFIX}_{_slug(unquote(m.group(1)), 40)}"
+        login = unquote(m.group(1))
+        return f"{DB_PREFIX}_{_slug(login, 30)}_{_tag(login)}"
     user = user if user is not None else _os_user()
     host = host if host is not None else socket.gethostname()
-    tag = hashlib.sha256(host.encode()).hexdigest()[:4]
-    return f"{DB_PREFIX}_{_slug(user)}_{tag}"
+    return f"{DB_PREFIX}_{_slug(user)}_{_tag(user + '@' + host)}"
+
+
+def _tag(text: str) -> str:
+    """4 hex digits of the exact text: 'Ana' and 'ana', or 'ana.lopez' and 'ana_lopez', differ."""
+    return hashlib.sha256(text.encode()).hexdigest()[:4]
 
 
 def _os_user() -> str:
@@ -74,20 +80,29 @@ def workbook_databases(client: Any) -> list[dict[str, Any]]:
     return out
 
 
-def drop_workbook_databases(client: Any, names: list[str] | None = None) -> list[str]:
-    """Drop the listed workbook databases (all of them if ``names`` is None); returns those dropped.
+def drop_workbook_databases(client: Any, names: list[str] | None = None) -> dict[str, list[str]]:
+    """End of term: in each listed workbook database (all if ``names`` is None), drop what the
+    workbook created; drop the database itself only when nothing else is left in it.
 
-    Refuses any name that :func:`workbook_databases` does not list.
+    Returns, per database, the collections kept because the workbook did not create them (a
+    database with an empty list is gone). Refuses a name :func:`workbook_databases` does not list.
     """
+    from .safety import reset_workbook
+
     ours = {d["database"] for d in workbook_databases(client)}
     targets = sorted(ours) if names is None else list(names)
     foreign = [n for n in targets if n not in ours]
     if foreign:
         raise ValueError(f"not workbook databases (no {REGISTRY!r} collection or another prefix), "
                          f"left alone: {', '.join(foreign)}")
+    kept: dict[str, list[str]] = {}
     for name in targets:
-        client.drop_database(name)
-    return targets
+        db = client[name]
+        reset_workbook(db)
+        kept[name] = sorted(db.list_collection_names())
+        if not kept[name]:
+            client.drop_database(name)
+    return kept
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
     student-copies [DIR]      student copies of every notebook (solutions removed) in DIR (student/)
     progress                  which exercises of which notebook pass, for this learner
     class list                the class's workbook databases on MONGODB_URI, with their sizes
-    class drop [DB ...] --yes drop them (all, or the named ones) at the end of term
+    class drop [DB ...] --yes drop the workbook's collections (all databases, or the named ones),
+                              and each database left empty; a student's own collections stay
     html [DIR]                a static HTML build of the executed notebooks in DIR (site/)
 """
 from __future__ import annotations
@@ -65,8 +66,11 @@ def main(argv: list[str]) -> int:
         if "--yes" not in rest:
             print("This drops workbook databases for good. Add --yes to confirm (and list names to drop only those).")
             return 2
-        dropped = classroom.drop_workbook_databases(_client(), names or None)
-        print(f"dropped {len(dropped)}: {', '.join(dropped) or '-'}")
+        kept = classroom.drop_workbook_databases(_client(), names or None)
+        for name, others in kept.items():
+            print(f"{name}: " + ("dropped" if not others else
+                                 f"workbook collections dropped; kept (not the workbook's): {', '.join(others)}"))
+        print(f"{len(kept)} workbook databases cleaned")
         return 0
     if cmd == "html":
         out = Path(rest[0]) if rest else classroom.ROOT / "site"

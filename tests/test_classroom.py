@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import uuid
 import subprocess
 import sys
 from pathlib import Path
@@ -25,42 +27,57 @@ def test_student_database_names_need_no_setup():
     b = classroom.student_db_name(None, user="Ana María", host="lab-pc-02")
     assert a.startswith("schema_workbook_ana_mar") and a != b  # shared login, two machines
     assert classroom.student_db_name(None, user="Ana María", host="lab-pc-01") == a  # stable
-    assert classroom.student_db_name("mongodb://s07:pw@srv:27017/") == "schema_workbook_s07"
-    assert classroom.student_db_name("mongodb+srv://ana.lopez%40uni:pw@c0.example.net/") == \
-        "schema_workbook_ana_lopez_uni"
+    s07 = classroom.student_db_name("mongodb://s07:pw@srv:27017/")
+    assert s07.startswith("schema_workbook_s07_") and len(s07) == len("schema_workbook_s07_") + 4
+    assert classroom.student_db_name("mongodb+srv://ana.lopez%40uni:p@ss@c0.example.net/").startswith(
+        "schema_workbook_ana_lopez_uni_")
+    # names that slug alike still get their own databases
+    assert classroom.student_db_name("mongodb://Ana:x@h/") != classroom.student_db_name("mongodb://ana:x@h/")
+    assert classroom.student_db_name(None, user="ana.lopez", host="pc") != \
+        classroom.student_db_name(None, user="ana_lopez", host="pc")
 
 
 def test_server_backend_defaults_to_the_students_own_database(monkeypatch, test_uri):
     monkeypatch.delenv("WORKBOOK_DB", raising=False)
-    conn = connect("mongodb", uri=test_uri)
+    # a made-up login, so the test never touches the real learner's database on a real server
+    login = f"wbtest{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(classroom, "_os_user", lambda: login)
+    uri = re.sub(r"^(mongodb(?:\+srv)?://)[^@/?]*@", r"\1", test_uri)  # no user in the URI either
+    expected = classroom.student_db_name(uri)
+    conn = connect("mongodb", uri=uri)
     try:
-        assert conn.db.name == classroom.student_db_name(test_uri)
-        assert conn.info.database == conn.db.name
+        assert conn.db.name == expected and conn.info.database == expected
     finally:
-        conn.client.drop_database(conn.db.name)
+        conn.client.drop_database(expected)  # made up above, so it is this test's own
         conn.close()
 
 
-def test_instructor_lists_and_drops_only_workbook_databases(test_uri):
-    conn = connect("mongodb", uri=test_uri, db_name="wbtest_instructor")
+def test_instructor_lists_and_drops_only_what_the_workbook_created(test_uri):
+    conn = connect("mongodb", uri=test_uri, db_name=f"wbtest_{uuid.uuid4().hex[:10]}")
     client = conn.client
-    names = ["schema_workbook_t_alice", "schema_workbook_t_bob"]
+    tag = uuid.uuid4().hex[:8]  # fresh names: the test only ever drops databases it created
+    alice, bob = f"schema_workbook_wbtest{tag}_alice", f"schema_workbook_wbtest{tag}_bob"
+    lookalike, other = f"schema_workbook_wbtest{tag}_lookalike", f"wbtest_{tag}_other"
+    mine = [alice, bob, lookalike, other]
+    assert not set(mine) & set(client.list_database_names())
     try:
-        for n in names:
+        for n in (alice, bob):
             workbook_collection(client[n], "posts").insert_one({"_id": 1, "by": n})
-        client["schema_workbook_t_lookalike"]["x"].insert_one({"_id": 1})  # prefix, but not ours
-        client["wbtest_instructor_other"]["keep"].insert_one({"_id": 1})
+        client[bob]["bobs_own_notes"].insert_one({"_id": 1})  # a student's own collection
+        client[lookalike]["x"].insert_one({"_id": 1})  # the prefix, but not the workbook's
+        client[other]["keep"].insert_one({"_id": 1})
         listed = {d["database"]: d for d in classroom.workbook_databases(client)}
-        assert set(names) <= set(listed) and "schema_workbook_t_lookalike" not in listed
-        assert listed[names[0]]["collections"] == 1 and listed[names[0]]["data bytes"] > 0
+        assert {alice, bob} <= set(listed) and lookalike not in listed
+        assert listed[alice]["collections"] == 1 and listed[alice]["data bytes"] > 0
         with pytest.raises(ValueError, match="left alone"):
-            classroom.drop_workbook_databases(client, ["schema_workbook_t_lookalike"])
-        assert classroom.drop_workbook_databases(client, names) == names
+            classroom.drop_workbook_databases(client, [lookalike])
+        report = classroom.drop_workbook_databases(client, [alice, bob])
+        assert report == {alice: [], bob: ["bobs_own_notes"]}
         remaining = set(client.list_database_names())
-        assert not set(names) & remaining
-        assert {"schema_workbook_t_lookalike", "wbtest_instructor_other"} <= remaining
+        assert alice not in remaining and {bob, lookalike, other} <= remaining
+        assert client[bob].list_collection_names() == ["bobs_own_notes"]
     finally:
-        for n in [*names, "schema_workbook_t_lookalike", "wbtest_instructor_other"]:
+        for n in mine:
             client.drop_database(n)
         conn.close()
 
