@@ -163,7 +163,11 @@ def _would_pass_limit(db: Any, post_id: Any, comment: Any) -> bool:
 
 
 def ensure_overflow_index(db: Any) -> None:
-    """The index the read path uses: ``posts_overflow`` by ``(post_id, seq)``."""
+    """The index the read path uses: ``posts_overflow`` by ``(post_id, seq)``.
+
+    Recorded leniently (``track_collection``): concurrent writers may insert the first overflow
+    documents before the writer that flagged the post has recorded the collection.
+    """
     track_collection(db, OVERFLOW).create_index([("post_id", 1), ("seq", 1)], name="post_id_1_seq_1")
 
 
@@ -309,27 +313,37 @@ def load_outlier_posts(db: Any, posts: Iterable[Mapping[str, Any]], threshold: i
     Returns the number of documents written to each. Introduced in notebook 02.
     """
     threshold = _check_threshold(threshold)
-    posts_coll = workbook_collection(db, POSTS)
-    overflow_coll = workbook_collection(db, OVERFLOW)
-    db.drop_collection(POSTS)
-    db.drop_collection(OVERFLOW)
+    workbook_collection(db, POSTS)
+    workbook_collection(db, OVERFLOW)
+    # all or nothing: fill staging collections, rename them over the targets only when complete
+    staging = {name: f"{name}__staging" for name in (POSTS, OVERFLOW)}
+    for name in staging.values():
+        workbook_collection(db, name)
+        db.drop_collection(name)
+        db.create_collection(name)
     counts = {POSTS: 0, OVERFLOW: 0}
-    post_batch: list[dict[str, Any]] = []
-    overflow_batch: list[dict[str, Any]] = []
+    pending: dict[str, list[dict[str, Any]]] = {POSTS: [], OVERFLOW: []}
 
     def flush(final: bool = False) -> None:
-        for coll, docs, name in ((posts_coll, post_batch, POSTS), (overflow_coll, overflow_batch, OVERFLOW)):
+        for name, docs in pending.items():
             if docs and (final or len(docs) >= batch):
-                coll.insert_many(docs, ordered=True)
+                db[staging[name]].insert_many(docs, ordered=True)
                 counts[name] += len(docs)
                 docs.clear()
 
-    for post in posts:
-        doc, overflow = outlier_layout(post, threshold)
-        post_batch.append(doc)
-        overflow_batch.extend(overflow)
-        flush()
-    flush(final=True)
+    try:
+        for post in posts:
+            doc, overflow = outlier_layout(post, threshold)
+            pending[POSTS].append(doc)
+            pending[OVERFLOW].extend(overflow)
+            flush()
+        flush(final=True)
+        for name, stage in staging.items():
+            db[stage].rename(name, dropTarget=True)
+    except BaseException:
+        for stage in staging.values():
+            db.drop_collection(stage)
+        raise
     ensure_overflow_index(db)
     return counts
 

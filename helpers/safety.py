@@ -59,7 +59,9 @@ def workbook_collection(db: Any, name: str) -> Any:
     if name == REGISTRY:
         raise ValueError(f"{REGISTRY!r} is the workbook's own registry; pick another collection name")
     if not is_workbook_collection(db, name):
-        if name in _existing(db):
+        # the workbook records a name *before* creating it, so a collection that exists but is
+        # unrecorded even after this second look was made by somebody else (not a concurrent writer)
+        if name in _existing(db) and not is_workbook_collection(db, name):
             raise ForeignCollectionError(
                 f"The collection {name!r} already exists in database {db.name!r} and was not created "
                 f"by this workbook, so the workbook will not write to it or drop it. Set WORKBOOK_DB "
@@ -71,10 +73,12 @@ def workbook_collection(db: Any, name: str) -> Any:
 
 
 def track_collection(db: Any, name: str) -> Any:
-    """Lenient form of :func:`workbook_collection` for collections a pattern API writes.
+    """Lenient form of :func:`workbook_collection`, for a collection the *caller* chose and handed
+    to a pattern API (``trees.ParentRefs(db["my_tree"])``, the ``posts`` of ``outlier.add_comment``).
 
     Records ``name`` if it does not exist yet; an existing collection the workbook did not create
-    is used as it is but stays unrecorded, so ``reset_workbook`` will never drop it.
+    is written as the caller asked, but stays unrecorded, so ``reset_workbook`` never drops it.
+    A name a helper picks itself goes through the strict :func:`workbook_collection` instead.
     """
     if not is_workbook_collection(db, name) and name not in _existing(db):
         _record(db, name)

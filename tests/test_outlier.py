@@ -327,3 +327,17 @@ def test_comment_count_stats_fractional_percentile_and_bad_input(db):
                                                                   "max": 1000}
     with pytest.raises(ValueError, match="percentiles"):
         comment_count_stats(coll, percentiles=(0,))
+
+
+def test_load_outlier_posts_is_all_or_nothing(db):
+    from helpers.outlier import load_outlier_posts
+
+    good = [{"_id": i, "comments": [{"n": k} for k in range(i % 4)]} for i in range(6)]
+    assert load_outlier_posts(db, good, threshold=2)["posts"] == 6
+    before = sorted(d["_id"] for d in db["posts"].find({}, {"_id": 1}))
+    bad = [{"_id": 100, "comments": []}, {"comments": [{"n": 1}]}]  # the second post has no _id
+    with pytest.raises(ValueError):
+        load_outlier_posts(db, bad, threshold=2)
+    assert sorted(d["_id"] for d in db["posts"].find({}, {"_id": 1})) == before
+    assert not [n for n in db.list_collection_names() if n.endswith("__staging")]
+
