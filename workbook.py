@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,9 +41,14 @@ def setup() -> None:
     for name in ("requirements.txt", "pyproject.toml"):
         digest.update((ROOT / name).read_bytes())
     want = digest.hexdigest()
+    if PY.exists() and subprocess.call([str(PY), "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL) != 0:
+        say(f"{VENV} is incomplete (no pip): making it again")
+        shutil.rmtree(VENV)
     if not PY.exists():
         say(f"creating a virtual environment in {VENV.name}/ ...")
         if run([sys.executable, "-m", "venv", VENV]) != 0:
+            shutil.rmtree(VENV, ignore_errors=True)  # never leave a half-made one behind
             sys.exit("[workbook] could not create .venv (on Debian/Ubuntu: apt install python3-venv)")
     if STAMP.exists() and STAMP.read_text().strip() == want:
         return

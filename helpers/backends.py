@@ -14,6 +14,7 @@ transactions, ...), so notebooks branch on what the engine does, not on its name
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import threading
@@ -222,6 +223,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
     from .safety import REGISTRY, track_collection
 
     name = f"workbook_probe_{uuid.uuid4().hex[:8]}"
+    had_registry = REGISTRY in db.list_collection_names()
     coll = track_collection(db, name)
     caps: dict[str, bool] = {}
     try:
@@ -307,6 +309,8 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
     finally:
         db.drop_collection(name)
         db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v"]}})
+        if not had_registry:  # leave the database as it was found
+            db.drop_collection(REGISTRY)
     return Capabilities(**caps)
 
 
@@ -345,6 +349,8 @@ def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, st
         )
         build = client.admin.command("buildInfo")
     except (PyMongoError, ConfigurationError, ValueError) as e:
+        if "client" in locals():
+            client.close()
         detail = _scrub(f"{type(e).__name__}: {e}", uri)
         detail = detail.split(", Timeout:")[0][:300]
         raise BackendError(
@@ -418,6 +424,7 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
         return _finish(Connection(client, client[db_name], None), "mongodb", engine, version,
                        redact_uri(uri), None, probe)
     if backend == "embedded":
+        server = client = None
         try:
             with _EMBEDDED_LOCK:
                 server = _start_embedded()
@@ -425,6 +432,11 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
             return _finish(Connection(client, client[db_name], None, server=server), "embedded",
                            "SecantusDB", version, None, None, probe)
         except Exception as e:
+            if client is not None:  # nothing of a failed start is left running
+                client.close()
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    server.stop()
             if requested == "embedded":
                 raise BackendError(f"The embedded SecantusDB server could not start ({type(e).__name__}: {e}). "
                                    f"Install it with `pip install secantusdb==0.7.0b3`, or set "

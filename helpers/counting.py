@@ -140,23 +140,32 @@ def _add_docs(docs: list[Any]) -> None:
 
 
 class MockCursor:
-    """A cursor over a mongomock-ng cursor that counts ``find``/``getMore`` like the driver."""
+    """A cursor over a mongomock-ng cursor that sends "batches" like a server cursor.
+
+    Each batch is one round trip (``find``/``aggregate``, then ``getMore``), and its documents are
+    counted when the batch arrives, as on a server: the first batch holds 101 documents (or
+    ``batch_size``, or the limit), later ones ``batch_size`` or up to 16 MiB. A batch cut by its
+    count leaves the server cursor open, so the driver sends one more ``getMore`` that comes back
+    empty; a negative limit asks for a single batch. ``aggregate`` sends its command at once.
+    """
 
     _CHAIN = {"sort", "limit", "skip", "batch_size", "hint", "max_time_ms", "comment", "collation",
               "allow_disk_use", "where", "max", "min", "max_scan", "add_option", "remove_option"}
 
-    def __init__(self, inner: Any, command: str, batch_size: int = 0, limit: int = 0) -> None:
+    def __init__(self, inner: Any, command: str, batch_size: int = 0, limit: int = 0,
+                 eager: bool = False) -> None:
         self._inner = inner
         self._command = command
         self._batch_size = batch_size
-        self._limit = limit
-        self._started = False
-        self._in_batch = 0
-        self._batch_bytes = 0
-        self._first = True
-        self._exhausted = False
-        self._returned = 0
+        self._limit = limit  # > 0: at most this many; < 0: one batch of at most -limit
         self._it: Any = None
+        self._lookahead: list[Any] = []
+        self._buffer: list[Any] = []
+        self._sent = 0  # batches fetched
+        self._returned = 0
+        self._closed = False  # the server cursor is known to be exhausted
+        if eager:
+            self._fetch()
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
@@ -168,7 +177,7 @@ class MockCursor:
                 if name == "batch_size":
                     self._batch_size = int(args[0] if args else kwargs.get("batch_size", 0))
                 elif name == "limit":
-                    self._limit = abs(int(args[0] if args else kwargs.get("limit", 0)))
+                    self._limit = int(args[0] if args else kwargs.get("limit", 0))
                 if result is not None and result is not self._inner:
                     self._inner = result
                 return self
@@ -182,47 +191,57 @@ class MockCursor:
     def __iter__(self) -> "MockCursor":
         return self
 
-    def _first_batch_size(self) -> int:
-        n = self._batch_size or FIRST_BATCH
-        if self._limit:
-            n = min(n, self._limit)
-        return n
+    def _next_inner(self) -> Any:
+        if self._lookahead:
+            return self._lookahead.pop()
+        return next(self._it)
 
-    def _count_cap(self) -> int:
-        return self._first_batch_size() if self._first else self._batch_size
+    def _fetch(self) -> None:
+        """One round trip: the next batch, counted as it arrives."""
+        if self._it is None:
+            self._it = iter(self._inner)
+        first = self._sent == 0
+        self._sent += 1
+        cap = (self._batch_size or FIRST_BATCH) if first else self._batch_size
+        if self._limit < 0:
+            cap = -self._limit
+        elif self._limit > 0:
+            remaining = self._limit - self._returned
+            cap = min(cap, remaining) if cap else remaining
+        batch: list[Any] = []
+        size = 0
+        cut_by_count = False
+        while True:
+            if cap and len(batch) >= cap:
+                cut_by_count = True
+                break
+            try:
+                doc = self._next_inner()
+            except StopIteration:
+                self._closed = True
+                break
+            s = len(bson.encode(doc))
+            if batch and size + s > MAX_BATCH_BYTES:
+                self._lookahead.append(doc)
+                break
+            batch.append(doc)
+            size += s
+        self._returned += len(batch)
+        if self._limit < 0 or (self._limit > 0 and self._returned >= self._limit):
+            self._closed = True  # a single batch, or the limit reached: the server closes the cursor
+        elif cut_by_count and not self._lookahead:
+            pass  # the server does not know yet that nothing is left: one more (empty) getMore
+        _add(self._command if first else "getMore", batch)
+        self._buffer.extend(batch)
 
     def __next__(self) -> Any:
-        if not self._started:
-            self._started = True
-            _add(self._command)
-            self._it = iter(self._inner)
-        try:
-            doc = next(self._it)
-        except StopIteration:
-            if not self._exhausted:
-                self._exhausted = True
-                # a batch that was cut by its count leaves the server cursor open, unless the limit
-                # is reached: the driver then sends one more getMore, which comes back empty
-                limit_reached = bool(self._limit) and self._returned >= self._limit
-                if self._in_batch and self._in_batch == self._count_cap() and not limit_reached:
-                    _add("getMore")
-            raise
-        size = len(bson.encode(doc))
-        if self._first:
-            full = self._in_batch >= self._first_batch_size() or self._batch_bytes + size > MAX_BATCH_BYTES
-        else:
-            full = (self._batch_size and self._in_batch >= self._batch_size) or \
-                self._batch_bytes + size > MAX_BATCH_BYTES
-        if full and self._in_batch:
-            self._first = False
-            self._in_batch = 0
-            self._batch_bytes = 0
-            _add("getMore")
-        self._in_batch += 1
-        self._batch_bytes += size
-        self._returned += 1
-        _add_docs([doc])
-        return doc
+        while not self._buffer:
+            if self._closed and self._sent:
+                raise StopIteration
+            self._fetch()
+            if not self._buffer and self._closed:
+                raise StopIteration
+        return self._buffer.pop(0)
 
     next = __next__
 
@@ -277,7 +296,7 @@ class MockCollection:
     def find(self, *args: Any, **kwargs: Any) -> MockCursor:
         return MockCursor(self._inner.find(*args, **kwargs), "find",
                           batch_size=int(kwargs.get("batch_size", 0) or 0),
-                          limit=abs(int(kwargs.get("limit", 0) or 0)))
+                          limit=int(kwargs.get("limit", 0) or 0))
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         doc = self._inner.find_one(filter, *args, **kwargs)
@@ -286,7 +305,7 @@ class MockCollection:
 
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
         inner = self._inner.aggregate(pipeline, *args, **kwargs)
-        return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0))
+        return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True)
 
     def count_documents(self, filter: Any, *args: Any, **kwargs: Any) -> int:
         n = self._inner.count_documents(filter, *args, **kwargs)
@@ -305,9 +324,13 @@ class MockCollection:
 
     # writes
     def insert_one(self, *args: Any, **kwargs: Any) -> Any:
-        result = self._inner.insert_one(*args, **kwargs)
-        _add("insert", written=1)
-        return result
+        written = 0
+        try:
+            result = self._inner.insert_one(*args, **kwargs)
+            written = 1
+            return result
+        finally:  # a refused insert (duplicate key) was still sent
+            _add("insert", written=written)
 
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
         from pymongo.errors import BulkWriteError
@@ -357,7 +380,9 @@ class MockCollection:
 
     def _find_and_modify(self, method: str, *args: Any, **kwargs: Any) -> Any:
         doc = getattr(self._inner, method)(*args, **kwargs)
-        _add("findAndModify", [doc] if doc is not None else [], written=1 if doc is not None else 0)
+        # no document back, but upsert=True: nothing matched, so one was inserted
+        written = 1 if doc is not None or kwargs.get("upsert") else 0
+        _add("findAndModify", [doc] if doc is not None else [], written=written)
         return doc
 
     def find_one_and_update(self, *args: Any, **kwargs: Any) -> Any:
@@ -377,7 +402,8 @@ class MockCollection:
                 n = type(r).__name__
                 return "insert" if n.startswith("Insert") else "delete" if n.startswith("Delete") else "update"
             kinds = [kind(r) for r in requests]
-            runs = [k for k, _ in itertools.groupby(kinds)] if ordered else sorted(set(kinds))
+            runs = [k for k, _ in itertools.groupby(kinds)] if ordered else \
+                [k for k in ("insert", "update", "delete") if k in kinds]  # pymongo's unordered order
             written = (result.inserted_count + result.modified_count + result.upserted_count
                        + result.deleted_count)
             for i, k in enumerate(runs):
@@ -399,6 +425,18 @@ class MockCollection:
     def drop(self, *args: Any, **kwargs: Any) -> Any:
         _add("drop")
         return self._inner.drop(*args, **kwargs)
+
+    def rename(self, *args: Any, **kwargs: Any) -> Any:
+        _add("renameCollection")
+        return self._inner.rename(*args, **kwargs)
+
+    def index_information(self) -> dict[str, Any]:
+        info = self._inner.index_information()
+        # listIndexes returns one document per index: {"v", "key", "name", options...}
+        _add("listIndexes", [{"v": spec.get("v", 2), "key": dict(spec["key"]), "name": name,
+                              **{k: v for k, v in spec.items() if k not in ("v", "key")}}
+                             for name, spec in info.items()])
+        return info
 
 
 class MockDatabase:
@@ -428,6 +466,9 @@ class MockDatabase:
         return MockCollection(self._inner.get_collection(name, *args, **kwargs), self)
 
     def create_collection(self, name: str, *args: Any, **kwargs: Any) -> MockCollection:
+        # pymongo first asks whether the collection exists (listCollections), then creates it
+        exists = name in self._inner.list_collection_names()
+        _add("listCollections", [{"name": name, "type": "collection"}] if exists else [])
         _add("create")
         return MockCollection(self._inner.create_collection(name, *args, **kwargs), self)
 
@@ -438,11 +479,12 @@ class MockDatabase:
         return self._inner.drop_collection(name, *args, **kwargs)
 
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
-        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate")
+        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate", eager=True)
 
     def list_collection_names(self, *args: Any, **kwargs: Any) -> list[str]:
-        _add("listCollections")
-        return self._inner.list_collection_names(*args, **kwargs)
+        names = self._inner.list_collection_names(*args, **kwargs)
+        _add("listCollections", [{"name": n, "type": "collection"} for n in names])
+        return names
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
         _add(str(args[0]) if args and isinstance(args[0], str) else "command")

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterator
@@ -36,16 +37,20 @@ def secantus_process() -> Iterator[str]:
     """Start ``secantusd-py`` on a free loopback port (in-memory storage); yield its URI."""
     exe = Path(sys.executable).with_name("secantusd-py")
     port = free_port()
+    if os.name == "nt":
+        exe = exe.with_suffix(".exe")
+    log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server can never block on it
     proc = subprocess.Popen([str(exe) if exe.exists() else "secantusd-py", "--host", "127.0.0.1",
                              "--port", str(port), "--storage-path", ":memory:", "--log-level", "WARNING"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.monotonic() + 30
         while True:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 break
             if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                log.seek(0)
+                err = log.read().decode(errors="replace")[-2000:]
                 raise RuntimeError(f"secantusd-py did not start on port {port}: {err}")
             time.sleep(0.1)
         yield f"mongodb://127.0.0.1:{port}/"
@@ -55,6 +60,21 @@ def secantus_process() -> Iterator[str]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
+
+
+def _drop_database(uri: str, name: str) -> None:
+    """Drop a database this test run created (the notebooks' run on the mongodb backend)."""
+    import pymongo
+
+    assert name.startswith("wbtest_")
+    client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
+    try:
+        client.drop_database(name)
+    except pymongo.errors.PyMongoError as e:  # the phases already reported an unreachable server
+        print(f"could not drop the test database {name}: {type(e).__name__}")
+    finally:
+        client.close()
 
 
 def notebooks() -> list[str]:
@@ -91,9 +111,12 @@ def main(extra: list[str]) -> int:
              {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}),
         ]
         nbs = notebooks()
+        test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
+        stack.callback(_drop_database, uri, test_db)
         nbval = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
                  "--nbval-sanitize-with", "notebooks/sanitize.cfg", *nbs]
         base["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # as in scripts/nb.py
+        base["WORKBOOK_PROGRESS"] = str(Path(tmp) / "progress.json")  # not the learner's own record
         base["CI"] = base.get("CI") or "true"  # no progress bars in compared outputs (as in scripts/nb.py)
         offline = {k: v for k, v in base.items() if k != "MONGODB_URI"}
         if nbs:
@@ -102,7 +125,9 @@ def main(extra: list[str]) -> int:
                 ("notebooks on embedded", [*two, *nbval], {**offline, "WORKBOOK_BACKEND": "embedded"}),
                 ("notebooks on mock", [*two, *nbval], {**offline, "WORKBOOK_BACKEND": "mock"}),
                 # one at a time: on a server, the notebooks of one learner share one database
-                ("notebooks on mongodb", nbval, {**base, "WORKBOOK_BACKEND": "mongodb", "MONGODB_URI": uri}),
+                ("notebooks on mongodb", nbval, {**base, "WORKBOOK_BACKEND": "mongodb", "MONGODB_URI": uri,
+                                                 # a database of the test's own, never the learner's
+                                                 "WORKBOOK_DB": test_db}),
             ]
         for i, (name, args, env) in enumerate(phases):
             print(f"\n=== {name} ===", flush=True)
