@@ -1,6 +1,7 @@
 """Benchmark: each notebook's execution time per offline backend (a fresh kernel each).
 
-    .venv/bin/python bench/bench_notebooks.py [notebooks/NN_x.ipynb ...]
+    .venv/bin/python bench/bench_notebooks.py [--backends embedded,mock] [notebooks/NN_x.ipynb ...]
+    WORKBOOK_SCALE=full .venv/bin/python bench/bench_notebooks.py --backends embedded   # demo scale
 """
 from __future__ import annotations
 
@@ -42,5 +43,11 @@ def run(paths: list[Path] | None = None, backends: tuple[str, ...] = ("embedded"
 
 
 if __name__ == "__main__":
-    args = [Path(a) for a in sys.argv[1:]]
-    print(table(run(args or None)))
+    argv = sys.argv[1:]
+    backends = ("embedded", "mock")
+    if "--backends" in argv:
+        i = argv.index("--backends")
+        backends = tuple(argv[i + 1].split(","))
+        del argv[i:i + 2]
+    print(f"WORKBOOK_SCALE={os.environ.get('WORKBOOK_SCALE') or 'small (default)'}")
+    print(table(run([Path(a) for a in argv] or None, backends)))
