@@ -14,4 +14,8 @@ sys.path.insert(0, str(HERE))
 for script in ("bench_load.py", "bench_measure.py", "bench_classroom.py", "bench_notebooks.py"):
     if (HERE / script).exists():
         print(f"\n## {script}\n", flush=True)
-        runpy.run_path(str(HERE / script), run_name="__main__")
+        try:
+            runpy.run_path(str(HERE / script), run_name="__main__")
+        except SystemExit as done:  # a script's own sys.exit(main()) must not end the others
+            if done.code not in (0, None):
+                print(f"{script} exited with {done.code}")
