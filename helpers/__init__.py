@@ -1,11 +1,23 @@
 """Shared helpers of the MongoDB schema-design workbook (start with notebooks/00_start_here.ipynb).
 
-One module per job: ``backends`` (connect, capabilities, banner), ``safety`` (the workbook's own
-collections, reset), ``counting`` and ``measure`` (costs and timings), ``sizes`` (BSON sizes and
-the 16 MB limit), ``exercises`` (self-checks), ``display`` (show a helper's real source).
+One module per job: ``backends`` (connect, capabilities, banner), ``settings`` (the environment,
+defaults), ``uri`` (connection strings, redacted), ``safety`` (the workbook's own collections,
+reset), ``counting`` and ``measure`` (costs, timings, cost tables and plots), ``plans`` (explain
+plans), ``sizes`` (BSON sizes and the 16 MiB limit), ``datasets`` and ``generators`` (the data),
+``exercises`` (self-checks), ``display`` (show a helper's real source); and one module per
+lesson: ``embedding`` (01), ``outlier`` (02), ``trees`` (03), ``aerodata`` (04).
+Engine adapters live in ``engines/``; maintainers' tools in ``tools/``; benchmarks in ``bench/``.
 """
-from .backends import (BackendError, BackendInfo, Capabilities, backend_info, banner, connect, get_client,
-                       get_db, redact_uri)
+from .backends import (
+                       BackendError,
+                       BackendInfo,
+                       Capabilities,
+                       backend_info,
+                       banner,
+                       connect,
+                       get_db,
+                       redact_uri,
+)
 from .counting import CommandCounter, counting
 from .display import show_source
 from .exercises import check
@@ -14,7 +26,7 @@ from .safety import ForeignCollectionError, reset_workbook, track_collection, wo
 from .sizes import MAX_BSON_SIZE, bson_sizes, check_document_size, human_bytes, plot_sizes, size_summary
 
 __all__ = [
-    "BackendError", "BackendInfo", "Capabilities", "backend_info", "banner", "connect", "get_client",
+    "BackendError", "BackendInfo", "Capabilities", "backend_info", "banner", "connect",
     "get_db", "redact_uri", "CommandCounter", "counting", "show_source", "check", "Measurement",
     "compare", "costs_table", "measure", "plot_compare", "ForeignCollectionError", "reset_workbook",
     "track_collection", "workbook_collection", "MAX_BSON_SIZE", "bson_sizes", "check_document_size",

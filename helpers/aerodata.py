@@ -1,4 +1,4 @@
-"""Aircraft tracking in one polymorphic collection: airlines, aircraft and position reports.
+"""Aircraft tracking in one polymorphic collection (notebook 04): airlines, aircraft, position reports.
 
 Introduced in notebook 04 (``notebooks/04_single_collection_aerodata.ipynb``). One collection,
 ``aerodata``, holds three record types with hierarchical ``_id`` values::
@@ -25,7 +25,6 @@ import functools
 import hashlib
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
@@ -33,6 +32,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError
 
+from . import settings
 from .safety import track_collection
 
 __all__ = [
@@ -294,7 +294,7 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=total, desc="ingest", unit=" msg", disable=bool(os.environ.get("CI")))
+        bar = tqdm(total=total, desc="ingest", unit=" msg", disable=not settings.progress_bars())
     batch: list[tuple[int, Any]] = []
     try:
         for index, message in enumerate(messages):

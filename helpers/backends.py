@@ -13,20 +13,18 @@ transactions, ...), so notebooks branch on what the engine does, not on its name
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
-import os
 import re
 import threading
-import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 import bson
 
-from .counting import CommandCounter, MockDatabase, attach_listener_client
+from . import settings
+from . import uri as _uri
+from .counting import attach_listener_client
 
 __all__ = [
     "BackendError",
@@ -35,7 +33,6 @@ __all__ = [
     "Connection",
     "connect",
     "get_db",
-    "get_client",
     "backend_info",
     "banner",
     "redact_uri",
@@ -44,12 +41,12 @@ __all__ = [
     "DEFAULT_DB",
 ]
 
-DEFAULT_DB = "schema_workbook"
+DEFAULT_DB = settings.DEFAULT_DB
 CONNECT_TIMEOUT_MS = 4000  # + our own overhead stays under the promised 5 seconds
-BACKENDS = ("auto", "mongodb", "embedded", "mock")
+BACKENDS = settings.BACKENDS
 SWITCH_HINT = "switch with WORKBOOK_BACKEND=mongodb|embedded|mock (mongodb needs MONGODB_URI)"
 
-# Known wrong answers, from ../shared/BACKENDS.md (measured). Shown next to affected outputs.
+# Known wrong answers, measured: docs/ENGINES.md. Shown next to affected outputs.
 KNOWN_WRONG = {
     "mongomock-ng": (
         "no indexes at all: every query scans the collection, so timings say nothing about a server",
@@ -75,7 +72,7 @@ class BackendError(RuntimeError):
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the connected engine really does, probed on connect (see BACKENDS.md)."""
+    """What the connected engine really does, probed on connect (see docs/ENGINES.md)."""
 
     indexes: bool  # queries use indexes (the mock scans every document)
     explain: bool  # explain() shows real plans (IXSCAN vs COLLSCAN) for equality/range queries
@@ -156,69 +153,16 @@ class Connection:
                     pass
 
 
-_SCHEME = re.compile(r"^(mongodb(?:\+srv)?://)", re.I)
-_SECRET_OPTIONS = re.compile(r"(?i)((?:^|[?&])(?:password|secret|token|authMechanismProperties)[^=&]*=)[^&]*")
-
-
-def _split_userinfo(uri: str) -> tuple[str, str, str | None, str] | None:
-    """(scheme, user, password or None, rest after '@'), or None when the URI has no user info.
-
-    The user info ends at the *last* '@' before the query: a password may itself contain
-    unescaped '@', '/' or ':' (pymongo then refuses the URI, and the error must not show it).
-    """
-    m = _SCHEME.match(uri)
-    if not m:
-        return None
-    rest = uri[m.end():]
-    query = rest.find("?")
-    at = rest.rfind("@", 0, query if query >= 0 else len(rest))
-    if at < 0:
-        return None
-    userinfo, after = rest[:at], rest[at + 1:]
-    user, sep, password = userinfo.partition(":")
-    return m.group(1), user, (password if sep else None), after
-
-
 def redact_uri(uri: str) -> str:
     """The URI with any password replaced by ``****`` (and secret query options too)."""
-    uri = uri.strip()
-    parts = _split_userinfo(uri)
-    if parts is not None:
-        scheme, user, password, after = parts
-        uri = f"{scheme}{user}:****@{after}" if password is not None else uri
-    return _SECRET_OPTIONS.sub(r"\1****", uri)
-
-
-def _secret_parts(uri: str) -> list[str]:
-    parts = _split_userinfo(uri.strip())
-    secrets = []
-    if parts is not None and parts[2]:
-        secrets += [parts[2], unquote(parts[2])]
-    for m in _SECRET_OPTIONS.finditer(uri):
-        value = uri[m.end():].split("&", 1)[0]
-        secrets += [value, unquote(value)]
-    return sorted({s for s in secrets if s}, key=len, reverse=True)
-
-
-def _scrub(text: str, uri: str) -> str:
-    """Remove every secret of ``uri`` from ``text`` (a driver's error message, say).
-
-    A secret too short to replace safely (one or two characters) hides the whole text instead.
-    """
-    for secret in _secret_parts(uri):
-        if len(secret) < 3:
-            if secret in text:
-                return "details hidden: they would show the password"
-            continue
-        text = text.replace(secret, "****")
-    return text
+    return _uri.redact(uri)
 
 
 # ---------------------------------------------------------------------------------------------
 # capability probes: small experiments in a throwaway collection of the workbook's database
 
 def _probe(db: Any, is_mock: bool) -> Capabilities:
-    from pymongo.errors import OperationFailure, PyMongoError, DocumentTooLarge
+    from pymongo.errors import DocumentTooLarge, OperationFailure, PyMongoError
 
     from .safety import REGISTRY, track_collection
 
@@ -241,7 +185,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             caps["explain"] = False
             caps["indexes"] = not is_mock
         if is_mock:
-            caps["indexes"] = False  # mongomock-ng scans every document (BACKENDS.md)
+            caps["indexes"] = False  # mongomock-ng scans every document (docs/ENGINES.md)
         # explain of an anchored prefix regex on _id: 10 keys in ["k01", "k02")
         try:
             plan = coll.find({"_id": {"$regex": "^k01"}}).explain()
@@ -351,7 +295,7 @@ def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, st
     except (PyMongoError, ConfigurationError, ValueError) as e:
         if "client" in locals():
             client.close()
-        detail = _scrub(f"{type(e).__name__}: {e}", uri)
+        detail = _uri.scrub(f"{type(e).__name__}: {e}", uri)
         detail = detail.split(", Timeout:")[0][:300]
         raise BackendError(
             f"Cannot reach the MongoDB server in MONGODB_URI={shown} within "
@@ -369,15 +313,6 @@ def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, st
 
 
 _EMBEDDED_LOCK = threading.Lock()
-
-
-def _start_embedded() -> Any:
-    from secantus import SecantusDBServer  # import error = no wheel for this platform
-
-    server = SecantusDBServer(host="127.0.0.1", port=0, storage_path=":memory:")
-    server.start()
-    atexit.register(server.stop)
-    return server
 
 
 def _connect_mock(db_name: str) -> tuple[Any, str]:
@@ -398,23 +333,19 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
 
     ``backend`` defaults to ``WORKBOOK_BACKEND`` (``auto``), ``uri`` to ``MONGODB_URI`` and
     ``db_name`` to ``WORKBOOK_DB``, else ``schema_workbook`` offline and, on a server, the
-    student's own database (``helpers.classroom.student_db_name``).
+    student's own database (``helpers.settings.student_db_name``).
     """
-    backend = (backend or os.environ.get("WORKBOOK_BACKEND") or "auto").strip().lower()
+    backend = (backend or settings.backend()).strip().lower()
     if backend not in BACKENDS:
         raise BackendError(f"WORKBOOK_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}. "
                            f"Unset it for the default (auto).")
-    uri = uri if uri is not None else (os.environ.get("MONGODB_URI") or "").strip() or None
+    uri = uri if uri is not None else settings.mongodb_uri()
     note = None
     requested = backend
     if backend == "auto":
         backend = "mongodb" if uri else "embedded"
-    if not db_name:
-        db_name = os.environ.get("WORKBOOK_DB")
-    if not db_name:
-        # offline engines are private; on a server, a database per student (helpers.classroom)
-        from .classroom import student_db_name
-        db_name = student_db_name(uri) if backend == "mongodb" and uri else DEFAULT_DB
+    if not db_name:  # offline engines are private; on a server, a database per student
+        db_name = settings.database_name(on_server=backend == "mongodb", uri=uri)
     _check_db_name(db_name)
     if backend == "mongodb":
         if not uri:
@@ -427,7 +358,9 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
         server = client = None
         try:
             with _EMBEDDED_LOCK:
-                server = _start_embedded()
+                from engines.embedded import start_embedded
+
+                server = start_embedded()
             client, engine, version = _connect_uri(server.uri, db_name)
             return _finish(Connection(client, client[db_name], None, server=server), "embedded",
                            "SecantusDB", version, None, None, probe)
@@ -444,6 +377,8 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
             note = (f"embedded server unavailable ({type(e).__name__}: {str(e)[:120]}); "
                     f"fell back to the mock")
             backend = "mock"
+    from engines.mock import MockDatabase
+
     client, ver = _connect_mock(db_name)
     conn = Connection(client, MockDatabase(client[db_name]), None)
     return _finish(conn, "mock", "mongomock-ng", ver, None, note, probe)
@@ -490,11 +425,6 @@ def get_db() -> Any:
     Every notebook starts with this. See ``backend_info()`` for what the engine can show.
     """
     return _current().db
-
-
-def get_client() -> Any:
-    """The client behind ``get_db()`` (pymongo.MongoClient, or mongomock-ng's)."""
-    return _current().client
 
 
 def backend_info() -> BackendInfo:

@@ -4,18 +4,15 @@ Introduced in notebook 00. On a server backend (a real MongoDB or the embedded S
 counts come from pymongo's command monitoring: every command the driver sends is one round trip,
 and the documents of each reply batch are counted and measured with ``bson.encode``.
 
-The mock has no wire protocol, so :class:`MockDatabase` wraps mongomock-ng and counts the same
-commands the driver would send for each call (one ``find`` plus a ``getMore`` per further batch
-of 101, then up to 16 MiB, documents; one ``insert`` per 100,000 documents or 48 MB; ...). The
-rules match pymongo's, so the same calls give the same counts on every backend.
+The mock has no wire protocol, so its adapter (``engines.mock.MockDatabase``) reports, through
+:func:`record`, the same commands the driver would send for each call. The rules match pymongo's,
+so the same calls give the same counts on every backend.
 
 Not counted: connection handshakes and heartbeats, ``killCursors`` and ``endSessions`` cleanup.
 """
 from __future__ import annotations
 
-import itertools
 import threading
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -23,12 +20,8 @@ from typing import Any, Iterator
 import bson
 from pymongo import monitoring
 
-__all__ = ["CommandCounter", "counting", "MockDatabase", "MockCollection", "attach_listener_client"]
+__all__ = ["CommandCounter", "counting", "attach_listener_client", "is_counting", "record"]
 
-FIRST_BATCH = 101
-MAX_BATCH_BYTES = 16 * 1024 * 1024
-MAX_WRITE_BATCH = 100_000
-MAX_MESSAGE_BYTES = 48_000_000
 IGNORED = {"hello", "ismaster", "ping", "endsessions", "killcursors", "saslstart", "saslcontinue",
            "buildinfo", "getlasterror"}
 
@@ -119,9 +112,11 @@ def attach_listener_client() -> monitoring.CommandListener:
 
 
 # ---------------------------------------------------------------------------------------------
-# the mock: the same counts, computed from the calls
+# engines without command monitoring report their commands here
 
-def _add(name: str, docs: list[Any] | None = None, written: int = 0) -> None:
+
+def record(name: str, docs: list[Any] | None = None, written: int = 0) -> None:
+    """Count one command (for an engine without command monitoring: the mock adapter)."""
     if not _ACTIVE:
         return
 
@@ -134,358 +129,6 @@ def _add(name: str, docs: list[Any] | None = None, written: int = 0) -> None:
     _each(f)
 
 
-def _add_docs(docs: list[Any]) -> None:
-    if _ACTIVE:
-        _each(lambda c: c.add_docs(docs))
-
-
-class MockCursor:
-    """A cursor over a mongomock-ng cursor that sends "batches" like a server cursor.
-
-    Each batch is one round trip (``find``/``aggregate``, then ``getMore``), and its documents are
-    counted when the batch arrives, as on a server: the first batch holds 101 documents (or
-    ``batch_size``, or the limit), later ones ``batch_size`` or up to 16 MiB. A batch cut by its
-    count leaves the server cursor open, so the driver sends one more ``getMore`` that comes back
-    empty; a negative limit asks for a single batch. ``aggregate`` sends its command at once.
-    """
-
-    _CHAIN = {"sort", "limit", "skip", "batch_size", "hint", "max_time_ms", "comment", "collation",
-              "allow_disk_use", "where", "max", "min", "max_scan", "add_option", "remove_option"}
-
-    def __init__(self, inner: Any, command: str, batch_size: int = 0, limit: int = 0,
-                 eager: bool = False) -> None:
-        self._inner = inner
-        self._command = command
-        self._batch_size = batch_size
-        self._limit = limit  # > 0: at most this many; < 0: one batch of at most -limit
-        self._it: Any = None
-        self._lookahead: list[Any] = []
-        self._buffer: list[Any] = []
-        self._sent = 0  # batches fetched
-        self._returned = 0
-        self._closed = False  # the server cursor is known to be exhausted
-        if eager:
-            self._fetch()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._inner, name)
-        if name in self._CHAIN and callable(attr):
-            def chained(*args: Any, **kwargs: Any) -> "MockCursor":
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # mongomock-ng: batch_size is a no-op
-                    result = attr(*args, **kwargs)
-                if name == "batch_size":
-                    self._batch_size = int(args[0] if args else kwargs.get("batch_size", 0))
-                elif name == "limit":
-                    self._limit = int(args[0] if args else kwargs.get("limit", 0))
-                if result is not None and result is not self._inner:
-                    self._inner = result
-                return self
-            return chained
-        return attr
-
-    def explain(self, *args: Any, **kwargs: Any) -> Any:
-        _add("explain")
-        return self._inner.explain(*args, **kwargs)
-
-    def __iter__(self) -> "MockCursor":
-        return self
-
-    def _next_inner(self) -> Any:
-        if self._lookahead:
-            return self._lookahead.pop()
-        return next(self._it)
-
-    def _fetch(self) -> None:
-        """One round trip: the next batch, counted as it arrives."""
-        if self._it is None:
-            self._it = iter(self._inner)
-        first = self._sent == 0
-        self._sent += 1
-        cap = (self._batch_size or FIRST_BATCH) if first else self._batch_size
-        if self._limit < 0:
-            cap = -self._limit
-        elif self._limit > 0:
-            remaining = self._limit - self._returned
-            cap = min(cap, remaining) if cap else remaining
-        batch: list[Any] = []
-        size = 0
-        cut_by_count = False
-        while True:
-            if cap and len(batch) >= cap:
-                cut_by_count = True
-                break
-            try:
-                doc = self._next_inner()
-            except StopIteration:
-                self._closed = True
-                break
-            s = len(bson.encode(doc))
-            if batch and size + s > MAX_BATCH_BYTES:
-                self._lookahead.append(doc)
-                break
-            batch.append(doc)
-            size += s
-        self._returned += len(batch)
-        if self._limit < 0 or (self._limit > 0 and self._returned >= self._limit):
-            self._closed = True  # a single batch, or the limit reached: the server closes the cursor
-        elif cut_by_count and not self._lookahead:
-            pass  # the server does not know yet that nothing is left: one more (empty) getMore
-        _add(self._command if first else "getMore", batch)
-        self._buffer.extend(batch)
-
-    def __next__(self) -> Any:
-        while not self._buffer:
-            if self._closed and self._sent:
-                raise StopIteration
-            self._fetch()
-            if not self._buffer and self._closed:
-                raise StopIteration
-        return self._buffer.pop(0)
-
-    next = __next__
-
-    def to_list(self, length: int | None = None) -> list[Any]:
-        return list(itertools.islice(self, length)) if length else list(self)
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> "MockCursor":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
-
-
-def _wrap(value: Any, db: "MockDatabase") -> Any:
-    import mongomock_ng
-
-    if isinstance(value, mongomock_ng.Collection):
-        return MockCollection(value, db)
-    return value
-
-
-class MockCollection:
-    """mongomock-ng collection that counts the commands pymongo would send."""
-
-    def __init__(self, inner: Any, database: "MockDatabase") -> None:
-        self._inner = inner
-        self._database = database
-
-    def __getattr__(self, name: str) -> Any:
-        return _wrap(getattr(self._inner, name), self._database)
-
-    def __getitem__(self, name: str) -> "MockCollection":
-        return MockCollection(self._inner[name], self._database)
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, MockCollection) and other._inner == self._inner
-
-    def __hash__(self) -> int:
-        return hash(self._inner.full_name)
-
-    def __repr__(self) -> str:
-        return f"MockCollection({self._inner.full_name!r})"
-
-    @property
-    def database(self) -> "MockDatabase":
-        return self._database
-
-    # reads
-    def find(self, *args: Any, **kwargs: Any) -> MockCursor:
-        return MockCursor(self._inner.find(*args, **kwargs), "find",
-                          batch_size=int(kwargs.get("batch_size", 0) or 0),
-                          limit=int(kwargs.get("limit", 0) or 0))
-
-    def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
-        doc = self._inner.find_one(filter, *args, **kwargs)
-        _add("find", [doc] if doc is not None else [])
-        return doc
-
-    def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
-        inner = self._inner.aggregate(pipeline, *args, **kwargs)
-        return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True)
-
-    def count_documents(self, filter: Any, *args: Any, **kwargs: Any) -> int:
-        n = self._inner.count_documents(filter, *args, **kwargs)
-        _add("aggregate", [{"_id": 1, "n": n}] if n else [])
-        return n
-
-    def estimated_document_count(self, *args: Any, **kwargs: Any) -> int:
-        n = self._inner.estimated_document_count(*args, **kwargs)
-        _add("count")
-        return n
-
-    def distinct(self, *args: Any, **kwargs: Any) -> Any:
-        out = self._inner.distinct(*args, **kwargs)
-        _add("distinct")
-        return out
-
-    # writes
-    def insert_one(self, *args: Any, **kwargs: Any) -> Any:
-        written = 0
-        try:
-            result = self._inner.insert_one(*args, **kwargs)
-            written = 1
-            return result
-        finally:  # a refused insert (duplicate key) was still sent
-            _add("insert", written=written)
-
-    def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
-        from pymongo.errors import BulkWriteError
-
-        documents = list(documents)
-        try:
-            result = self._inner.insert_many(documents, *args, **kwargs)
-        except BulkWriteError as e:  # the server still received the insert, and wrote some
-            _add("insert", written=int(e.details.get("nInserted", 0)))
-            raise
-        if _ACTIVE:
-            batches, n, size = 0, 0, 0
-            for d in documents:
-                s = len(bson.encode(d))
-                if n == 0 or n >= MAX_WRITE_BATCH or size + s > MAX_MESSAGE_BYTES:
-                    batches, n, size = batches + 1, 0, 0
-                n += 1
-                size += s
-            for i in range(batches):
-                _add("insert", written=len(documents) if i == 0 else 0)
-        return result
-
-    def _update(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        result = getattr(self._inner, method)(*args, **kwargs)
-        _add("update", written=result.modified_count + (1 if result.upserted_id is not None else 0))
-        return result
-
-    def update_one(self, *args: Any, **kwargs: Any) -> Any:
-        return self._update("update_one", *args, **kwargs)
-
-    def update_many(self, *args: Any, **kwargs: Any) -> Any:
-        return self._update("update_many", *args, **kwargs)
-
-    def replace_one(self, *args: Any, **kwargs: Any) -> Any:
-        return self._update("replace_one", *args, **kwargs)
-
-    def _delete(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        result = getattr(self._inner, method)(*args, **kwargs)
-        _add("delete", written=result.deleted_count)
-        return result
-
-    def delete_one(self, *args: Any, **kwargs: Any) -> Any:
-        return self._delete("delete_one", *args, **kwargs)
-
-    def delete_many(self, *args: Any, **kwargs: Any) -> Any:
-        return self._delete("delete_many", *args, **kwargs)
-
-    def _find_and_modify(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        doc = getattr(self._inner, method)(*args, **kwargs)
-        # no document back, but upsert=True: nothing matched, so one was inserted
-        written = 1 if doc is not None or kwargs.get("upsert") else 0
-        _add("findAndModify", [doc] if doc is not None else [], written=written)
-        return doc
-
-    def find_one_and_update(self, *args: Any, **kwargs: Any) -> Any:
-        return self._find_and_modify("find_one_and_update", *args, **kwargs)
-
-    def find_one_and_replace(self, *args: Any, **kwargs: Any) -> Any:
-        return self._find_and_modify("find_one_and_replace", *args, **kwargs)
-
-    def find_one_and_delete(self, *args: Any, **kwargs: Any) -> Any:
-        return self._find_and_modify("find_one_and_delete", *args, **kwargs)
-
-    def bulk_write(self, requests: Any, ordered: bool = True, **kwargs: Any) -> Any:
-        requests = list(requests)
-        result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
-        if _ACTIVE and requests:
-            def kind(r: Any) -> str:
-                n = type(r).__name__
-                return "insert" if n.startswith("Insert") else "delete" if n.startswith("Delete") else "update"
-            kinds = [kind(r) for r in requests]
-            runs = [k for k, _ in itertools.groupby(kinds)] if ordered else \
-                [k for k in ("insert", "update", "delete") if k in kinds]  # pymongo's unordered order
-            written = (result.inserted_count + result.modified_count + result.upserted_count
-                       + result.deleted_count)
-            for i, k in enumerate(runs):
-                _add(k, written=written if i == 0 else 0)
-        return result
-
-    def create_index(self, *args: Any, **kwargs: Any) -> Any:
-        _add("createIndexes")
-        return self._inner.create_index(*args, **kwargs)
-
-    def create_indexes(self, *args: Any, **kwargs: Any) -> Any:
-        _add("createIndexes")
-        return self._inner.create_indexes(*args, **kwargs)
-
-    def drop_index(self, *args: Any, **kwargs: Any) -> Any:
-        _add("dropIndexes")
-        return self._inner.drop_index(*args, **kwargs)
-
-    def drop(self, *args: Any, **kwargs: Any) -> Any:
-        _add("drop")
-        return self._inner.drop(*args, **kwargs)
-
-    def rename(self, *args: Any, **kwargs: Any) -> Any:
-        _add("renameCollection")
-        return self._inner.rename(*args, **kwargs)
-
-    def index_information(self) -> dict[str, Any]:
-        info = self._inner.index_information()
-        # listIndexes returns one document per index: {"v", "key", "name", options...}
-        _add("listIndexes", [{"v": spec.get("v", 2), "key": dict(spec["key"]), "name": name,
-                              **{k: v for k, v in spec.items() if k not in ("v", "key")}}
-                             for name, spec in info.items()])
-        return info
-
-
-class MockDatabase:
-    """mongomock-ng database whose collections count commands like a server backend."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return _wrap(getattr(self._inner, name), self)
-
-    def __getitem__(self, name: str) -> MockCollection:
-        return MockCollection(self._inner[name], self)
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, MockDatabase) and other._inner == self._inner
-
-    def __hash__(self) -> int:
-        return hash(self._inner.name)
-
-    def __repr__(self) -> str:
-        return f"MockDatabase({self._inner.name!r})"
-
-    def get_collection(self, name: str, *args: Any, **kwargs: Any) -> MockCollection:
-        return MockCollection(self._inner.get_collection(name, *args, **kwargs), self)
-
-    def create_collection(self, name: str, *args: Any, **kwargs: Any) -> MockCollection:
-        # pymongo first asks whether the collection exists (listCollections), then creates it
-        exists = name in self._inner.list_collection_names()
-        _add("listCollections", [{"name": name, "type": "collection"}] if exists else [])
-        _add("create")
-        return MockCollection(self._inner.create_collection(name, *args, **kwargs), self)
-
-    def drop_collection(self, name: Any, *args: Any, **kwargs: Any) -> Any:
-        _add("drop")
-        if isinstance(name, MockCollection):
-            name = name.name
-        return self._inner.drop_collection(name, *args, **kwargs)
-
-    def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
-        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate", eager=True)
-
-    def list_collection_names(self, *args: Any, **kwargs: Any) -> list[str]:
-        names = self._inner.list_collection_names(*args, **kwargs)
-        _add("listCollections", [{"name": n, "type": "collection"} for n in names])
-        return names
-
-    def command(self, *args: Any, **kwargs: Any) -> Any:
-        _add(str(args[0]) if args and isinstance(args[0], str) else "command")
-        return self._inner.command(*args, **kwargs)
+def is_counting() -> bool:
+    """True inside a ``counting()`` block (an adapter can skip the bookkeeping otherwise)."""
+    return bool(_ACTIVE)

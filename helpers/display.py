@@ -19,11 +19,12 @@ def show_source(*objects: Any) -> Any:
 
 def apply_style() -> None:
     """Readable plots: larger type, and larger still for a projector (``WORKBOOK_DEMO=1``)."""
-    import os
 
     import matplotlib as mpl
 
-    demo = os.environ.get("WORKBOOK_DEMO", "").strip().lower() in ("1", "true", "yes")
+    from .settings import demo as _demo
+
+    demo = _demo()
     base = 16 if demo else 11
     mpl.rcParams.update({
         "font.size": base, "axes.titlesize": base + 2, "axes.labelsize": base,

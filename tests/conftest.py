@@ -28,7 +28,7 @@ def _stack():
 def test_uri(_stack) -> str:
     uri = os.environ.get("WORKBOOK_TEST_URI") or os.environ.get("MONGODB_URI")
     if not uri:
-        from helpers.testrun import secantus_process
+        from engines.embedded import secantus_process
         uri = _stack.enter_context(secantus_process())
     return uri
 
@@ -65,7 +65,7 @@ def server_backend(request, connections) -> Connection:
 def _fresh_db(conn: Connection):
     name = f"wbtest_{uuid.uuid4().hex[:10]}"
     if conn.info.name == "mock":
-        from helpers.counting import MockDatabase
+        from engines.mock import MockDatabase
         db = MockDatabase(conn.client[name])
     else:
         db = conn.client[name]

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from engines import embedded
 from helpers import backends
 from helpers.backends import BackendError, connect, redact_uri
 
@@ -84,7 +85,7 @@ def test_auto_falls_back_to_mock_when_embedded_cannot_start(monkeypatch):
     def broken():
         raise OSError("no wheel for this platform")
 
-    monkeypatch.setattr(backends, "_start_embedded", broken)
+    monkeypatch.setattr(embedded, "start_embedded", broken)
     conn = connect("auto", db_name="wbtest_fallback")
     try:
         assert conn.info.name == "mock"
@@ -96,7 +97,7 @@ def test_auto_falls_back_to_mock_when_embedded_cannot_start(monkeypatch):
 
 
 def test_capabilities_match_backends_md(backend):
-    """The probes find what ../shared/BACKENDS.md measured for each engine."""
+    """The probes find what docs/ENGINES.md measured for each engine."""
     caps, info = backend.info.caps, backend.info
     assert info.banner().startswith(f"Backend: {info.name} (")
     assert info.database in info.banner() and "WORKBOOK_BACKEND" in info.banner()

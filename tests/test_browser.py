@@ -6,8 +6,8 @@ Outside CI, the test is skipped with the reason when Chromium is not installed.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.testrun import free_port
+from engines.embedded import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "build" / "screenshots"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
-from helpers import classroom
+from helpers import classroom, settings
 from helpers.backends import connect
 from helpers.safety import workbook_collection
 
@@ -41,9 +41,9 @@ def test_server_backend_defaults_to_the_students_own_database(monkeypatch, test_
     monkeypatch.delenv("WORKBOOK_DB", raising=False)
     # a made-up login, so the test never touches the real learner's database on a real server
     login = f"wbtest{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(classroom, "_os_user", lambda: login)
+    monkeypatch.setattr(settings, "_os_user", lambda: login)  # database naming: helpers.settings
     uri = re.sub(r"^(mongodb(?:\+srv)?://)[^@/?]*@", r"\1", test_uri)  # no user in the URI either
-    expected = classroom.student_db_name(uri)
+    expected = settings.student_db_name(uri)
     conn = connect("mongodb", uri=uri)
     try:
         assert conn.db.name == expected and conn.info.database == expected

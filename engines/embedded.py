@@ -1,0 +1,69 @@
+"""The embedded SecantusDB server: in this process for the notebooks, or as a process for tests.
+
+:func:`start_embedded` is what ``helpers.backends.connect("embedded")`` starts (a real MongoDB
+wire-protocol server on a free loopback port, stopped when the process exits);
+:func:`secantus_process` runs ``secantusd-py`` as a separate process, so the test command and
+the benchmarks exercise the ``mongodb`` backend's URI path for real.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["start_embedded", "secantus_process", "free_port"]
+
+
+def start_embedded() -> Any:
+    """Start a SecantusDB server in this process (in-memory storage); stopped at exit."""
+    from secantus import SecantusDBServer  # import error = no wheel for this platform
+
+    server = SecantusDBServer(host="127.0.0.1", port=0, storage_path=":memory:")
+    server.start()
+    atexit.register(server.stop)
+    return server
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def secantus_process() -> Iterator[str]:
+    """Start ``secantusd-py`` on a free loopback port (in-memory storage); yield its URI."""
+    exe = Path(sys.executable).with_name("secantusd-py")
+    port = free_port()
+    if os.name == "nt":
+        exe = exe.with_suffix(".exe")
+    log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server can never block on it
+    proc = subprocess.Popen([str(exe) if exe.exists() else "secantusd-py", "--host", "127.0.0.1",
+                             "--port", str(port), "--storage-path", ":memory:", "--log-level", "WARNING"],
+                            stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                err = log.read().decode(errors="replace")[-2000:]
+                raise RuntimeError(f"secantusd-py did not start on port {port}: {err}")
+            time.sleep(0.1)
+        yield f"mongodb://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

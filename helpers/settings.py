@@ -1,0 +1,139 @@
+"""Settings: the one module that reads the environment, and the workbook's defaults.
+
+Introduced in notebook 00. Every other module asks these functions; none reads ``os.environ``.
+
+=====================  ==========================================================================
+``WORKBOOK_BACKEND``   ``auto`` (default), ``mongodb``, ``embedded`` or ``mock``: :func:`backend`
+``MONGODB_URI``        the server for ``mongodb`` (and ``auto``): :func:`mongodb_uri`
+``WORKBOOK_DB``        the database name: :func:`database_name` (default: see there)
+``WORKBOOK_SCALE``     ``small``, ``full`` or a number of parent records: :func:`scale`
+``WORKBOOK_DATASETS``  another folder of data files: :func:`datasets_folder`
+``WORKBOOK_DEMO``      ``1``: large fonts for a projector: :func:`demo`
+``WORKBOOK_PROGRESS``  where exercise results are kept: :func:`progress_file`
+``CI``                 set: no progress bars (outputs stay comparable): :func:`progress_bars`
+``REDIS_URL``          the Redis server of notebook 07: :func:`redis_url`
+=====================  ==========================================================================
+"""
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+import re
+import socket
+from pathlib import Path
+
+from . import uri as _uri
+
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_DB", "DB_PREFIX", "DEFAULT_SCALE", "VARIABLES",
+           "backend", "mongodb_uri", "database_override", "database_name", "student_db_name", "scale",
+           "datasets_folder", "demo", "progress_file", "progress_bars", "notebook_session", "redis_url"]
+
+BACKENDS = ("auto", "mongodb", "embedded", "mock")
+DEFAULT_BACKEND = "auto"
+#: the database offline (the engines are private) and the prefix of every workbook database
+DEFAULT_DB = DB_PREFIX = "schema_workbook"
+#: what ``WORKBOOK_SCALE`` unset means: each lesson's own small scale (``helpers.lesson_scale``)
+DEFAULT_SCALE = "small"
+DEFAULT_PROGRESS = Path.home() / ".schema_workbook" / "progress.json"
+#: the variables a run's defaults depend on (a test run or a committed run clears them)
+VARIABLES = ("WORKBOOK_BACKEND", "WORKBOOK_DB", "WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DEMO",
+             "WORKBOOK_PROGRESS", "MONGODB_URI")
+
+
+def _get(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def backend() -> str:
+    """``WORKBOOK_BACKEND``, lower case, else ``auto`` (validated by ``helpers.backends.connect``)."""
+    return (_get("WORKBOOK_BACKEND") or DEFAULT_BACKEND).lower()
+
+
+def mongodb_uri() -> str | None:
+    """``MONGODB_URI``, or None when unset or empty."""
+    return _get("MONGODB_URI")
+
+
+def database_override() -> str | None:
+    """``WORKBOOK_DB``, or None."""
+    return _get("WORKBOOK_DB")
+
+
+def database_name(on_server: bool, uri: str | None = None) -> str:
+    """``WORKBOOK_DB`` if set; else, on a server, the student's own database (:func:`student_db_name`);
+    else ``schema_workbook`` (offline engines are private)."""
+    override = database_override()
+    if override:
+        return override
+    return student_db_name(uri) if on_server and uri else DEFAULT_DB
+
+
+def _slug(text: str, n: int = 24) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:n] or "student"
+
+
+def _tag(text: str) -> str:
+    """4 hex digits of the exact text: 'Ana' and 'ana', or 'ana.lopez' and 'ana_lopez', differ."""
+    return hashlib.sha256(text.encode()).hexdigest()[:4]
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (some containers)
+        return "student"
+
+
+def student_db_name(uri: str | None = None, *, user: str | None = None, host: str | None = None) -> str:
+    """The database of this student on a shared server, named without any set-up by the student.
+
+    * ``schema_workbook_<user>_<4 hex>`` when ``uri`` carries a user name (one login per student;
+      the hex digits come from the exact name, so ``Ana`` and ``ana`` never share);
+    * ``schema_workbook_<os user>_<4 hex of login and machine>`` otherwise (a shared class login on
+      thirty lab machines still gives thirty databases).
+    """
+    login = _uri.user_name(uri)
+    if login and user is None:
+        return f"{DB_PREFIX}_{_slug(login, 30)}_{_tag(login)}"
+    user = user if user is not None else _os_user()
+    host = host if host is not None else socket.gethostname()
+    return f"{DB_PREFIX}_{_slug(user)}_{_tag(user + '@' + host)}"
+
+
+def scale() -> str | None:
+    """``WORKBOOK_SCALE`` as written, or None when unset (checked by ``helpers.datasets``)."""
+    return _get("WORKBOOK_SCALE")
+
+
+def datasets_folder() -> Path | None:
+    """``WORKBOOK_DATASETS``, or None for the repository's ``datasets/``."""
+    value = _get("WORKBOOK_DATASETS")
+    return Path(value) if value else None
+
+
+def demo() -> bool:
+    """``WORKBOOK_DEMO`` is 1/true/yes: figures and fonts for a projector."""
+    return (_get("WORKBOOK_DEMO") or "").lower() in ("1", "true", "yes")
+
+
+def progress_file() -> Path:
+    """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json``."""
+    value = _get("WORKBOOK_PROGRESS")
+    return Path(value) if value else DEFAULT_PROGRESS
+
+
+def progress_bars() -> bool:
+    """Progress bars, unless ``CI`` is set (compared and committed outputs have none)."""
+    return not os.environ.get("CI")
+
+
+def notebook_session() -> str:
+    """The notebook's path as Jupyter gives it to its kernel (``JPY_SESSION_NAME``), or ''."""
+    return os.environ.get("JPY_SESSION_NAME", "")
+
+
+def redis_url() -> str | None:
+    """``REDIS_URL`` (notebook 07), or None."""
+    return _get("REDIS_URL")
