@@ -3,6 +3,7 @@
 
     python3 workbook.py lab     # set up .venv, open JupyterLab at notebooks/00_start_here.ipynb
     python3 workbook.py test    # set up .venv, run the unit tests and every notebook on every backend
+    python3 workbook.py setup   # only set up .venv (the dev container runs this once)
 
 For teaching (see the README): student-copies, progress, class list, class drop, html.
 
@@ -73,16 +74,22 @@ def lab(args: list[str]) -> int:
 
 def test(args: list[str]) -> int:
     setup()
-    return run([PY, "-m", "helpers.testrun", *args])
+    return run([PY, "-m", "tools.testrun", *args])
 
 
 def tool(args: list[str]) -> int:
     setup()
-    return run([PY, "-m", "helpers.cli", *args])
+    return run([PY, "-m", "tools.cli", *args])
+
+
+def setup_only(args: list[str]) -> int:
+    setup()
+    say(f"ready: {PY}")
+    return 0
 
 
 def main() -> int:
-    commands = {"lab": lab, "test": test}
+    commands = {"lab": lab, "test": test, "setup": setup_only}
     tools = {"student-copies", "progress", "class", "html"}
     if len(sys.argv) >= 2 and sys.argv[1] in tools:
         return tool(sys.argv[1:])

@@ -2,26 +2,26 @@
 
     .venv/bin/python bench/bench_classroom.py [students]
 
-Starts a SecantusDB process (or uses MONGODB_URI), runs ``helpers.classroom.simulate_class`` and
+Starts a SecantusDB process (or uses MONGODB_URI), runs ``classroom_load.simulate_class`` and
 prints throughput and latency percentiles. Each student: 3 posts x 40 comments, threshold 10.
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from classroom_load import simulate_class  # noqa: E402
 from common import table  # noqa: E402
 
-from helpers.classroom import simulate_class  # noqa: E402
-from helpers.testrun import secantus_process  # noqa: E402
+from engines.embedded import secantus_process  # noqa: E402
+from helpers import settings  # noqa: E402
 
 
 def run(students: int = 30) -> list[dict]:
     with contextlib.ExitStack() as stack:
-        uri = os.environ.get("MONGODB_URI") or stack.enter_context(secantus_process())
+        uri = settings.mongodb_uri() or stack.enter_context(secantus_process())
         report = simulate_class(uri, students=students, posts=3, comments=40, threshold=10)
     problems = report.pop("problems")
     report["problems"] = len(problems)

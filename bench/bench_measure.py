@@ -37,10 +37,10 @@ def run() -> list[dict]:
         coll.drop()
         coll.insert_many([{"_id": i, "v": i} for i in range(200)])
 
-        def bare():
+        def bare(coll=coll):
             coll.find_one({"_id": 7})
 
-        def counted():
+        def counted(coll=coll):
             with counting():
                 coll.find_one({"_id": 7})
 

@@ -14,22 +14,26 @@ import nbformat
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import table  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import settings  # noqa: E402
+from tools.repo import notebook_env, notebooks  # noqa: E402
+
+#: a benchmark may run at another scale, data folder or demo style: only the backend is chosen here
+KEEP = ("WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DEMO")
 
 
 def run(paths: list[Path] | None = None, backends: tuple[str, ...] = ("embedded", "mock")) -> list[dict]:
-    paths = paths or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = paths or notebooks()
     rows = []
     saved = dict(os.environ)
     try:
-        os.environ.pop("MONGODB_URI", None)
-        os.environ["CI"] = "true"  # no progress bars
         for path in paths:
             row = {"notebook": path.name}
             for backend in backends:
-                os.environ["WORKBOOK_BACKEND"] = backend
+                os.environ.clear()
+                os.environ.update(notebook_env(backend, saved, keep=KEEP))
                 nb = nbformat.read(path, as_version=4)
                 t0 = time.perf_counter()
                 NotebookClient(nb, timeout=1800, kernel_name="python3",
@@ -49,5 +53,5 @@ if __name__ == "__main__":
         i = argv.index("--backends")
         backends = tuple(argv[i + 1].split(","))
         del argv[i:i + 2]
-    print(f"WORKBOOK_SCALE={os.environ.get('WORKBOOK_SCALE') or 'small (default)'}")
+    print(f"WORKBOOK_SCALE={settings.scale() or 'small (default)'}")
     print(table(run([Path(a) for a in argv] or None, backends)))

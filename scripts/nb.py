@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.repo import notebook_env, notebooks  # noqa: E402
+
 KEEP_CELL_META = {"tags"}
 
 
@@ -32,17 +35,17 @@ def clean(nb: nbformat.NotebookNode) -> None:
 def execute(path: Path, backend: str = "embedded") -> None:
     nb = nbformat.read(path, as_version=4)
     env_backup = dict(os.environ)
-    os.environ.pop("MONGODB_URI", None)
-    for var in ("WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DB", "WORKBOOK_DEMO"):
-        os.environ.pop(var, None)  # the committed run is the default one
-    os.environ.update({"WORKBOOK_BACKEND": backend, "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-                       "PYTHONHASHSEED": "0", "CI": "true"})  # CI: no progress bars in saved outputs
+    progress = tempfile.TemporaryDirectory()  # the run's exercise results are not the maintainer's
+    # the committed run is the default one: no WORKBOOK_* or MONGODB_URI, no progress bars in outputs
+    os.environ.clear()
+    os.environ.update(notebook_env(backend, env_backup, WORKBOOK_PROGRESS=str(Path(progress.name) / "p.json")))
     try:
         NotebookClient(nb, timeout=900, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         os.environ.clear()
         os.environ.update(env_backup)
+        progress.cleanup()
     clean(nb)
     nbformat.write(nb, path)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
@@ -52,7 +55,7 @@ def execute(path: Path, backend: str = "embedded") -> None:
 
 
 def main(args: list[str]) -> int:
-    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if args == ["all"] else [Path(a) for a in args]
+    paths = notebooks() if args == ["all"] else [Path(a) for a in args]
     for p in paths:
         execute(p.resolve())
     return 0

@@ -1,4 +1,4 @@
-"""The workbook's commands beyond ``lab`` and ``test`` (run through ``python3 workbook.py ...``).
+"""The workbook's commands beyond ``lab`` and ``test`` (``python3 workbook.py ...`` runs ``python -m tools.cli ...``).
 
     student-copies [DIR]      student copies of every notebook (solutions removed) in DIR (student/)
     progress                  which exercises of which notebook pass, for this learner
@@ -9,17 +9,19 @@
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-from .sizes import human_bytes
+from helpers import settings
+from helpers.sizes import human_bytes
+from tools import classdb, html, progress, student
+from tools.repo import ROOT
 
 
 def _client():
-    from .backends import BackendError, _connect_uri, redact_uri
+    from helpers.backends import BackendError, _connect_uri, redact_uri
 
-    uri = (os.environ.get("MONGODB_URI") or "").strip()
+    uri = settings.mongodb_uri()
     if not uri:
         raise SystemExit("Set MONGODB_URI to the class's server first, e.g. MONGODB_URI=mongodb://lab-server:27017")
     try:
@@ -31,31 +33,20 @@ def _client():
 
 
 def main(argv: list[str]) -> int:
-    from . import classroom
-
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "student-copies":
-        out = Path(rest[0]) if rest else classroom.ROOT / "student"
-        for path in classroom.build_student_copies(out):
+        out = Path(rest[0]) if rest else ROOT / "student"
+        for path in student.build_student_copies(out):
             print("wrote", path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
         return 0
     if cmd == "progress":
-        data = classroom.progress()
-        if not data:
-            print(f"No exercise checked yet (progress is kept in {classroom.progress_file()}).")
-            return 0
-        for notebook in sorted(data):
-            results = data[notebook]
-            done = sum(results.values())
-            print(f"{notebook}: {done}/{len(results)} exercises pass")
-            for ex in sorted(results):
-                print(f"   {'✓' if results[ex] else '·'} {ex}")
+        print(progress.report())
         return 0
     if cmd == "class" and rest[:1] == ["list"]:
-        rows = classroom.workbook_databases(_client())
+        rows = classdb.workbook_databases(_client())
         for r in rows:
             print(f"{r['database']:<50} {r['collections']:>4} collections  {human_bytes(r['data bytes']):>10} data"
                   f"  {human_bytes(r['storage bytes']):>10} on disk")
@@ -66,15 +57,15 @@ def main(argv: list[str]) -> int:
         if "--yes" not in rest:
             print("This drops workbook databases for good. Add --yes to confirm (and list names to drop only those).")
             return 2
-        kept = classroom.drop_workbook_databases(_client(), names or None)
+        kept = classdb.drop_workbook_databases(_client(), names or None)
         for name, others in kept.items():
             print(f"{name}: " + ("dropped" if not others else
                                  f"workbook collections dropped; kept (not the workbook's): {', '.join(others)}"))
         print(f"{len(kept)} workbook databases cleaned")
         return 0
     if cmd == "html":
-        out = Path(rest[0]) if rest else classroom.ROOT / "site"
-        pages = classroom.build_html(out)
+        out = Path(rest[0]) if rest else ROOT / "site"
+        pages = html.build_html(out)
         print(f"wrote {len(pages)} pages; open {pages[0]}")
         return 0
     print(__doc__)

@@ -1,10 +1,10 @@
-"""The test command behind ``python3 workbook.py test`` (and CI's ``.ci/run``).
+"""The test command behind ``python3 workbook.py test`` and CI's ``.ci/run`` (``python -m tools.testrun``).
 
 Phases, each a pytest run, with one closing line for all of them:
 
 1. unit tests (``tests/``) on every backend: embedded, mock, and ``mongodb``, which is the server
    in ``MONGODB_URI`` if set, else a SecantusDB *process* started here, so the URI path is real;
-2. every notebook (discovered as ``notebooks/[0-9][0-9]_*.ipynb``) executed and compared with
+2. every notebook (discovered by ``tools.repo.NOTEBOOK_GLOB``) executed and compared with
    nbval on the embedded backend, on the mock, and on the ``mongodb`` backend.
 
 Extra arguments go to every pytest run (e.g. ``-x`` or ``-k outlier``).
@@ -12,8 +12,6 @@ Extra arguments go to every pytest run (e.g. ``-x`` or ``-k outlier``).
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,46 +19,10 @@ import time
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def secantus_process() -> Iterator[str]:
-    """Start ``secantusd-py`` on a free loopback port (in-memory storage); yield its URI."""
-    exe = Path(sys.executable).with_name("secantusd-py")
-    port = free_port()
-    if os.name == "nt":
-        exe = exe.with_suffix(".exe")
-    log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server can never block on it
-    proc = subprocess.Popen([str(exe) if exe.exists() else "secantusd-py", "--host", "127.0.0.1",
-                             "--port", str(port), "--storage-path", ":memory:", "--log-level", "WARNING"],
-                            stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                err = log.read().decode(errors="replace")[-2000:]
-                raise RuntimeError(f"secantusd-py did not start on port {port}: {err}")
-            time.sleep(0.1)
-        yield f"mongodb://127.0.0.1:{port}/"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+from engines.embedded import secantus_process
+from tools.repo import ROOT, clean_env, notebook_env
+from tools.repo import notebooks as _notebooks
 
 
 def _drop_database(uri: str, name: str) -> None:
@@ -78,7 +40,8 @@ def _drop_database(uri: str, name: str) -> None:
 
 
 def notebooks() -> list[str]:
-    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    """Every notebook, as a path relative to the repository's root (for pytest's arguments)."""
+    return [str(p.relative_to(ROOT)) for p in _notebooks()]
 
 
 def _pytest(args: list[str], env: dict[str, str], xml: Path) -> tuple[int, dict[str, int]]:
@@ -96,15 +59,13 @@ def _pytest(args: list[str], env: dict[str, str], xml: Path) -> tuple[int, dict[
 
 
 def main(extra: list[str]) -> int:
-    # the default run: no backend, database, scale, data folder or demo style from the caller's shell
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("WORKBOOK_BACKEND", "WORKBOOK_DB", "WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DEMO")}
-    base.pop("MPLBACKEND", None)
-    base["PYTHONHASHSEED"] = "0"
     started = time.monotonic()
     totals = {"passed": 0, "failed": 0, "skipped": 0}
     results: list[tuple[str, int, dict[str, int]]] = []
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        progress = str(Path(tmp) / "progress.json")  # not the learner's own record
+        # the default run: no backend, database, scale, data folder or demo style from the caller's shell
+        base = {**clean_env(keep=("MONGODB_URI",)), "WORKBOOK_PROGRESS": progress}
         uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())
         phases: list[tuple[str, list[str], dict[str, str]]] = [
             ("unit tests, all backends", ["tests", "-q", "-rs", "-n", "2"],
@@ -115,19 +76,15 @@ def main(extra: list[str]) -> int:
         stack.callback(_drop_database, uri, test_db)
         nbval = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
                  "--nbval-sanitize-with", "notebooks/sanitize.cfg", *nbs]
-        base["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # as in scripts/nb.py
-        base["WORKBOOK_PROGRESS"] = str(Path(tmp) / "progress.json")  # not the learner's own record
-        base["CI"] = base.get("CI") or "true"  # no progress bars in compared outputs (as in scripts/nb.py)
-        offline = {k: v for k, v in base.items() if k != "MONGODB_URI"}
         if nbs:
             two = ["-n", "2", "--dist", "loadfile"]  # two notebooks at a time, each in its own kernel
             phases += [
-                ("notebooks on embedded", [*two, *nbval], {**offline, "WORKBOOK_BACKEND": "embedded"}),
-                ("notebooks on mock", [*two, *nbval], {**offline, "WORKBOOK_BACKEND": "mock"}),
+                ("notebooks on embedded", [*two, *nbval], notebook_env("embedded", WORKBOOK_PROGRESS=progress)),
+                ("notebooks on mock", [*two, *nbval], notebook_env("mock", WORKBOOK_PROGRESS=progress)),
                 # one at a time: on a server, the notebooks of one learner share one database
-                ("notebooks on mongodb", nbval, {**base, "WORKBOOK_BACKEND": "mongodb", "MONGODB_URI": uri,
-                                                 # a database of the test's own, never the learner's
-                                                 "WORKBOOK_DB": test_db}),
+                ("notebooks on mongodb", nbval, notebook_env("mongodb", MONGODB_URI=uri, WORKBOOK_PROGRESS=progress,
+                                                             # a database of the test's own, never the learner's
+                                                             WORKBOOK_DB=test_db)),
             ]
         for i, (name, args, env) in enumerate(phases):
             print(f"\n=== {name} ===", flush=True)

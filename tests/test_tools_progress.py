@@ -1,0 +1,28 @@
+"""Tests of tools/progress.py (the reader) with helpers/classroom.py's record_progress (the writer)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from helpers.classroom import record_progress
+from tools import progress
+from tools.repo import ROOT
+
+
+def test_progress_is_recorded_and_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/02_outlier_pattern.ipynb")
+    record_progress("2.1", True)
+    record_progress("2.2", False)
+    assert progress.progress() == {"02_outlier_pattern": {"2.1": True, "2.2": False}}
+    env = {**os.environ, "WORKBOOK_PROGRESS": str(tmp_path / "p.json")}
+    shown = subprocess.run([sys.executable, "-m", "tools.cli", "progress"], capture_output=True, text=True,
+                           env=env, cwd=ROOT).stdout
+    assert "02_outlier_pattern: 1/2 exercises pass" in shown
+
+
+def test_no_progress_yet_says_where_it_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "none.json"))
+    assert progress.progress() == {}
+    assert str(tmp_path / "none.json") in progress.report()

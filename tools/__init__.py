@@ -1,0 +1,8 @@
+"""Maintainers' and instructors' tools: not installed, not imported by the lessons.
+
+Run from the repository's root as ``python -m tools.<name>`` (``workbook.py`` does):
+``testrun`` (the test command), ``cli`` (``workbook.py student-copies | progress | class | html``),
+``student`` (student copies), ``progress`` (read the progress record), ``html`` (static build),
+``classdb`` (the class's databases: list, drop), ``repo`` (the repository's root, its notebooks,
+the environment a notebook runs in).
+"""
