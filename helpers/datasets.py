@@ -36,16 +36,16 @@ import datetime as _dt
 import gzip
 import hashlib
 import json
-import os
 import time
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
-from . import generators
+from . import generators, settings
 from .safety import workbook_collection
 
 __all__ = [
@@ -55,11 +55,12 @@ __all__ = [
     "BATCH_SIZE",
     "SEED",
     "dataset_names",
-    "dataset_info",
     "datasets_dir",
     "default_scale",
     "lesson_scale",
     "load_dataset",
+    "staged_load",
+    "read_table",
     "read_rows",
     "verify_file",
     "AIRLINE_FIELDS",
@@ -114,20 +115,22 @@ class LoadResult:
 # ------------------------------------------------------------------------------------------
 def datasets_dir() -> Path:
     """The folder read: ``WORKBOOK_DATASETS`` if set, else the repository's ``datasets/``."""
-    return Path(os.environ.get("WORKBOOK_DATASETS") or DATASETS_DIR)
+    return settings.datasets_folder() or DATASETS_DIR
 
 
 def default_scale() -> str | int:
     """``WORKBOOK_SCALE`` ("small", "full" or a number), else "small"."""
-    return _check_scale(os.environ.get("WORKBOOK_SCALE") or "small", "WORKBOOK_SCALE")
+    return _check_scale(settings.scale() or settings.DEFAULT_SCALE, "WORKBOOK_SCALE")
 
 
 def lesson_scale(default: str | int) -> str | int:
-    """The scale a lesson loads at: ``WORKBOOK_SCALE`` when set (an instructor's ``full`` demo),
-    else the lesson's own ``default`` (chosen so the notebook stays quick on every backend)."""
-    if os.environ.get("WORKBOOK_SCALE"):
-        return default_scale()
-    return _check_scale(default)
+    """The scale a lesson loads at: the lesson's own ``default`` (chosen so the notebook stays quick
+    on every backend) unless ``WORKBOOK_SCALE`` asks for another (an instructor's ``full`` demo, a
+    number). ``WORKBOOK_SCALE=small``, the documented default, means each lesson's own small: the
+    same as leaving it unset. The one scale rule: :func:`load_dataset` without a scale follows it too.
+    """
+    asked = default_scale()
+    return _check_scale(default) if asked == settings.DEFAULT_SCALE else asked
 
 
 def _check_scale(scale: Any, where: str = "scale") -> str | int:
@@ -153,7 +156,7 @@ def _verify(folder: Path, name: str) -> Path:
     sums = folder / "checksums.sha256"
     if not path.is_file():
         hint = (f" (WORKBOOK_DATASETS points at {folder}: unset it to use the shipped files)"
-                if os.environ.get("WORKBOOK_DATASETS") else "")
+                if settings.datasets_folder() else "")
         raise DatasetError(f"{path}: the file is missing{hint}; " + _RESTORE.format(name=name) + ".")
     if not sums.is_file():
         raise DatasetError(f"{sums}: the checksum list is missing, so {name} cannot be verified; "
@@ -290,6 +293,7 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
             yield {"_id": make_id(doc), **doc}
 
     source.file = file  # type: ignore[attr-defined]
+    source.fields = fields  # type: ignore[attr-defined]
     return source
 
 
@@ -426,12 +430,30 @@ def dataset_names() -> list[str]:
     return sorted(_SPECS)
 
 
-def dataset_info(name: str) -> dict[str, Any]:
-    """Where a dataset comes from and what its scales mean (for notebooks' setup cells)."""
-    spec = _spec(name)
-    return {"name": name, "collections": list(spec.collections),
-            "file": getattr(spec.source, "file", None), "generated": spec.generated,
-            "parent": spec.parent, "small": spec.small or "all", "full": spec.full or "all"}
+def read_table(file: str, columns: Sequence[str] | None = None, *, missing: Any = None) -> Any:
+    """A shipped CSV file as a pandas DataFrame, read through the checked loader.
+
+    The file's checksum is verified and every row typed as :func:`load_dataset` types it, so a
+    changed, truncated or malformed file raises one :class:`DatasetError` naming the file, the line
+    and the field. ``columns``: the file's columns to keep (all by default); an empty cell becomes
+    ``missing``. Introduced in notebook 04, which reads ``nyc_planes.csv`` and
+    ``adsb_switzerland.csv.gz`` this way (``read_table("nyc_planes.csv", ["tailnum", "icao24"])``).
+    """
+    import pandas as pd
+
+    fields = next((src.fields for src in (spec.source for spec in _SPECS.values())
+                   if getattr(src, "file", None) == file and hasattr(src, "fields")), None)
+    if fields is None:
+        files = sorted(src.file for src in (spec.source for spec in _SPECS.values()) if hasattr(src, "fields"))
+        raise DatasetError(f"{file!r} is not a CSV file the workbook ships; choose one of: {', '.join(files)}")
+    columns = list(fields) if columns is None else list(columns)
+    unknown = [c for c in columns if c not in fields]
+    if unknown:
+        raise DatasetError(f"{file}: no column {unknown[0]!r}; its columns are {', '.join(fields)}")
+    wanted = {col: (conv, req, col) for col, (conv, req, _key) in fields.items() if col in columns}
+    path = _verify(datasets_dir(), file)
+    rows = [[doc.get(col, missing) for col in columns] for _, doc in _rows(path, wanted)]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _spec(name: str) -> _Spec:
@@ -462,6 +484,37 @@ def _batches(docs: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
         yield batch
 
 
+@contextmanager
+def staged_load(db: Any, targets: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """All or nothing: fill staging collections, then rename each over its target.
+
+    Yields ``{target: staging collection}`` (each ``<target>__staging``, empty). When the block
+    ends without error, every staging collection is renamed onto its target (``dropTarget=True``);
+    on any error they are dropped and every target is left exactly as it was. Target and staging
+    names are refused first if somebody else created them (``helpers.safety.workbook_collection``).
+    Used by :func:`load_dataset` and ``helpers.outlier.load_outlier_posts``.
+    """
+    staging: dict[str, str] = {}
+    for target in targets:  # the safety contract first: refuse foreign collections before touching anything
+        workbook_collection(db, target)
+        staging[target] = f"{target}__staging"
+        workbook_collection(db, staging[target])
+    try:
+        for target in targets:
+            db.drop_collection(staging[target])
+            db.create_collection(staging[target])
+        yield {target: db[staging[target]] for target in targets}
+        for target in targets:
+            db[staging[target]].rename(target, dropTarget=True)
+    except BaseException:
+        for target in targets:
+            try:
+                db.drop_collection(staging[target])
+            except Exception:  # pragma: no cover - keep the original error
+                pass
+        raise
+
+
 def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
                  collection: str | None = None) -> LoadResult:
     """Load dataset ``name`` into ``db``, replacing the collection(s) as a whole.
@@ -479,35 +532,16 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
         n = spec.small
     targets = _targets(spec, collection)
     start = time.perf_counter()
-    # the safety contract first: refuse foreign collections before touching anything
-    staging = {}
-    for target in targets:
-        workbook_collection(db, target)
-        staging[target] = f"{target}__staging"
-        workbook_collection(db, staging[target])
     counts = {target: 0 for target in targets}
-    try:
-        for target in targets:
-            db.drop_collection(staging[target])
-            db.create_collection(staging[target])
+    with staged_load(db, targets) as staging:
         produced = spec.source(datasets_dir(), n)
         parts = produced if len(targets) > 1 else (produced,)
         progress = tqdm(desc=f"loading {name}", unit=" docs", delay=1.0,
-                        disable=bool(os.environ.get("CI")), leave=False)
+                        disable=not settings.progress_bars(), leave=False)
         with progress:
             for target, docs in zip(targets, parts):
-                coll = db[staging[target]]
                 for batch in _batches(docs, BATCH_SIZE):
-                    coll.insert_many(batch, ordered=True)
+                    staging[target].insert_many(batch, ordered=True)
                     counts[target] += len(batch)
                     progress.update(len(batch))
-        for target in targets:
-            db[staging[target]].rename(target, dropTarget=True)
-    except BaseException:
-        for target in targets:
-            try:
-                db.drop_collection(staging[target])
-            except Exception:  # pragma: no cover - keep the original error
-                pass
-        raise
     return LoadResult(name, scale, counts, round(time.perf_counter() - start, 3))

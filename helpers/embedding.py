@@ -19,17 +19,16 @@ What the lesson measures, one small function per idea:
 """
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import bson
-import numpy as np
 from pymongo import DeleteMany, InsertOne, UpdateOne
 from pymongo.errors import DocumentTooLarge, OperationFailure
 
-from .measure import plan_summary
+from .generators import reviews as synthetic_reviews
+from .plans import lookup_summary, plan_summary
 from .safety import track_collection
 from .sizes import check_document_size
 
@@ -291,26 +290,6 @@ def add_review_referenced(reviews: Any, product_id: Any, review: Document) -> An
 # ---------------------------------------------------------------------------------------------
 # 2.6: growth and the 16 MB limit
 
-_WORDS = ("great", "fast", "cheap", "broken", "love", "works", "battery", "screen", "size", "color",
-          "quality", "price", "delivery", "again", "never", "always", "easy", "hard", "nice", "bad")
-
-
-def synthetic_reviews(n: int, seed: int) -> list[Document]:
-    """``n`` reviews shaped like the dataset's (author, rating, text of 3-12 words, date), seeded."""
-    if not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a non-negative integer, not {n!r}")
-    rng = np.random.default_rng(seed)
-    authors = rng.integers(1, 50_001, size=n)
-    ratings = rng.choice(5, size=n, p=[0.05, 0.07, 0.13, 0.30, 0.45]) + 1
-    lengths = rng.integers(3, 13, size=n)
-    words = rng.integers(0, len(_WORDS), size=(n, 12))
-    base = _dt.datetime(2024, 1, 1)
-    seconds = np.cumsum(rng.integers(60, 3600, size=n))
-    return [{"author": f"user{int(authors[i])}", "rating": int(ratings[i]),
-             "text": " ".join(_WORDS[w] for w in words[i, :lengths[i]]),
-             "date": base + _dt.timedelta(seconds=int(seconds[i]))} for i in range(n)]
-
-
 def sizes_by_review_count(product: Document, reviews: Sequence[Document], counts: Iterable[int]) -> list[int]:
     """BSON size of ``product`` holding the first ``k`` of ``reviews``, for each ``k`` in ``counts``."""
     out = []
@@ -512,29 +491,4 @@ def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, A
                                                        "cursor": {}}, verbosity="executionStats")
     except (OperationFailure, NotImplementedError):
         return None
-    counters = ("totalKeysExamined", "totalDocsExamined", "collectionScans", "indexesUsed")
-    found: dict[str, Any] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if "$lookup" in node and "totalDocsExamined" in node and "lookup stage" not in found:
-                found["lookup stage"] = {k: node[k] for k in counters if k in node}
-            if str(node.get("stage", "")).startswith("EQ_LOOKUP") and "strategy" not in found:
-                found["strategy"] = node.get("strategy")
-                if node.get("indexName"):
-                    found["index"] = node["indexName"]
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(plan)
-    if not found:
-        return None
-    out: dict[str, Any] = dict(found.pop("lookup stage", {}))
-    out.update(found)
-    if "strategy" in out and "totalDocsExamined" not in out:
-        stats = plan.get("executionStats", {}) or {}
-        out.update({f"{k} (whole pipeline)": stats[k] for k in counters if k in stats})
-    return out
+    return lookup_summary(plan)

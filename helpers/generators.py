@@ -32,6 +32,7 @@ __all__ = [
     "BASE_DATE",
     "MAX_COMMENTS",
     "products_with_reviews",
+    "reviews",
     "posts_with_comments",
     "authors_and_books",
     "category_tree",
@@ -50,6 +51,9 @@ _WORDS = (
     "quality", "price", "delivery", "again", "never", "always", "easy", "hard", "nice", "bad",
     "thanks", "agree", "wrong", "right", "why", "how", "yes", "no", "maybe", "wow",
 )
+_REVIEW_WORDS = _WORDS[:20]  # a review's vocabulary (reviews())
+#: ratings 1-5, skewed to 4 and 5 as on real shops
+_RATING_P = np.array([0.05, 0.07, 0.13, 0.30, 0.45])
 _ADJECTIVES = (
     "Smart", "Compact", "Classic", "Portable", "Wireless", "Outdoor", "Kids", "Vintage", "Pro",
     "Eco", "Mini", "Deluxe", "Travel", "Digital", "Organic", "Heavy-Duty",
@@ -93,7 +97,7 @@ def products_with_reviews(n: int, seed: int = 7) -> list[Document]:
     """
     rng = np.random.default_rng(seed)
     counts = _children_counts(rng, n, 1.3, 1.3, 10_000)
-    rating_p = np.array([0.05, 0.07, 0.13, 0.30, 0.45])
+    rating_p = _RATING_P
     products = []
     for i, k in enumerate(counts):
         added = int(rng.integers(0, _YEAR_SECONDS))
@@ -110,6 +114,25 @@ def products_with_reviews(n: int, seed: int = 7) -> list[Document]:
         products.append({"_id": i + 1, "name": name, "price": price, "added": _date(added),
                          "reviews": reviews})
     return products
+
+
+def reviews(n: int, seed: int) -> list[Document]:
+    """``n`` reviews shaped like the products' (author, rating, text of 3-12 words, date), seeded.
+
+    Notebook 01 (growth and the 16 MiB limit: reviews pushed onto one product); also
+    ``helpers.embedding.synthetic_reviews``.
+    """
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n must be a non-negative integer, not {n!r}")
+    rng = np.random.default_rng(seed)
+    authors = rng.integers(1, 50_001, size=n)
+    ratings = rng.choice(5, size=n, p=_RATING_P) + 1
+    lengths = rng.integers(3, 13, size=n)
+    words = rng.integers(0, len(_REVIEW_WORDS), size=(n, 12))
+    seconds = np.cumsum(rng.integers(60, 3600, size=n))
+    return [{"author": f"user{int(authors[i])}", "rating": int(ratings[i]),
+             "text": " ".join(_REVIEW_WORDS[w] for w in words[i, :lengths[i]]),
+             "date": _date(int(seconds[i]))} for i in range(n)]
 
 
 def _comment_counts(rng: np.random.Generator, n: int) -> list[int]:

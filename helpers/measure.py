@@ -7,17 +7,22 @@ it also records keys and documents examined and the plan's stages.
 
 Times are shown and plotted, never asserted: on an engine without indexes (the mock) they say
 nothing about a real server. The deterministic costs mean the same on every backend.
+
+The home of every cost table and chart: ``costs_table``, ``compare`` and ``plot_compare`` for
+measured shapes, ``plot_costs`` for a table of costs by (operation, pattern) (notebook 03's
+``trees.operation_costs``). Explain plans are read by ``helpers.plans``.
 """
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .counting import counting
+from .plans import plan_summary
 
-__all__ = ["Measurement", "measure", "compare", "costs_table", "plot_compare", "plan_summary"]
+__all__ = ["Measurement", "measure", "compare", "costs_table", "plot_compare", "plot_costs", "plan_summary"]
 
 
 @dataclass
@@ -54,35 +59,6 @@ class Measurement:
         """The deterministic part: equal on every backend for the same data and calls."""
         return {"round trips": self.round_trips, "docs returned": self.docs_returned,
                 "bytes returned": self.bytes_returned, "docs written": self.docs_written}
-
-
-def plan_summary(explain: dict) -> tuple[str, int | None, int | None]:
-    """Stages (outermost first), total keys examined and total documents examined of an explain."""
-    stages: list[str] = []
-    keys = docs = None
-
-    def walk(node: Any, in_plan: bool) -> None:
-        nonlocal keys, docs
-        if isinstance(node, dict):
-            if in_plan and "stage" in node and isinstance(node["stage"], str):
-                stages.append(node["stage"])
-            for k, v in node.items():
-                if k == "executionStats" and isinstance(v, dict):
-                    if "totalKeysExamined" in v:
-                        keys = (keys or 0) + int(v["totalKeysExamined"])
-                    if "totalDocsExamined" in v:
-                        docs = (docs or 0) + int(v["totalDocsExamined"])
-                walk(v, in_plan or k in ("winningPlan", "queryPlan"))
-        elif isinstance(node, list):
-            for v in node:
-                walk(v, in_plan)
-
-    walk(explain, False)
-    seen: list[str] = []
-    for s in stages:
-        if not seen or seen[-1] != s:
-            seen.append(s)
-    return " > ".join(seen), keys, docs
 
 
 def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1,
@@ -136,7 +112,7 @@ def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int =
         elif not info.caps.explain:
             m.plan_note = f"{info.engine} cannot explain faithfully: no plan shown"
         else:
-            m.plan_note = f"{info.engine} explains this query shape wrongly (BACKENDS.md): no plan shown"
+            m.plan_note = f"{info.engine} explains this query shape wrongly (docs/ENGINES.md): no plan shown"
     return m
 
 
@@ -188,5 +164,43 @@ def plot_compare(measurements: Iterable[Measurement], *, title: str | None = Non
     if title:
         fig.suptitle(title, fontsize=13)
     fig.tight_layout()
+    plt.show()
+    return fig
+
+
+def plot_costs(table: Any, metrics: Sequence[str], *, title: str | None = None) -> Any:
+    """Grouped bars of a cost table indexed by (row, group), e.g. ``trees.operation_costs``'s
+    (operation, pattern): one panel per metric, log scale, a bar per group in each row."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter
+
+    ops = list(dict.fromkeys(table.index.get_level_values(0)))
+    pats = list(dict.fromkeys(table.index.get_level_values(1)))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(15, 0.2 * len(ops) * len(pats) + 2.5), sharey=True)
+    colors = plt.get_cmap("tab10")
+    height = 0.8 / len(pats)
+    y = np.arange(len(ops))
+    for ax, metric in zip(axes, metrics):
+        top = 1
+        for k, pat in enumerate(pats):
+            values = [table[metric].get((op, pat), np.nan) for op in ops]
+            ax.barh(y + k * height, [v if v == v else 0 for v in values], height,
+                    label=pat if ax is axes[0] else None, color=colors(k))
+            for yi, v in zip(y + k * height, values):
+                if v == v:
+                    top = max(top, v)
+                    ax.text(v, yi, f" {int(v):,}", va="center", fontsize=8)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlim(0, top * 4)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+        ax.set_title(metric + " (log scale)", fontsize=12)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(y + 0.4 - height / 2, ops)
+    axes[0].invert_yaxis()
+    fig.legend(loc="lower center", ncol=min(len(pats), 3), fontsize=9, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=13)
+    fig.tight_layout(rect=(0, 0.05 + 0.012 * ((len(pats) + 2) // 3), 1, 1))
     plt.show()
     return fig

@@ -30,9 +30,16 @@ from typing import Any, Iterable, NamedTuple
 import bson
 from bson.errors import InvalidDocument
 from pymongo import ReturnDocument
-from pymongo.errors import AutoReconnect, DocumentTooLarge, DuplicateKeyError, NetworkTimeout, OperationFailure
+from pymongo.errors import (
+    AutoReconnect,
+    DocumentTooLarge,
+    DuplicateKeyError,
+    NetworkTimeout,
+    OperationFailure,
+)
 
-from .safety import track_collection, workbook_collection
+from .datasets import staged_load
+from .safety import track_collection
 from .sizes import MAX_BSON_SIZE
 
 __all__ = [
@@ -313,37 +320,24 @@ def load_outlier_posts(db: Any, posts: Iterable[Mapping[str, Any]], threshold: i
     Returns the number of documents written to each. Introduced in notebook 02.
     """
     threshold = _check_threshold(threshold)
-    workbook_collection(db, POSTS)
-    workbook_collection(db, OVERFLOW)
-    # all or nothing: fill staging collections, rename them over the targets only when complete
-    staging = {name: f"{name}__staging" for name in (POSTS, OVERFLOW)}
-    for name in staging.values():
-        workbook_collection(db, name)
-        db.drop_collection(name)
-        db.create_collection(name)
     counts = {POSTS: 0, OVERFLOW: 0}
     pending: dict[str, list[dict[str, Any]]] = {POSTS: [], OVERFLOW: []}
+    # all or nothing: staging collections, renamed over the targets only when complete
+    with staged_load(db, (POSTS, OVERFLOW)) as staging:
 
-    def flush(final: bool = False) -> None:
-        for name, docs in pending.items():
-            if docs and (final or len(docs) >= batch):
-                db[staging[name]].insert_many(docs, ordered=True)
-                counts[name] += len(docs)
-                docs.clear()
+        def flush(final: bool = False) -> None:
+            for name, docs in pending.items():
+                if docs and (final or len(docs) >= batch):
+                    staging[name].insert_many(docs, ordered=True)
+                    counts[name] += len(docs)
+                    docs.clear()
 
-    try:
         for post in posts:
             doc, overflow = outlier_layout(post, threshold)
             pending[POSTS].append(doc)
             pending[OVERFLOW].extend(overflow)
             flush()
         flush(final=True)
-        for name, stage in staging.items():
-            db[stage].rename(name, dropTarget=True)
-    except BaseException:
-        for stage in staging.values():
-            db.drop_collection(stage)
-        raise
     ensure_overflow_index(db)
     return counts
 

@@ -1,4 +1,4 @@
-"""Trees in MongoDB: the four patterns, each answering the same operations, and ``$graphLookup``.
+"""Tree patterns of notebook 03: four patterns answering the same operations, and ``$graphLookup``.
 
 Introduced in notebook 03 (tree patterns). One class per pattern, all with the same methods, so a
 notebook or a test can run the same operation on each and count what it costs:
@@ -29,6 +29,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 from pymongo import UpdateOne
 
 from .counting import counting
+from .measure import plot_costs
 from .safety import track_collection
 
 __all__ = [
@@ -704,41 +705,9 @@ def _name_of(tree: Any, node: Any) -> str:
 
 
 def plot_operation_costs(table: Any, *, title: str | None = None) -> Any:
-    """One chart of an :func:`operation_costs` table: round trips, docs read, docs written per pattern."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.ticker import FuncFormatter
-
-    ops = list(dict.fromkeys(table.index.get_level_values(0)))
-    pats = list(dict.fromkeys(table.index.get_level_values(1)))
-    metrics = ["round trips", "docs read", "docs written"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 0.2 * len(ops) * len(pats) + 2.5), sharey=True)
-    colors = plt.get_cmap("tab10")
-    height = 0.8 / len(pats)
-    y = np.arange(len(ops))
-    for ax, metric in zip(axes, metrics):
-        top = 1
-        for k, pat in enumerate(pats):
-            values = [table[metric].get((op, pat), np.nan) for op in ops]
-            ax.barh(y + k * height, [v if v == v else 0 for v in values], height,
-                    label=pat if ax is axes[0] else None, color=colors(k))
-            for yi, v in zip(y + k * height, values):
-                if v == v:
-                    top = max(top, v)
-                    ax.text(v, yi, f" {int(v):,}", va="center", fontsize=8)
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_xlim(0, top * 4)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
-        ax.set_title(metric + " (log scale)", fontsize=12)
-        ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y + 0.4 - height / 2, ops)
-    axes[0].invert_yaxis()
-    fig.legend(loc="lower center", ncol=min(len(pats), 3), fontsize=9, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=13)
-    fig.tight_layout(rect=(0, 0.05 + 0.012 * ((len(pats) + 2) // 3), 1, 1))
-    plt.show()
-    return fig
+    """One chart of an :func:`operation_costs` table: round trips, docs read, docs written per pattern
+    (drawn by ``helpers.measure.plot_costs``, the home of every cost chart)."""
+    return plot_costs(table, ["round trips", "docs read", "docs written"], title=title)
 
 
 def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:

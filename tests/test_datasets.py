@@ -276,3 +276,24 @@ def test_seventeen_planes_flew_for_two_carriers_in_2013(db) -> None:
         {"$group": {"_id": "$tailnum", "carriers": {"$addToSet": "$carrier"}}},
         {"$match": {"carriers.1": {"$exists": True}}}, {"$sort": {"_id": 1}}]))
     assert len(two) == 17
+
+
+def test_read_table_is_the_checked_reader_as_a_dataframe(tmp_path, monkeypatch) -> None:
+    from helpers.datasets import read_table
+
+    planes = read_table("nyc_planes.csv", ["tailnum", "icao24", "model"])
+    assert list(planes.columns) == ["tailnum", "icao24", "model"]
+    assert planes.set_index("tailnum").loc["N320NB"].to_dict() == {"icao24": "a36f7e", "model": "A319-114"}
+    reports = read_table("adsb_switzerland.csv.gz", ["icao24", "callsign"], missing="")
+    assert len(reports) == SHIPPED["adsb_switzerland.csv.gz"]
+    assert not reports["callsign"].isna().any()  # an empty cell would be "" (missing=""), never NaN
+    with pytest.raises(DatasetError, match="not a CSV file the workbook ships"):
+        read_table("flare.json")
+    with pytest.raises(DatasetError, match="no column 'wingspan'"):
+        read_table("nyc_planes.csv", ["wingspan"])
+    # a bad file: the same clear error as load_dataset's (file, line, field), only for the columns read
+    folder = _copy(tmp_path, monkeypatch)
+    _corrupt_row(folder)
+    assert len(read_table("nyc_planes.csv", ["tailnum", "model"])) == len(planes)  # seats not read
+    with pytest.raises(DatasetError, match=r"nyc_planes.csv: line 2500: field 'seats' = 'many'"):
+        read_table("nyc_planes.csv", ["tailnum", "seats"])

@@ -69,7 +69,7 @@ def test_foreign_query_plan_counts_examined(library, backend):
     ids = [a["_id"] for a in authors]
     matched = sum(len(b["author_ids"]) for b in books)
     if not backend.info.caps.explain:
-        pytest.skip(f"{backend.info.engine} cannot explain faithfully (BACKENDS.md)")
+        pytest.skip(f"{backend.info.engine} cannot explain faithfully (docs/ENGINES.md)")
     before = e.foreign_query_plan(db.books, "author_ids", ids)
     assert before.queries == 5 and "COLLSCAN" in before.stages
     assert before.docs_examined == 5 * len(books) and before.docs_matched == matched

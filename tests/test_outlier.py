@@ -13,8 +13,18 @@ from hypothesis import strategies as st
 from pymongo.errors import DocumentTooLarge
 
 from helpers.counting import counting
-from helpers.outlier import (OVERFLOW, POSTS, Added, PostNotFoundError, add_comment, comment_count_stats,
-                             load_outlier_posts, outlier_layout, read_comments, read_post)
+from helpers.outlier import (
+    OVERFLOW,
+    POSTS,
+    Added,
+    PostNotFoundError,
+    add_comment,
+    comment_count_stats,
+    load_outlier_posts,
+    outlier_layout,
+    read_comments,
+    read_post,
+)
 from helpers.safety import reset_workbook, workbook_collection
 from helpers.sizes import MAX_BSON_SIZE
 
@@ -249,7 +259,7 @@ def test_push_that_would_pass_16_mb_overflows_instead(db, backend):
     if backend.info.caps.max_document_size:
         assert added == Added(2, False)
         assert db[POSTS].find_one({"_id": 1}, {"hasOverflow": 1})["hasOverflow"] is True
-    else:  # the mock accepts an 18 MB document (BACKENDS.md: known wrong)
+    else:  # the mock accepts an 18 MB document (docs/ENGINES.md: known wrong)
         assert added == Added(2, True)
     assert [len(c["text"]) for c in read_comments(db, 1)] == [len(nine_mb)] * 2
 

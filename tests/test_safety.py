@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.safety import (ForeignCollectionError, is_workbook_collection, reset_workbook, track_collection,
-                            workbook_collection, workbook_collections)
+from helpers.safety import (
+    ForeignCollectionError,
+    is_workbook_collection,
+    reset_workbook,
+    track_collection,
+    workbook_collection,
+    workbook_collections,
+)
 
 
 def test_reset_leaves_foreign_collections_and_other_databases_alone(db, backend):

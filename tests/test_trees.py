@@ -11,11 +11,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.safety import is_workbook_collection
 from helpers.counting import counting
-from helpers.trees import (PATTERNS, AncestorsArray, ChildRefs, CycleError, GraphLookup, MaterializedPaths,
-                           ParentRefs, TreeError, UnknownNodeError, decision_table, disagreements,
-                           operation_costs, tree_shape)
+from helpers.safety import is_workbook_collection
+from helpers.trees import (
+    PATTERNS,
+    AncestorsArray,
+    ChildRefs,
+    CycleError,
+    GraphLookup,
+    MaterializedPaths,
+    ParentRefs,
+    TreeError,
+    UnknownNodeError,
+    decision_table,
+    disagreements,
+    operation_costs,
+    tree_shape,
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,7 +312,7 @@ def test_graph_restrict(db, backend, cls):
     got = [n for n, _ in tree.graph_walk(1, up=False, restrict={"name": {"$ne": "Speakers"}})]
     if backend.info.caps.graph_restrict:
         assert sorted(got) == [2, 3, 4, 5]  # the walk stops at Speakers: 6, 7, 8 pruned
-    else:  # BACKENDS.md: SecantusDB accepts restrictSearchWithMatch and ignores it
+    else:  # docs/ENGINES.md: SecantusDB accepts restrictSearchWithMatch and ignores it
         assert backend.info.engine == "SecantusDB"
         assert sorted(got) == [2, 3, 4, 5, 6, 7, 8]
 

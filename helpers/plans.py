@@ -1,0 +1,75 @@
+"""Explain plans, read: the walkers over an explain's tree (introduced in notebook 00).
+
+:func:`plan_summary` gives a query's stages and the keys and documents it examined (notebooks 00,
+01, 04, and ``helpers.measure.measure(explain=...)``); :func:`lookup_summary` what a server
+reports about a ``$lookup`` (``helpers.embedding.lookup_stage_stats``, notebook 01).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["plan_summary", "lookup_summary"]
+
+
+def plan_summary(explain: dict) -> tuple[str, int | None, int | None]:
+    """Stages (outermost first), total keys examined and total documents examined of an explain."""
+    stages: list[str] = []
+    keys = docs = None
+
+    def walk(node: Any, in_plan: bool) -> None:
+        nonlocal keys, docs
+        if isinstance(node, dict):
+            if in_plan and "stage" in node and isinstance(node["stage"], str):
+                stages.append(node["stage"])
+            for k, v in node.items():
+                if k == "executionStats" and isinstance(v, dict):
+                    if "totalKeysExamined" in v:
+                        keys = (keys or 0) + int(v["totalKeysExamined"])
+                    if "totalDocsExamined" in v:
+                        docs = (docs or 0) + int(v["totalDocsExamined"])
+                walk(v, in_plan or k in ("winningPlan", "queryPlan"))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, in_plan)
+
+    walk(explain, False)
+    seen: list[str] = []
+    for s in stages:
+        if not seen or seen[-1] != s:
+            seen.append(s)
+    return " > ".join(seen), keys, docs
+
+
+def lookup_summary(plan: dict) -> dict[str, Any] | None:
+    """The ``$lookup``'s join strategy, keys and documents examined in an aggregate's explain.
+
+    A real MongoDB reports either counters on the ``$lookup`` stage (classic engine) or an
+    ``EQ_LOOKUP`` plan stage with its ``strategy`` (slot-based engine, 6.0+), whose counters then
+    cover the whole pipeline (reported with ``(whole pipeline)``). None when it reports neither.
+    """
+    counters = ("totalKeysExamined", "totalDocsExamined", "collectionScans", "indexesUsed")
+    found: dict[str, Any] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "$lookup" in node and "totalDocsExamined" in node and "lookup stage" not in found:
+                found["lookup stage"] = {k: node[k] for k in counters if k in node}
+            if str(node.get("stage", "")).startswith("EQ_LOOKUP") and "strategy" not in found:
+                found["strategy"] = node.get("strategy")
+                if node.get("indexName"):
+                    found["index"] = node["indexName"]
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(plan)
+    if not found:
+        return None
+    out: dict[str, Any] = dict(found.pop("lookup stage", {}))
+    out.update(found)
+    if "strategy" in out and "totalDocsExamined" not in out:
+        stats = plan.get("executionStats", {}) or {}
+        out.update({f"{k} (whole pipeline)": stats[k] for k in counters if k in stats})
+    return out

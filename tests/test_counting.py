@@ -1,0 +1,53 @@
+"""Tests of helpers/counting.py: round trips, documents and bytes, on every backend."""
+from __future__ import annotations
+
+import bson
+import pytest
+from pymongo import InsertOne, UpdateOne
+
+from helpers.counting import counting
+
+
+@pytest.fixture
+def numbers(db):
+    coll = db["numbers"]
+    coll.insert_many([{"_id": i, "g": i % 3} for i in range(250)])
+    return coll
+
+
+def test_exact_round_trips_and_bytes_for_known_queries(numbers):
+    doc_bytes = len(bson.encode({"_id": 7, "g": 1}))  # 21 bytes for every document here
+    assert doc_bytes == 21
+    with counting() as c:
+        docs = list(numbers.find().sort("_id", 1))
+    assert (c.round_trips, c.docs_returned, c.bytes_returned) == (2, 250, 250 * 21)  # find + getMore
+    assert c.commands == ["find", "getMore"]
+    with counting() as c:
+        numbers.find_one({"_id": 5})
+    assert (c.round_trips, c.docs_returned, c.bytes_returned, c.commands) == (1, 1, 21, ["find"])
+    with counting() as c:
+        list(numbers.find().sort("_id", 1).batch_size(50))
+    assert c.round_trips == 6  # 5 full batches, then one empty getMore closes the cursor
+    with counting() as c:
+        list(numbers.find().limit(101))
+    assert c.round_trips == 1
+    with counting() as c:
+        assert numbers.count_documents({"g": 1}) == 83
+    assert (c.round_trips, c.docs_returned) == (1, 1)
+    with counting() as c:
+        numbers.update_many({"g": 1}, {"$set": {"x": 1}})
+    assert (c.round_trips, c.docs_written) == (1, 83)
+    with counting() as c:
+        numbers.bulk_write([InsertOne({"_id": 1000}), InsertOne({"_id": 1001}),
+                            UpdateOne({"_id": 1}, {"$set": {"y": 1}})])
+    assert (c.round_trips, c.docs_written) == (2, 3)
+    assert len(docs) == 250
+
+
+def test_a_failed_insert_many_still_costs_a_round_trip(db):
+    from pymongo.errors import BulkWriteError
+
+    db["dups"].insert_one({"_id": 2})
+    with counting() as c, pytest.raises(BulkWriteError):
+        db["dups"].insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3}])  # ordered: stops at the duplicate
+    assert (c.round_trips, c.docs_written) == (1, 1)

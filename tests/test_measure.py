@@ -1,0 +1,37 @@
+"""Tests of helpers/measure.py: one counted run, every repeat timed."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import compare, costs_table, measure
+
+
+@pytest.fixture
+def numbers(db):
+    coll = db["numbers"]
+    coll.insert_many([{"_id": i, "g": i % 3} for i in range(250)])
+    return coll
+
+
+def test_measure_counts_one_run_and_times_every_repeat(numbers, backend):
+    m = measure("by _id", lambda: numbers.find({"_id": {"$lt": 10}}).sort("_id", 1), repeat=3,
+                explain=lambda: numbers.find({"_id": 5}).explain(), info=backend.info)
+    assert len(m.times_ms) == 3 and all(t > 0 for t in m.times_ms)
+    assert (m.round_trips, m.docs_returned, m.bytes_returned, m.docs_written) == (1, 10, 210, 0)
+    assert [d["_id"] for d in m.result] == list(range(10))
+    if backend.info.caps.explain:
+        assert m.keys_examined == 1, m
+        assert any(stage in m.stages for stage in ("IXSCAN", "IDHACK", "EXPRESS")), m.stages
+    else:
+        assert m.keys_examined is None and "cannot explain" in m.plan_note
+    table = costs_table([m])
+    assert table.loc["by _id", "round trips"] == 1
+    full = compare([m], plot=False)
+    assert "median ms" in full.columns
+
+
+def test_measure_setup_restores_state_for_writes(db):
+    coll = db["w"]
+    m = measure("insert", lambda: coll.insert_one({"_id": 1}), setup=lambda: coll.delete_many({}), repeat=3)
+    assert m.docs_written == 1 and m.round_trips == 1
+    assert coll.count_documents({}) == 1

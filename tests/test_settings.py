@@ -1,0 +1,86 @@
+"""Tests of helpers/settings.py: the one reader of the environment, and the defaults."""
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from helpers import datasets, settings
+from helpers.backends import connect
+
+
+def test_student_database_names_need_no_setup():
+    a = settings.student_db_name(None, user="Ana María", host="lab-pc-01")
+    b = settings.student_db_name(None, user="Ana María", host="lab-pc-02")
+    assert a.startswith("schema_workbook_ana_mar") and a != b  # shared login, two machines
+    assert settings.student_db_name(None, user="Ana María", host="lab-pc-01") == a  # stable
+    s07 = settings.student_db_name("mongodb://s07:pw@srv:27017/")
+    assert s07.startswith("schema_workbook_s07_") and len(s07) == len("schema_workbook_s07_") + 4
+    assert settings.student_db_name("mongodb+srv://ana.lopez%40uni:p@ss@c0.example.net/").startswith(
+        "schema_workbook_ana_lopez_uni_")
+    # names that slug alike still get their own databases
+    assert settings.student_db_name("mongodb://Ana:x@h/") != settings.student_db_name("mongodb://ana:x@h/")
+    assert settings.student_db_name(None, user="ana.lopez", host="pc") != \
+        settings.student_db_name(None, user="ana_lopez", host="pc")
+
+
+def test_server_backend_defaults_to_the_students_own_database(monkeypatch, test_uri):
+    monkeypatch.delenv("WORKBOOK_DB", raising=False)
+    # a made-up login, so the test never touches the real learner's database on a real server
+    login = f"wbtest{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(settings, "_os_user", lambda: login)
+    uri = re.sub(r"^(mongodb(?:\+srv)?://)[^@/?]*@", r"\1", test_uri)  # no user in the URI either
+    expected = settings.student_db_name(uri)
+    conn = connect("mongodb", uri=uri)
+    try:
+        assert conn.db.name == expected and conn.info.database == expected
+    finally:
+        conn.client.drop_database(expected)  # made up above, so it is this test's own
+        conn.close()
+
+
+def test_every_variable_is_read_here_with_its_default(monkeypatch, tmp_path):
+    for var in (*settings.VARIABLES, "CI", "REDIS_URL"):
+        monkeypatch.delenv(var, raising=False)
+    assert settings.backend() == "auto" and settings.mongodb_uri() is None
+    assert settings.database_override() is None and settings.database_name(on_server=False) == "schema_workbook"
+    assert settings.scale() is None and settings.datasets_folder() is None and settings.demo() is False
+    assert settings.progress_file() == Path.home() / ".schema_workbook" / "progress.json"
+    assert settings.progress_bars() is True and settings.redis_url() is None
+    monkeypatch.setenv("WORKBOOK_BACKEND", " Mock ")
+    monkeypatch.setenv("MONGODB_URI", " mongodb://h:27017 ")
+    monkeypatch.setenv("WORKBOOK_DB", "mine")
+    monkeypatch.setenv("WORKBOOK_SCALE", "full")
+    monkeypatch.setenv("WORKBOOK_DATASETS", str(tmp_path))
+    monkeypatch.setenv("WORKBOOK_DEMO", "yes")
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("REDIS_URL", "redis://localhost:6379/0")
+    assert settings.backend() == "mock" and settings.mongodb_uri() == "mongodb://h:27017"
+    assert settings.database_name(on_server=True, uri="mongodb://ana:pw@h/") == "mine"
+    assert settings.scale() == "full" and settings.datasets_folder() == tmp_path and settings.demo() is True
+    assert settings.progress_file() == tmp_path / "p.json" and settings.progress_bars() is False
+    assert settings.redis_url() == "redis://localhost:6379/0"
+
+
+@pytest.mark.parametrize("env, lesson_default, expected", [
+    (None, 3, 3),            # unset: the lesson's own small
+    ("small", 3, 3),         # the documented default means the same (notebook 03: 3 categories, not 10)
+    ("full", 3, "full"),     # an instructor's demo
+    ("25", 3, 25),           # a number of parent records
+    ("small", 1_000, 1_000),
+])
+def test_one_scale_rule(monkeypatch, env, lesson_default, expected):
+    if env is None:
+        monkeypatch.delenv("WORKBOOK_SCALE", raising=False)
+    else:
+        monkeypatch.setenv("WORKBOOK_SCALE", env)
+    assert datasets.lesson_scale(lesson_default) == expected
+
+
+def test_a_bad_scale_names_the_variable(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_SCALE", "huge")
+    with pytest.raises(datasets.DatasetError, match="WORKBOOK_SCALE"):
+        datasets.lesson_scale(3)
