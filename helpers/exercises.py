@@ -1,17 +1,83 @@
-"""Exercises: self-checks that say what is wrong and give a hint.
+"""Exercises: self-checks that say what is wrong and give a hint, without showing the answer.
 
-Introduced in notebook 00. An exercise cell (tag ``exercise``) sets an answer to ``None``; the
-solution cell after it (tag ``solution``) fills it in; student copies drop the solution cells.
-A check never raises: an unfinished exercise reports "not done yet" with its hint, so a student
-copy still runs top to bottom.
+Introduced in notebook 00. Every notebook gathers its exercises in an ``## Exercises`` section: an
+exercise cell (tag ``exercise``) sets an answer to ``None``; a check cell (tag ``check``) calls
+
+    helpers.check("2.1", threshold_999, posts_embedded=posts_embedded)
+
+and the ``## Solutions`` section at the end (tag ``solution``; student copies drop it) sets the
+answer and calls the same check. The checker itself lives in the package, in
+``helpers/checks/nbNN.py``, registered with :func:`exercise`; it recomputes what is right from the
+data passed as context, so neither the expected value nor its formula is in the notebook.
+
+A check never raises on a wrong or missing answer: an unfinished exercise reports "not done yet"
+with its hint, so a student copy still runs top to bottom. Each result is recorded in the progress
+file (``WORKBOOK_PROGRESS``, else ``~/.schema_workbook/progress.json``) for
+``python3 workbook.py progress``.
 """
 from __future__ import annotations
 
+import importlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["check", "results"]
+__all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress"]
 
-_RESULTS: dict[str, bool] = {}
+#: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
+Checker = Callable[..., "str | None"]
+
+_ID = re.compile(r"^(\d+)\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class _Registered:
+    fn: Checker
+    hint: str
+
+
+_CHECKERS: dict[str, _Registered] = {}
+
+
+def exercise(exercise_id: str, *, hint: str) -> Callable[[Checker], Checker]:
+    """Register ``fn(answer, **context)`` as the checker of exercise ``exercise_id`` (``"N.k"``).
+
+    Used in ``helpers/checks/nbNN.py``. The hint is printed with every result that is not correct.
+    """
+    if not isinstance(exercise_id, str) or not _ID.match(exercise_id):
+        raise ValueError(f"exercise id must look like '2.1' (notebook number, then exercise number), "
+                         f"got {exercise_id!r}")
+    if not isinstance(hint, str) or not hint.strip():
+        raise ValueError(f"exercise {exercise_id}: give a hint (a sentence that points the way)")
+
+    def register(fn: Checker) -> Checker:
+        _CHECKERS[exercise_id] = _Registered(fn, hint.strip())
+        return fn
+
+    return register
+
+
+def checker(exercise_id: str) -> tuple[Checker, str]:
+    """The registered checker and hint of ``exercise_id``, importing ``helpers.checks.nbNN`` on demand."""
+    m = _ID.match(exercise_id) if isinstance(exercise_id, str) else None
+    if not m:
+        raise ValueError(f"exercise id must look like '2.1' (notebook number, then exercise number), "
+                         f"got {exercise_id!r}")
+    if exercise_id not in _CHECKERS:
+        module = f"helpers.checks.nb{int(m.group(1)):02d}"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+        if exercise_id not in _CHECKERS:
+            raise KeyError(f"no checker for exercise {exercise_id}: register one in "
+                           f"helpers/checks/nb{int(m.group(1)):02d}.py with @exercise({exercise_id!r}, hint=...)")
+    reg = _CHECKERS[exercise_id]
+    return reg.fn, reg.hint
 
 
 def _not_done(answer: Any) -> bool:
@@ -21,35 +87,58 @@ def _not_done(answer: Any) -> bool:
     return isinstance(answer, tuple) and len(answer) > 0 and all(a is None or a is Ellipsis for a in answer)
 
 
-def check(exercise: str, answer: Any, test: Callable[[Any], str | None], hint: str) -> bool:
-    """Check ``answer`` with ``test`` (returns None when right, else what is wrong).
-
-    Prints one line (the same on every backend) and returns True when the answer is right.
-    """
+def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
+    """``(status, line)`` for an answer, without printing or recording: status is ``"correct"``,
+    ``"not right yet"`` or ``"not done yet"``; line is what :func:`check` prints."""
+    fn, hint = checker(exercise_id)
     if _not_done(answer):
-        print(f"Exercise {exercise}: not done yet. Hint: {hint}")
-        _record(exercise, False)
-        return False
+        return "not done yet", f"Exercise {exercise_id}: not done yet. Hint: {hint}"
     try:
-        problem = test(answer)
+        problem = fn(answer, **context)
     except Exception as e:  # a wrong shape of answer should teach, not crash
         problem = f"checking it raised {type(e).__name__}: {e}"
     if problem:
-        print(f"Exercise {exercise}: not right yet: {problem}. Hint: {hint}")
-        _record(exercise, False)
-        return False
-    print(f"Exercise {exercise}: correct.")
-    _record(exercise, True)
-    return True
+        return "not right yet", f"Exercise {exercise_id}: not right yet: {problem}. Hint: {hint}"
+    return "correct", f"Exercise {exercise_id}: correct."
 
 
-def _record(exercise: str, passed: bool) -> None:
-    from .classroom import record_progress
+def check(exercise_id: str, answer: Any, **context: Any) -> None:
+    """Check ``answer`` to exercise ``exercise_id`` ("N.k") against the data in ``context``.
 
-    _RESULTS[exercise] = passed
-    record_progress(exercise, passed)  # for `python3 workbook.py progress`
+    Prints one line, the same on every backend: ``Exercise N.k: correct.``, ``... not right yet:
+    <what is wrong>. Hint: ...`` or ``... not done yet. Hint: ...``; records the result for the
+    progress report. Returns nothing, so a check cell shows only that line.
+    """
+    status, line = evaluate(exercise_id, answer, **context)
+    print(line)
+    record_progress(exercise_id, status == "correct")
 
 
-def results() -> dict[str, bool]:
-    """Which exercises of this kernel session passed (for the progress report)."""
-    return dict(_RESULTS)
+# ---------------------------------------------------------------------------------------------
+# the progress record: {notebook: {exercise id: passed}} in one JSON file
+
+def progress_file() -> Path:
+    """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json``."""
+    return Path(os.environ.get("WORKBOOK_PROGRESS") or Path.home() / ".schema_workbook" / "progress.json")
+
+
+def _notebook_name(exercise_id: str) -> str:
+    session = os.environ.get("JPY_SESSION_NAME", "")  # set by Jupyter for the notebook's kernel
+    if session.endswith(".ipynb"):
+        return Path(session).stem
+    m = re.match(r"^(\d+)", exercise_id)
+    return f"notebook {int(m.group(1)):02d}" if m else "notebook ?"
+
+
+def record_progress(exercise_id: str, passed: bool) -> None:
+    """Remember the latest result of an exercise (never raises: progress is a convenience)."""
+    try:
+        path = progress_file()
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data.setdefault(_notebook_name(exercise_id), {})[exercise_id] = bool(passed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except Exception:
+        pass

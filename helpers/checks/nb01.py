@@ -1,0 +1,73 @@
+"""Checkers of notebook 01 (embedding vs referencing)."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import bson
+
+from ..exercises import exercise
+
+
+@exercise("1.1", hint="len(bson.encode(doc)) is a document's exact size; keep the _id with the largest")
+def largest_product(answer: Any, *, products: Any) -> str | None:
+    """``(product _id, BSON size)`` of the largest product document, measured again here."""
+    if not isinstance(answer, tuple) or len(answer) != 2:
+        return "give a pair: (product _id, size in bytes)"
+    pid, size = answer
+    largest = max(len(bson.encode(p)) for p in products.find({}))
+    if size != largest:
+        return f"{size!r} bytes is not the size of the largest product"
+    doc = products.find_one({"_id": pid})
+    if doc is None:
+        return f"there is no product with _id {pid!r}"
+    if len(bson.encode(doc)) != size:
+        return f"product {pid!r} is not {size:,} bytes"
+    return None
+
+
+@exercise("1.2", hint="$lookup from books (localField _id, foreignField author_ids), then "
+                      "$project with {'$size': '$<as field>'}; sort by _id")
+def book_count_pipeline(answer: Any, *, authors: Any, books: Any) -> str | None:
+    """Run the learner's pipeline on ``authors`` and compare with counts made in Python."""
+    if not isinstance(answer, list) or not all(isinstance(s, dict) for s in answer):
+        return "give a list of aggregation stages (each a dict)"
+    got = list(authors.aggregate(answer))
+    per_author = Counter(a for b in books.find({}, {"author_ids": 1}) for a in b["author_ids"])
+    want = [{"_id": a["_id"], "name": a["name"], "book_count": per_author[a["_id"]]}
+            for a in authors.find({}).sort("_id", 1)]
+    if [sorted(d) for d in got[:1]] != [["_id", "book_count", "name"]]:
+        return (f"each document should have exactly _id, name, book_count; "
+                f"the first has {sorted(got[0]) if got else 'nothing'}")
+    if [d["_id"] for d in got] != [d["_id"] for d in want]:
+        return "one document per author, sorted by _id, is expected"
+    wrong = [(g["_id"], g["book_count"]) for g, w in zip(got, want) if g != w]
+    return None if not wrong else f"author {wrong[0][0]}: book_count {wrong[0][1]} is not their number of books"
+
+
+# workload -> (the better fit, words that the key of `measured` justifying it must contain)
+_FITS = {"A": ("embed", ("product page",)), "B": ("reference", ("rename",)),
+         "C": ("reference", ("16 MB", "16 MiB", "largest array write", "review insert"))}
+
+
+@exercise("1.3", hint="A is read-heavy and bounded; B changes a duplicated value; C is unbounded growth. "
+                      "Pick the measurement that shows the cost each design would pay")
+def embed_or_reference(answer: Any, *, measured: dict[str, Any]) -> str | None:
+    """A choice per workload, each with the key of this run's ``measured`` that justifies it."""
+    if not isinstance(answer, dict):
+        return 'give a dict: {"A": ("embed" or "reference", "<key of measured>"), ...}'
+    for w, (fit, topics) in _FITS.items():
+        if w not in answer:
+            return f"workload {w} has no answer"
+        if not isinstance(answer[w], tuple) or len(answer[w]) != 2:
+            return f"workload {w}: give a pair (choice, key of measured)"
+        choice, evidence = answer[w]
+        if choice not in ("embed", "reference"):
+            return f"workload {w}: choose 'embed' or 'reference', not {choice!r}"
+        if choice != fit:
+            return f"workload {w}: {choice!r} is not the better fit"
+        if evidence not in measured:
+            return f"workload {w}: {evidence!r} is not a key of measured"
+        if not any(t in evidence for t in topics):
+            return f"workload {w}: {evidence!r} ({measured[evidence]}) does not measure what decides this workload"
+    return None

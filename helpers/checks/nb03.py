@@ -1,0 +1,86 @@
+"""Checkers of notebook 03 (tree patterns)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..exercises import exercise
+from ..trees import PATTERNS
+
+# the workload of exercise 3.3, as its text states it: requests per 1,000
+_WORKLOAD = {"ancestors": 700, "descendants": 250, "children": 49, "move": 1}
+
+
+def _tree(categories: Any) -> tuple[dict[Any, Any], dict[Any, str]]:
+    """``(parent of each node, name of each node)`` from the loaded category rows."""
+    rows = list(categories.find({}, {"parent_id": 1, "name": 1}))
+    return {d["_id"]: d.get("parent_id") for d in rows}, {d["_id"]: d["name"] for d in rows}
+
+
+def _below(parents: dict[Any, Any], node: Any) -> dict[Any, int]:
+    """Every node below ``node`` with its depth under it (1 = a child), walked in Python."""
+    children: dict[Any, list[Any]] = {}
+    for n, p in parents.items():
+        children.setdefault(p, []).append(n)
+    found, level, depth = {}, [node], 0
+    while level:
+        depth += 1
+        level = [c for n in level for c in children.get(n, [])]
+        found.update({c: depth for c in level})
+    return found
+
+
+@exercise("3.1", hint="the materialized path already holds the names; split it on '/'")
+def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
+    """The names from the root down to ``node``, joined with " > ", rebuilt from the parent ids."""
+    if not isinstance(answer, str):
+        return f"breadcrumbs should be a string, not {type(answer).__name__}"
+    parents, names = _tree(categories)
+    if node not in parents:
+        return f"there is no category {node!r}"
+    chain, n = [], node
+    while n is not None:
+        chain, n = [names[n], *chain], parents[n]
+    if answer != " > ".join(chain):
+        return f"expected {len(chain)} names from the root down to node {node}, got {answer!r}"
+    return None
+
+
+@exercise("3.2", hint="the category itself plus tree.descendants(category), then one $in query on category_id")
+def products_under(answer: Any, *, products: Any, categories: Any, category: Any, patterns: Any) -> str | None:
+    """The sorted product ids in ``category`` or below it, per pattern."""
+    names = sorted(patterns)
+    if not isinstance(answer, dict) or sorted(answer) != names:
+        return f"expected a dict with the keys {names}"
+    parents, _ = _tree(categories)
+    inside = [category, *_below(parents, category)]
+    want = sorted(d["_id"] for d in products.find({"category_id": {"$in": inside}}, {"_id": 1}))
+    wrong = [name for name, ids in sorted(answer.items()) if list(ids) != want]
+    if wrong:
+        return f"{', '.join(wrong)}: not the {len(want)} sorted ids of the products in the category or below it"
+    return None
+
+
+@exercise("3.3", hint="weight each operation's 'round trips' in costs by how often it runs, add them up per pattern")
+def workload_pick(answer: Any, *, costs: Any) -> str | None:
+    """The pattern with the fewest round trips for the exercise's workload, by this run's table."""
+    names = [cls.__name__ for cls in PATTERNS]
+    if answer not in names:
+        return f"{answer!r} is not one of {names}"
+    trips = {name: int(sum(n * costs.loc[(op, name), "round trips"] for op, n in _WORKLOAD.items()))
+             for name in names}
+    best = min(trips.values())
+    if trips[answer] != best:
+        return f"{answer} needs {trips[answer]:,} round trips per 1,000 requests; one pattern needs fewer"
+    return None
+
+
+@exercise("3.4", hint="maxDepth counts from 0: 0 = the children, 1 = children and grandchildren")
+def menu_size(answer: Any, *, categories: Any, category: Any) -> str | None:
+    """How many categories are at most two levels below ``category``, counted in Python."""
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        return f"menu_size should be a whole number, not {type(answer).__name__}"
+    parents, _ = _tree(categories)
+    want = sum(depth <= 2 for depth in _below(parents, category).values())
+    if answer != want:
+        return f"got {answer}: {'too many: is maxDepth 1?' if answer > want else 'too few: maxDepth 0 is only the children'}"
+    return None

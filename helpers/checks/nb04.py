@@ -1,0 +1,66 @@
+"""Checkers of notebook 04 (aircraft tracking in one polymorphic collection)."""
+from __future__ import annotations
+
+from typing import Any
+
+import bson
+
+from ..aerodata import COLLECTION
+from ..exercises import exercise
+from ..sizes import human_bytes
+
+# the givens of exercise 4.3, as its text states them
+_DAYS, _REPORTS_PER_DAY = 7, 2_500_000
+
+
+@exercise("4.1", hint="ad.reports(db, AIRLINE, icao24) is in message order: the last one is the latest")
+def last_position(answer: Any, *, db: Any, airline: str) -> str | None:
+    """``{icao24: (timestamp, lat, lon)}`` of the latest report of each aircraft of ``airline``."""
+    if not isinstance(answer, dict):
+        return "give a dict: {icao24: (timestamp, lat, lon)}"
+    want: dict[str, tuple] = {}  # one query on recordType and airline, independent of the answer's
+    for r in db[COLLECTION].find({"recordType": 3, "airline": airline},
+                                 {"icao24": 1, "timestamp": 1, "lat": 1, "lon": 1}):
+        want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
+    if set(answer) != set(want):
+        return f"expected the {len(want)} aircraft of {airline}'s fleet, got {len(answer)} keys"
+    wrong = sorted(k for k in want if tuple(answer[k]) != want[k])
+    return f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}" if wrong else None
+
+
+@exercise("4.2", hint="tight bounds need ^ and case sensitivity on an indexed field; see section 4.7")
+def slow_query(answer: Any, *, aerodata: Any) -> str | None:
+    """``(filter, why)``: a filter that matches documents but, by the model of 4.7, cannot use tight bounds."""
+    if not isinstance(answer, tuple) or len(answer) != 2:
+        return "give a pair: (filter, why)"
+    query, reason = answer
+    if not isinstance(query, dict) or len(query) != 1:
+        return "give a filter on exactly one field, e.g. {'_id': {'$regex': ...}}"
+    if reason not in ("unanchored", "case-insensitive", "no index"):
+        return f"why={reason!r} is not one of the three reasons"
+    if aerodata.count_documents(query) == 0:
+        return "the filter matches nothing: pick one that returns documents"
+    (field, cond), = query.items()
+    indexed = {k[0] for i in aerodata.index_information().values() for k in i["key"]}
+    if reason == "no index":
+        return None if field not in indexed else f"{field!r} has an index"
+    pattern = cond.get("$regex", "") if isinstance(cond, dict) else ""
+    if field != "_id" or not isinstance(pattern, str) or not pattern:
+        return "use a $regex on _id for 'unanchored' or 'case-insensitive'"
+    if reason == "unanchored":
+        return None if not pattern.startswith("^") else "this pattern is anchored: it has tight bounds"
+    return None if "i" in cond.get("$options", "") else "a case-insensitive regex needs $options: 'i'"
+
+
+@exercise("4.3", hint="days x reports per day x average report size (section 4.9)")
+def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
+    """The bytes of a week of report documents, at the average report size measured again here."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return f"give a number of bytes, not {answer!r}"
+    sizes = [len(bson.encode(d)) for d in aerodata.find({"recordType": 3})]
+    if not sizes:
+        return "there are no reports: run the notebook from the top"
+    want = _DAYS * _REPORTS_PER_DAY * sum(sizes) / len(sizes)
+    if abs(answer - want) > 0.01 * want:
+        return f"{human_bytes(answer)} is more than 1% away from the size of a week of reports"
+    return None
