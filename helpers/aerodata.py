@@ -38,8 +38,8 @@ from .safety import track_collection
 __all__ = [
     "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "REPORT_FIELDS", "AIRLINE", "AIRCRAFT", "REPORT",
     "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
-    "Rejected", "IngestResult", "validate_message", "ingest", "ensure_indexes",
-    "airline_all", "airline", "fleet", "aircraft", "reports",
+    "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "insert_new", "ensure_indexes",
+    "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
@@ -300,12 +300,12 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
         for index, message in enumerate(messages):
             batch.append((index, message))
             if len(batch) >= batch_size:
-                _ingest_batch(coll, batch, result)
+                ingest_batch(coll, batch, result)
                 if bar is not None:
                     bar.update(len(batch))
                 batch = []
         if batch:
-            _ingest_batch(coll, batch, result)
+            ingest_batch(coll, batch, result)
             if bar is not None:
                 bar.update(len(batch))
     finally:
@@ -314,7 +314,8 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     return result
 
 
-def _ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) -> None:
+def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) -> None:
+    """One batch of ``ingest``: validate, key, create missing parents, insert the reports (notebook 04)."""
     reports: dict[str, dict[str, Any]] = {}
     parents: dict[str, dict[str, Any]] = {}
     for index, message in batch:
@@ -343,15 +344,15 @@ def _ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult)
     known = {d["_id"] for d in coll.find({"recordType": {"$in": [AIRLINE, AIRCRAFT]},
                                           "_id": {"$in": sorted(parents)}}, {"_id": 1}, batch_size=QUERY_BATCH)}
     missing = [parents[pid] for pid in sorted(set(parents) - known)]
-    created, _ = _insert_new(coll, missing)  # a parent another writer just created is no error
+    created, _ = insert_new(coll, missing)  # a parent another writer just created is no error
     result.airlines_created += sum(1 for d in created if d["recordType"] == AIRLINE)
     result.aircraft_created += sum(1 for d in created if d["recordType"] == AIRCRAFT)
-    inserted, duplicates = _insert_new(coll, [reports[rid] for rid in sorted(reports)])
+    inserted, duplicates = insert_new(coll, [reports[rid] for rid in sorted(reports)])
     result.inserted += len(inserted)
     result.duplicates += duplicates
 
 
-def _insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """Insert ``docs`` unordered; the ``_id`` index refuses those that exist (code 11000).
 
     Returns the documents inserted and the number refused as duplicates; any other error is raised.
@@ -369,11 +370,19 @@ def _insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, A
         return [d for i, d in enumerate(docs) if i not in refused], len(refused)
 
 
+_ingest_batch, _insert_new = ingest_batch, insert_new  # the old private names
+
+
 # ------------------------------------------------------------------------------------------
 # The lesson's five queries: each one round trip on the _id index
 # ------------------------------------------------------------------------------------------
-def _prefix(id_prefix: str) -> dict[str, Any]:
+def prefix_regex(id_prefix: str) -> dict[str, Any]:
+    """The condition for "``_id`` starts with ``id_prefix``": an anchored, case-sensitive ``$regex``
+    (special characters escaped), the form whose index bounds are a range. Introduced in notebook 04."""
     return {"$regex": "^" + re.escape(id_prefix)}
+
+
+_prefix = prefix_regex  # the old private name
 
 
 def airline_all(db: Any, airline: str, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
@@ -381,7 +390,7 @@ def airline_all(db: Any, airline: str, *, collection: str = COLLECTION) -> list[
 
     ``{_id: /^DAL/}``: the fixed 3-character airline code means this prefix stops at the airline.
     """
-    return list(db[collection].find({"_id": _prefix(make_id(airline))}, sort=[("_id", 1)],
+    return list(db[collection].find({"_id": prefix_regex(make_id(airline))}, sort=[("_id", 1)],
                                     batch_size=QUERY_BATCH))
 
 
@@ -392,7 +401,7 @@ def airline(db: Any, airline: str, *, collection: str = COLLECTION) -> dict[str,
 
 def fleet(db: Any, airline: str, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
     """The airline's aircraft documents, in ``_id`` order: ``{recordType: 2, _id: /^DAL_/}``."""
-    return list(db[collection].find({"recordType": AIRCRAFT, "_id": _prefix(make_id(airline) + "_")},
+    return list(db[collection].find({"recordType": AIRCRAFT, "_id": prefix_regex(make_id(airline) + "_")},
                                     sort=[("_id", 1)], batch_size=QUERY_BATCH))
 
 
@@ -406,7 +415,7 @@ def reports(db: Any, airline: str, icao24: str, *, collection: str = COLLECTION)
 
     The trailing ``_`` stops the prefix at the reports: ``^DAL_a36f7e`` would add the aircraft.
     """
-    return list(db[collection].find({"_id": _prefix(make_id(airline, icao24) + "_")}, sort=[("_id", 1)],
+    return list(db[collection].find({"_id": prefix_regex(make_id(airline, icao24) + "_")}, sort=[("_id", 1)],
                                     batch_size=QUERY_BATCH))
 
 
@@ -563,7 +572,7 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
     """
     coll = track_collection(db, collection)
     old = make_id(old_airline, icao24)
-    docs = list(coll.find({"_id": _prefix(old)}, sort=[("_id", 1)], batch_size=QUERY_BATCH))
+    docs = list(coll.find({"_id": prefix_regex(old)}, sort=[("_id", 1)], batch_size=QUERY_BATCH))
     if not docs:
         raise ValueError(f"rekey_aircraft: no aircraft {old!r} in {collection!r}; check the airline and icao24")
     if new_airline not in (NO_AIRLINE,) and new_airline not in airline_table():

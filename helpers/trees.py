@@ -151,7 +151,7 @@ class _Pattern:
         track_collection(coll.database, coll.name)
         for key, options in self.indexes:
             coll.create_index(key, **options)
-        docs = self._documents(ordered)
+        docs = self.documents(ordered)
         if docs:
             coll.insert_many(docs, ordered=True)
         return len(docs)
@@ -159,8 +159,12 @@ class _Pattern:
     def _check_load(self, ordered: list[Row]) -> None:
         pass
 
-    def _documents(self, ordered: list[Row]) -> list[dict]:
+    def documents(self, ordered: list[Row]) -> list[dict]:
+        """The documents this pattern stores for ``ordered`` rows (parents before children, as ``load`` orders them)."""
         raise NotImplementedError
+
+    def _documents(self, ordered: list[Row]) -> list[dict]:  # the old private name
+        return self.documents(ordered)
 
     # -- shared helpers -------------------------------------------------------------------
     def _unknown(self, node: Any, what: str = "node_id") -> UnknownNodeError:
@@ -275,7 +279,7 @@ class ParentRefs(_Graph):
     up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
     down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
 
-    def _documents(self, ordered: list[Row]) -> list[dict]:
+    def documents(self, ordered: list[Row]) -> list[dict]:
         return [{"_id": n, "name": name, "parent": p} for n, p, name in ordered]
 
     def parent(self, node: Any) -> Any:
@@ -338,7 +342,7 @@ class ChildRefs(_Graph):
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
 
-    def _documents(self, ordered: list[Row]) -> list[dict]:
+    def documents(self, ordered: list[Row]) -> list[dict]:
         kids: dict[Any, list[Any]] = {n: [] for n, _p, _name in ordered}
         for n, p, _name in ordered:
             if p is not None:
@@ -416,7 +420,7 @@ class AncestorsArray(_Pattern):
     pattern = "array of ancestors"
     indexes = (("parent", {}), ("ancestors", {}))
 
-    def _documents(self, ordered: list[Row]) -> list[dict]:
+    def documents(self, ordered: list[Row]) -> list[dict]:
         anc: dict[Any, list[Any]] = {}
         docs = []
         for n, p, name in ordered:
@@ -494,7 +498,7 @@ class MaterializedPaths(_Pattern):
                                 f"paths of names need unique sibling names (rename one of them)")
             seen.add((p, name))
 
-    def _documents(self, ordered: list[Row]) -> list[dict]:
+    def documents(self, ordered: list[Row]) -> list[dict]:
         paths: dict[Any, str] = {}
         docs = []
         for n, p, name in ordered:
@@ -559,13 +563,15 @@ class MaterializedPaths(_Pattern):
             raise TreeError(f"a node with path {new!r} exists already: materialized paths of names need "
                             f"unique sibling names; rename one of them first")
 
-    def _repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
+    def repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
         """Rewrite the path of ``node`` (at ``old``) and of every node below it: read them, one bulk write."""
         subtree = list(self.collection.find(self._below(old, itself=True), {"path": 1}))
         self.collection.bulk_write([
             UpdateOne({"_id": d["_id"]}, {"$set": {"path": new + d["path"][len(old):],
                                                    **({"name": name} if name and d["_id"] == node else {})}})
             for d in subtree], ordered=True)
+
+    _repath = repath  # the old private name
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Rewrite the path of the node and of every descendant (read them, then one bulk write)."""
@@ -582,7 +588,7 @@ class MaterializedPaths(_Pattern):
         new = head + SEPARATOR + docs[node]["name"]
         if new != old:
             self._check_free(new)
-            self._repath(node, old, new)
+            self.repath(node, old, new)
 
     def rename(self, node: Any, new_name: str) -> None:
         """Rename the node: its path and every path below it change (read them, then one bulk write)."""
@@ -591,7 +597,7 @@ class MaterializedPaths(_Pattern):
         new = old.rsplit(SEPARATOR, 1)[0] + SEPARATOR + new_name
         if new != old:
             self._check_free(new)
-            self._repath(node, old, new, new_name)
+            self.repath(node, old, new, new_name)
 
 
 #: the four patterns, in the lesson's order
