@@ -20,7 +20,9 @@ from nbclient import NotebookClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.repo import notebook_env, notebooks  # noqa: E402
 
-KEEP_CELL_META = {"tags"}
+# tags (nbval markers, exercise/check/solution); the Solutions heading collapsed and solution code
+# hidden in JupyterLab
+KEEP_CELL_META = {"tags", "jupyter", "jp-MarkdownHeadingCollapsed"}
 
 
 def clean(nb: nbformat.NotebookNode) -> None:
