@@ -1,12 +1,117 @@
-"""Tests of helpers/exercises.py."""
+"""helpers.exercises and helpers.checks: one check spelling, checkers in the package, progress recorded."""
 from __future__ import annotations
 
+import ast
+import json
+import re
+from pathlib import Path
 
-def test_a_check_says_not_done_for_unanswered_tuples(capsys, tmp_path, monkeypatch):
-    from helpers.exercises import check
+import pytest
 
+from helpers import exercises
+from helpers.exercises import check, evaluate, exercise
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@exercise("98.1", hint="five")
+def _is_five(answer, *, plus=0):
+    return None if answer + plus == 5 else f"{answer} is not it"
+
+
+@exercise("98.2", hint="shape")
+def _raises(answer):
+    return answer["missing"]
+
+
+def test_check_prints_one_line_and_records_progress(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
-    assert not check("9.1", (None, None), lambda a: "wrong", hint="h")
-    assert not check("9.2", (1, None), lambda a: "half an answer", hint="h")
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/98_test.ipynb")
+    assert check("98.1", 5) is None  # nothing to display in a check cell but the printed line
+    check("98.1", 3, plus=2)
+    check("98.1", 4)
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["Exercise 98.1: correct.", "Exercise 98.1: correct.",
+                   "Exercise 98.1: not right yet: 4 is not it. Hint: five"]
+    assert json.loads((tmp_path / "p.json").read_text()) == {"98_test": {"98.1": False}}
+
+
+def test_unanswered_and_half_answered(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    check("98.1", None)
+    check("98.1", (None, None))
+    assert evaluate("98.1", (1, None))[0] == "not right yet"  # half an answer is checked, and fails
     out = capsys.readouterr().out
-    assert "Exercise 9.1: not done yet" in out and "Exercise 9.2: not right yet: half an answer" in out
+    assert out.count("Exercise 98.1: not done yet. Hint: five") == 2
+    assert json.loads((tmp_path / "p.json").read_text()) == {"notebook 98": {"98.1": False}}
+
+
+def test_a_checker_that_raises_teaches_instead_of_crashing():
+    status, line = evaluate("98.2", {})
+    assert status == "not right yet" and "checking it raised KeyError" in line and line.endswith("Hint: shape")
+
+
+def test_unknown_and_malformed_ids_say_what_to_do():
+    with pytest.raises(KeyError, match=r"helpers/checks/nb97\.py.*@exercise\('97\.1'"):
+        exercises.checker("97.1")
+    for bad in ("2", "2.1 breadcrumbs", "x.1", 2.1):
+        with pytest.raises(ValueError, match="look like '2.1'"):
+            exercises.checker(bad)
+    with pytest.raises(ValueError, match="give a hint"):
+        exercise("98.3", hint=" ")
+
+
+def test_progress_survives_a_corrupt_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    (tmp_path / "p.json").write_text("{not json")
+    check("98.1", 5)  # prints, never raises: progress is a convenience
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_check_in_a_notebook_has_a_checker_in_the_package(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    ids = set()
+    for c in nb["cells"]:
+        if c["cell_type"] == "code" and "helpers.check(" in "".join(c["source"]):
+            for node in ast.walk(ast.parse("".join(c["source"]))):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "check":
+                    ids.add(node.args[0].value)
+    assert ids
+    for eid in ids:
+        assert re.fullmatch(rf"{int(path.name[:2])}\.\d+", eid)
+        fn, hint = exercises.checker(eid)
+        assert fn.__module__ == f"helpers.checks.nb{path.name[:2]}" and hint
+
+
+def test_checks_of_notebook_00_measure_on_every_backend(db, capsys):
+    from helpers.safety import workbook_collection
+
+    orders = workbook_collection(db, "start_orders")
+    orders.insert_many([{"_id": i, "customer": f"c{i % 40:02d}"} for i in range(1000)])
+    assert evaluate("0.1", 2, orders=orders)[0] == "correct"
+    status, line = evaluate("0.1", 1, orders=orders)
+    assert status == "not right yet" and "more commands" in line and " 2 " not in line  # never the answer
+    assert evaluate("0.1", "2", orders=orders)[0] == "not right yet"
+
+
+def test_checks_of_notebook_03_recompute_from_the_categories(db):
+    from helpers.safety import workbook_collection
+
+    categories = workbook_collection(db, "categories")
+    categories.insert_many([{"_id": 1, "parent_id": None, "name": "A"}, {"_id": 2, "parent_id": 1, "name": "B"},
+                            {"_id": 3, "parent_id": 2, "name": "C"}, {"_id": 4, "parent_id": 3, "name": "D"},
+                            {"_id": 5, "parent_id": None, "name": "E"}])
+    assert evaluate("3.1", "A > B > C", categories=categories, node=3)[0] == "correct"
+    assert evaluate("3.1", "A > C", categories=categories, node=3)[0] == "not right yet"
+    assert evaluate("3.4", 2, categories=categories, category=1)[0] == "correct"
+    assert evaluate("3.4", 3, categories=categories, category=1)[0] == "not right yet"
+    products = workbook_collection(db, "tree_products")
+    products.insert_many([{"_id": i, "category_id": c} for i, c in enumerate([1, 2, 4, 5, 5], start=1)])
+    patterns = {"ParentRefs": None, "ChildRefs": None}
+    right = {"ParentRefs": [1, 2, 3], "ChildRefs": [1, 2, 3]}
+    assert evaluate("3.2", right, products=products, categories=categories, category=1, patterns=patterns)[0] == "correct"
+    wrong = {"ParentRefs": [1, 2, 3], "ChildRefs": [1, 2]}
+    status, line = evaluate("3.2", wrong, products=products, categories=categories, category=1, patterns=patterns)
+    assert status == "not right yet" and "ChildRefs" in line and "ParentRefs:" not in line

@@ -45,7 +45,8 @@ def test_committed_notebook_is_a_clean_run(path):
     secret = re.compile(r"mongodb(\+srv)?://[^\s\"']*:[^\s\"'@*]+@")
     abs_path = re.compile(r"(/home/|/root/|/Users/|/work/|[A-Z]:\\\\)")
     for c in code:
-        assert set(c["metadata"]) <= {"tags"}, f"stray cell metadata {c['metadata']}"
+        assert set(c["metadata"]) <= {"tags", "jupyter"}, f"stray cell metadata {c['metadata']}"
+        assert set(c["metadata"].get("jupyter", {})) <= {"source_hidden"}, f"stray cell metadata {c['metadata']}"
         for o in c["outputs"]:
             assert o["output_type"] != "error", f"committed error: {o.get('ename')}: {o.get('evalue')}"
             text = "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
@@ -59,11 +60,20 @@ def test_committed_notebook_is_a_clean_run(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_every_exercise_has_a_solution_and_a_check(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
-    tags = [c.get("metadata", {}).get("tags", []) for c in nb["cells"]]
+    for c in nb["cells"]:
+        if c["cell_type"] == "markdown":
+            assert set(c["metadata"]) <= {"tags", "jp-MarkdownHeadingCollapsed"}, f"stray cell metadata {c['metadata']}"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    tags = [c.get("metadata", {}).get("tags", []) for c in code]
     n_ex = sum("exercise" in t for t in tags)
-    n_sol = sum("solution" in t for t in tags)
-    assert n_ex >= 1 and n_ex == n_sol
-    outputs = "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code"
-                      for o in c["outputs"])
-    assert "not done yet" not in outputs and "not right yet" not in outputs
-    assert outputs.count(": correct.") >= n_ex
+    assert n_ex >= 1 and n_ex == sum("solution" in t for t in tags) == sum("check" in t for t in tags)
+
+    def out(c):
+        return "".join("".join(o.get("text", "")) for o in c["outputs"])
+
+    checks = "".join(out(c) for c, t in zip(code, tags) if "check" in t)
+    solutions = "".join(out(c) for c, t in zip(code, tags) if "solution" in t)
+    everything = "".join(out(c) for c in code)
+    assert checks.count("not done yet") == n_ex, "in the committed run every exercise's check says 'not done yet'"
+    assert solutions.count(": correct.") == n_ex, "in the committed run every solution's check says 'correct'"
+    assert "not right yet" not in everything

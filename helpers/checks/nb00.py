@@ -15,5 +15,6 @@ def round_trips_for_250_orders(answer: Any, *, orders: Any) -> str | None:
     with counting() as cost:
         list(orders.find({"_id": {"$lt": 250}}).sort("_id", 1))
     if answer != cost.round_trips:
-        return f"you predicted {answer}, the driver sent {cost.round_trips} commands"
+        more = "more" if cost.round_trips > answer else "fewer"
+        return f"you predicted {answer}; the driver sent {more} commands than that for this query"
     return None
