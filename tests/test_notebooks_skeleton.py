@@ -216,3 +216,20 @@ def test_links_point_to_notebooks_that_exist(path):
 
 def test_the_skeleton_test_sees_every_notebook():
     assert NOTEBOOKS and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name) for p in NOTEBOOKS)
+
+
+@nb_param
+def test_answers_live_only_in_solution_cells(path):
+    """A student copy (solution cells dropped) can check an answer without showing it (issue 14)."""
+    nb = _read(path)
+    kept = [c for c in nb.cells if "solution" not in _tags(c)]
+    kept_code = "\n".join(c.source for c in kept if c.cell_type == "code")
+    assert not re.search(r"^\s*def _?check\w*\(|_EXPECTED\b|^\s*want\s*=", kept_code, re.M), \
+        "a checker or an expected value in a notebook cell: checkers live in helpers/checks/"
+    kept_lines = {line.strip() for line in kept_code.splitlines()}
+    for sol in (c for c in nb.cells if c.cell_type == "code" and "solution" in _tags(c)):
+        answer = "\n".join(ast.get_source_segment(sol.source, n) for n in ast.parse(sol.source).body[:-1])
+        for line in answer.splitlines():
+            line = line.strip()
+            if len(line) > 20 and not line.startswith(("print(", "#")) and not line.endswith(":"):
+                assert line not in kept_lines, f"a solution line outside the Solutions section: {line!r}"
