@@ -233,3 +233,20 @@ def test_answers_live_only_in_solution_cells(path):
             line = line.strip()
             if len(line) > 20 and not line.startswith(("print(", "#")) and not line.endswith(":"):
                 assert line not in kept_lines, f"a solution line outside the Solutions section: {line!r}"
+
+
+@nb_param
+def test_nothing_after_the_exercises_uses_an_answer(path):
+    nb = _read(path)
+    answers = set()
+    for c in nb.cells:
+        if c.cell_type == "code" and "exercise" in _tags(c):
+            for node in ast.walk(ast.parse(c.source)):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    answers.add(node.id)
+    start = dict(_sections(nb))["Exercises"]
+    for c in nb.cells[start:]:
+        if c.cell_type != "code" or {"exercise", "check", "solution"} & set(_tags(c)):
+            continue
+        used = {n.id for n in ast.walk(ast.parse(c.source)) if isinstance(n, ast.Name)}
+        assert not used & answers, f"a cell after the exercises uses an answer: {sorted(used & answers)}"
