@@ -12,18 +12,19 @@ data passed as context, so neither the expected value nor its formula is in the 
 
 A check never raises on a wrong or missing answer: an unfinished exercise reports "not done yet"
 with its hint, so a student copy still runs top to bottom. Each result is recorded in the progress
-file (``WORKBOOK_PROGRESS``, else ``~/.schema_workbook/progress.json``) for
-``python3 workbook.py progress``.
+file (``helpers.settings.progress_file()``: ``WORKBOOK_PROGRESS``, else
+``~/.schema_workbook/progress.json``), which ``python3 workbook.py progress`` (``tools/progress.py``) reads.
 """
 from __future__ import annotations
 
 import importlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from . import settings
 
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress"]
 
@@ -118,12 +119,12 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
 # the progress record: {notebook: {exercise id: passed}} in one JSON file
 
 def progress_file() -> Path:
-    """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json``."""
-    return Path(os.environ.get("WORKBOOK_PROGRESS") or Path.home() / ".schema_workbook" / "progress.json")
+    """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json`` (``helpers.settings``)."""
+    return settings.progress_file()
 
 
 def _notebook_name(exercise_id: str) -> str:
-    session = os.environ.get("JPY_SESSION_NAME", "")  # set by Jupyter for the notebook's kernel
+    session = settings.notebook_session()  # set by Jupyter for the notebook's kernel
     if session.endswith(".ipynb"):
         return Path(session).stem
     m = re.match(r"^(\d+)", exercise_id)

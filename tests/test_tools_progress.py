@@ -1,11 +1,11 @@
-"""Tests of tools/progress.py (the reader) with helpers/classroom.py's record_progress (the writer)."""
+"""Tests of tools/progress.py (the reader) with helpers/exercises.py's record_progress (the writer)."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 
-from helpers.classroom import record_progress
+from helpers.exercises import record_progress
 from tools import progress
 from tools.repo import ROOT
 
