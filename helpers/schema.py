@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import heapq
 import random
 import re
 import statistics
@@ -53,7 +54,7 @@ from pymongo.errors import BulkWriteError, OperationFailure
 
 __all__ = [
     "SchemaError", "FieldStats", "InferredSchema", "MissRate", "WriteOutcome", "MigrationResult",
-    "bson_type", "sample_ids", "infer_schema", "infer_documents", "miss_rate",
+    "bson_type", "percent", "sample_ids", "infer_schema", "infer_documents", "miss_rate",
     "to_json_schema", "one_of_by", "versioned_validator", "set_validator", "validator_of",
     "try_write", "refusal_reasons", "schema_violations", "count_valid",
     "VERSION_FIELD", "CURRENT_VERSION", "version_of", "upgrade_report", "read_report",
@@ -62,7 +63,7 @@ __all__ = [
 
 ID_CHUNK = 100  # _ids per $in query when fetching a sample: each query stays small on every engine
 EXAMPLES = 3  # example values kept per field
-KMV_K = 256  # hashes kept per field by the distinct-value estimator (exact below this many values)
+KMV_K = 1024  # hashes kept per field by the distinct-value estimator (exact up to this many values)
 INT32 = 2 ** 31
 
 
@@ -124,30 +125,31 @@ class _Distinct:
 
     Each value is hashed (its BSON bytes, so 1 and 1.0 and "1" are three values); the ``k``
     smallest hashes of ``n`` distinct values are spread evenly over [0, 1), so if the k-th smallest
-    is ``h``, about ``(k - 1) / h`` values were seen.
+    is ``h``, about ``(k - 1) / h`` values were seen (within about 1/sqrt(k), some 3% here).
     """
 
     def __init__(self) -> None:
-        self.hashes: set[int] = set()
+        self.kept: set[int] = set()
+        self.heap: list[int] = []  # the kept hashes, negated: heap[0] is minus the largest
         self.saturated = False
 
     def add(self, value: Any) -> None:
         h = int.from_bytes(hashlib.blake2b(bson.encode({"v": value}), digest_size=8).digest(), "big")
-        if h in self.hashes:
+        if h in self.kept:
             return
-        if len(self.hashes) < KMV_K:
-            self.hashes.add(h)
+        if len(self.heap) < KMV_K:
+            self.kept.add(h)
+            heapq.heappush(self.heap, -h)
             return
         self.saturated = True
-        top = max(self.hashes)
-        if h < top:
-            self.hashes.discard(top)
-            self.hashes.add(h)
+        if h < -self.heap[0]:
+            self.kept.discard(-heapq.heapreplace(self.heap, -h))
+            self.kept.add(h)
 
     def estimate(self) -> tuple[int, bool]:
         if not self.saturated:
-            return len(self.hashes), True
-        kth = max(self.hashes) / 2 ** 64
+            return len(self.heap), True
+        kth = -self.heap[0] / 2 ** 64
         return round((KMV_K - 1) / kth), False
 
 
@@ -195,7 +197,7 @@ class FieldStats:
     says the field is in *every* sampled instance of its parent document (what ``to_json_schema``
     exports as ``required``). ``types`` counts values per BSON type, ``type_shares`` divides by
     ``count``. ``array_lengths`` is (min, median, max) when the field holds arrays. ``distinct`` is
-    exact when ``distinct_exact`` (at most 256 values), else an estimate; documents and arrays
+    exact when ``distinct_exact`` (at most ``KMV_K`` = 1,024 values), else an estimate; documents and arrays
     are not counted. Introduced in notebook 05.
     """
 
@@ -271,8 +273,8 @@ class InferredSchema:
             lengths = f.array_lengths
             rows.append({
                 "field": f.path,
-                "present": f"{f.presence:.1%}",
-                "types": ", ".join(f"{t} {s:.0%}" for t, s in f.type_shares.items()),
+                "present": percent(f.presence),
+                "types": ", ".join(f"{t} {percent(s)}" for t, s in f.type_shares.items()),
                 "array lengths min/median/max": "" if lengths is None else
                 f"{lengths[0]}/{lengths[1]:g}/{lengths[2]}",
                 "distinct": "" if f.distinct is None else
@@ -280,6 +282,16 @@ class InferredSchema:
                 "examples": ", ".join(_short(v) for v in f.examples),
             })
         return pd.DataFrame(rows).set_index("field") if rows else pd.DataFrame(rows)
+
+
+def percent(share: float) -> str:
+    """A share as a percentage that never rounds a partial share to 100% or 0% (99.97% is ">99.9%")."""
+    text = f"{share:.1%}"
+    if share < 1 and text == "100.0%":
+        return ">99.9%"
+    if share > 0 and text == "0.0%":
+        return "<0.1%"
+    return text
 
 
 def _short(value: Any, width: int = 24) -> str:
@@ -374,7 +386,10 @@ def infer_schema(collection: Any, sample: int | None = 1000, *, seed: int | None
         return infer_documents(docs, source=name, total=len(docs), how="every document")
     if seed is None:
         total = collection.count_documents(query)
-        docs = list(collection.aggregate([{"$match": query}, {"$sample": {"size": sample}}]))
+        # $sample first (no $match before it when there is no filter): on a real MongoDB it then reads
+        # only the sample through a pseudo-random cursor when sample < 5% of more than 100 documents
+        pipeline = ([{"$match": query}] if query else []) + [{"$sample": {"size": sample}}]
+        docs = list(collection.aggregate(pipeline))
         return infer_documents(docs, source=name, total=total, how=f"$sample of {sample} (server-random)")
     ids = [d["_id"] for d in collection.find(query, {"_id": 1}).sort("_id", 1)]
     picked = sample_ids(ids, sample, seed)
@@ -639,7 +654,7 @@ def schema_violations(doc: Any, schema: Mapping[str, Any], path: str = "") -> li
     where = path or "(document)"
     out: list[str] = []
     if "bsonType" in schema and not _type_ok(doc, schema["bsonType"]):
-        return [f"{where}: bsonType {schema['bsonType']}, got {bson_type(doc)}"]
+        return [f"{where}: bsonType {schema['bsonType']}, got {doc!r} ({bson_type(doc)})"]
     if "enum" in schema and not any(_equal(doc, v) for v in schema["enum"]):
         out.append(f"{where}: enum {schema['enum']}, got {doc!r}")
     if bson_type(doc) in _NUMBERS:
@@ -744,13 +759,16 @@ def write_lazy(collection: Any, report_id: Any, changes: Mapping[str, Any]) -> s
 
 
 def migrate_batch(collection: Any, batch_size: int, after_id: Any = None, *,
-                  after_read: Callable[[list[dict[str, Any]]], Any] | None = None) -> tuple[int, int, Any]:
+                  after_read: Callable[[list[dict[str, Any]]], Any] | None = None,
+                  guarded: bool = True) -> tuple[int, int, Any]:
     """Upgrade the next ``batch_size`` version 1 reports (in ``_id`` order, after ``after_id``).
 
     One query reads them, one unordered ``bulk_write`` replaces each *only if it is still version 1*
     (``schemaVersion`` absent), so a report the application rewrote meanwhile (every application
     write upgrades it, see :func:`write_lazy`) is skipped, never overwritten with the stale copy.
     ``after_read`` runs between the read and the write: the window a concurrent writer races in.
+    ``guarded=False`` drops that condition (replace by ``_id`` alone): the naive migration, which
+    overwrites a concurrent write with the stale copy; notebook 05 runs it to count what it loses.
     Returns (upgraded, skipped, last ``_id`` read or None when nothing was left).
     Introduced in notebook 05.
     """
@@ -762,9 +780,9 @@ def migrate_batch(collection: Any, batch_size: int, after_id: Any = None, *,
         return 0, 0, None
     if after_read is not None:
         after_read(docs)
+    guard = {VERSION_FIELD: {"$exists": False}} if guarded else {}
     result = collection.bulk_write(
-        [ReplaceOne({"_id": d["_id"], VERSION_FIELD: {"$exists": False}}, upgrade_report(d)) for d in docs],
-        ordered=False)
+        [ReplaceOne({"_id": d["_id"], **guard}, upgrade_report(d)) for d in docs], ordered=False)
     return result.modified_count, len(docs) - result.matched_count, docs[-1]["_id"]
 
 
@@ -780,7 +798,7 @@ class MigrationResult:
 
 def migrate_in_batches(collection: Any, batch_size: int = 500, *,
                        after_read: Callable[[list[dict[str, Any]]], Any] | None = None,
-                       between: Callable[[], Any] | None = None) -> MigrationResult:
+                       between: Callable[[], Any] | None = None, guarded: bool = True) -> MigrationResult:
     """Upgrade every version 1 report, ``batch_size`` at a time (:func:`migrate_batch`), resuming
     after the last ``_id`` read, so it ends even if a document cannot be upgraded. ``between``
     runs after each batch (readers and writers keep working). Introduced in notebook 05.
@@ -790,7 +808,8 @@ def migrate_in_batches(collection: Any, batch_size: int = 500, *,
     result = MigrationResult()
     last = None
     while True:
-        upgraded, skipped, last = migrate_batch(collection, batch_size, last, after_read=after_read)
+        upgraded, skipped, last = migrate_batch(collection, batch_size, last, after_read=after_read,
+                                                guarded=guarded)
         if last is None:
             return result
         result.batches += 1

@@ -98,16 +98,22 @@ def test_conflicting_types_export_as_a_bson_type_list():
     assert all(sc.schema_violations(d, schema) == [] for d in DOCS)
     bad = {"_id": 5, "name": 7, "tags": [1], "n": 1.5}
     assert sc.schema_violations(bad, schema) == [
-        "name: bsonType string, got int", "tags[0]: bsonType ['object', 'string'], got int",
-        "n: bsonType ['int', 'long', 'string'], got double"]
+        "name: bsonType string, got 7 (int)", "tags[0]: bsonType ['object', 'string'], got 1 (int)",
+        "n: bsonType ['int', 'long', 'string'], got 1.5 (double)"]
 
 
 def test_distinct_estimate_is_exact_below_the_sketch_size_and_close_above():
     few = sc.infer_documents({"v": i % 50} for i in range(1000))
     assert (few["v"].distinct, few["v"].distinct_exact) == (50, True)
+    exact = sc.infer_documents({"v": i} for i in range(sc.KMV_K))
+    assert (exact["v"].distinct, exact["v"].distinct_exact) == (sc.KMV_K, True)
     many = sc.infer_documents({"v": i} for i in range(20_000))
     assert not many["v"].distinct_exact
-    assert abs(many["v"].distinct - 20_000) / 20_000 < 0.25
+    assert abs(many["v"].distinct - 20_000) / 20_000 < 0.15
+
+
+def test_percent_never_rounds_a_partial_share_to_all_or_nothing():
+    assert [sc.percent(x) for x in (1.0, 0.9997, 0.5, 0.0004, 0.0)] == ["100.0%", ">99.9%", "50.0%", "<0.1%", "0.0%"]
 
 
 @pytest.mark.parametrize("bad", [0, -5, True, 1.5, "100"])
