@@ -520,13 +520,15 @@ def set_validator(db: Any, name: str, json_schema: Mapping[str, Any] | None, *, 
                   action: str = "error") -> dict[str, Any]:
     """Set (``collMod``) a collection's validator, ``validationLevel`` and ``validationAction``.
 
-    ``json_schema=None`` removes the validator (``validator: {}``). Returns the collection's
-    options as the server now reports them (``listCollections``). Introduced in notebook 05.
+    ``json_schema=None`` removes the validator (``validator: {}``). Unknown levels and actions are
+    refused here, before the command is sent (an engine may accept what MongoDB refuses). Returns the
+    collection's options as the server now reports them (``listCollections``). Introduced in notebook 05.
     """
     if level not in ("off", "strict", "moderate"):
         raise SchemaError(f"level={level!r}: use 'strict' (the default), 'moderate' or 'off'")
-    if action not in ("error", "warn"):
-        raise SchemaError(f"action={action!r}: use 'error' (the default) or 'warn'")
+    if action not in ("error", "warn", "errorAndLog"):
+        raise SchemaError(f"action={action!r}: use 'error' (the default), 'warn', or 'errorAndLog' "
+                          f"(MongoDB 8.1 and later)")
     validator = {} if json_schema is None else {"$jsonSchema": dict(json_schema)}
     db.command("collMod", name, validator=validator, validationLevel=level, validationAction=action)
     return validator_of(db, name)

@@ -270,7 +270,7 @@ def test_set_validator_refuses_unknown_levels_and_actions(db):
     with pytest.raises(sc.SchemaError, match="level="):
         sc.set_validator(db, "x", REPORT_SCHEMA, level="lenient")
     with pytest.raises(sc.SchemaError, match="action="):
-        sc.set_validator(db, "x", REPORT_SCHEMA, action="errorAndLog")
+        sc.set_validator(db, "x", REPORT_SCHEMA, action="log")
 
 
 # ------------------------------------------------------------------------------------------
