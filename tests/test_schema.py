@@ -411,3 +411,58 @@ def test_migrate_in_batches_refuses_a_bad_batch_size(db):
         sc.migrate_in_batches(_collection(db), 0)
     with pytest.raises(sc.SchemaError, match="batch_size"):
         sc.migrate_in_batches(_collection(db), 1.5)
+
+
+# ------------------------------------------------------------------------------------------
+# the exercise checkers of notebook 05 (helpers/checks/nb05.py) accept the right answer and
+# say what is wrong with a wrong one, on every backend
+
+def test_checker_5_1_latitude_validator(vdb):
+    from helpers.checks import nb05
+
+    coll = _collection(vdb, "reports")
+    coll.insert_many([{"_id": f"r{i}", "lat": float(i % 90), "lon": 1.0} for i in range(30)])
+    server = _caps_of(vdb).json_schema
+    base = sc.to_json_schema(sc.infer_schema(coll, sample=None))
+    assert "accepts latitude 90.5" in nb05.latitude_validator(base, db=vdb, reports=coll, server=server)
+    ranged = {**base, "properties": {**base["properties"], "lat": {"bsonType": "double", "minimum": -90, "maximum": 90}}}
+    assert nb05.latitude_validator(ranged, db=vdb, reports=coll, server=server) is None
+    strict = {**base, "properties": {**base["properties"], "lat": {"bsonType": "double", "minimum": 1, "maximum": 90}}}
+    assert "refuses 1 of the 30 stored reports" in nb05.latitude_validator(strict, db=vdb, reports=coll, server=server)
+    assert "not {'$jsonSchema'" in nb05.latitude_validator({"$jsonSchema": ranged}, db=vdb, reports=coll, server=server)
+
+
+def test_checker_5_2_position_reader(db):
+    from helpers.checks import nb05
+
+    reports = _collection(db, "reports")
+    reports.insert_many(V1)
+    versioned = _collection(db, "versioned")
+    versioned.insert_many([sc.upgrade_report(d) if i % 2 else d for i, d in enumerate(V1)])
+
+    def right(doc):
+        p = sc.read_report(doc).get("position")
+        return (p["coordinates"][1], p["coordinates"][0]) if p else None
+
+    def swapped(doc):
+        p = sc.read_report(doc).get("position")
+        return tuple(p["coordinates"]) if p else None
+
+    assert nb05.position_reader(right, versioned=versioned, reports=reports) is None
+    assert "returns" in nb05.position_reader(swapped, versioned=versioned, reports=reports)
+    assert "give a function" in nb05.position_reader(42, versioned=versioned, reports=reports)
+
+
+def test_checker_5_3_missed_paths(db):
+    from helpers.checks import nb05
+
+    coll = _collection(db, "mixed")
+    coll.insert_many([{"_id": i, "kind": 1, **({"rare": True} if i == 57 else {})} for i in range(300)])
+    every = sc.infer_schema(coll, sample=None)
+    one_percent = sc.infer_schema(coll, sample=3, seed=7)
+    missed = set(every.paths()) - set(one_percent.paths())
+    assert missed == {"rare"}
+    assert nb05.missed_paths(missed, aerodata=coll) is None
+    assert "did see '_id'" in nb05.missed_paths({"_id", "rare"}, aerodata=coll)
+    assert "more path" in nb05.missed_paths(set(), aerodata=coll)
+    assert "set of field paths" in nb05.missed_paths("rare", aerodata=coll)
