@@ -304,7 +304,7 @@ def _flatten(node: _Node, sampled: int, path: str, out: dict[str, FieldStats],
     for key, child in node.children.items():
         _emit(child, sampled, f"{path}.{key}" if path else key, out,
               required=parent_objects is not None and child.count == parent_objects)
-    if node.items is not None:
+    if node.items is not None and node.items.count:  # arrays that were always empty have no elements to show
         _emit(node.items, sampled, f"{path}[]", out, required=False)
 
 
@@ -459,7 +459,7 @@ def _node_schema(node: _Node, required: bool, additional: bool) -> dict[str, Any
             schema["required"] = must
         if not additional:
             schema["additionalProperties"] = False
-    if "array" in node.types and node.items is not None:
+    if "array" in node.types and node.items is not None and node.items.count:
         schema["items"] = _node_schema(node.items, required, additional)
     return schema
 

@@ -102,6 +102,21 @@ def test_conflicting_types_export_as_a_bson_type_list():
         "n: bsonType ['int', 'long', 'string'], got 1.5 (double)"]
 
 
+def test_empty_arrays_and_documents_export_without_items_or_properties(vdb):
+    docs = [{"_id": 1, "a": [], "b": {}, "c": [[]]}, {"_id": 2, "a": [], "b": {}, "c": []}]
+    inf = sc.infer_documents(docs)
+    assert inf.paths() == ["_id", "a", "b", "c", "c[]"]
+    assert inf["a"].array_lengths == (0, 0.0, 0) and inf["c[]"].array_lengths == (0, 0.0, 0)
+    schema = sc.to_json_schema(inf)
+    assert schema["properties"] == {"_id": {"bsonType": "int"}, "a": {"bsonType": "array"},
+                                    "b": {"bsonType": "object"},
+                                    "c": {"bsonType": "array", "items": {"bsonType": "array"}}}
+    if _caps_of(vdb).json_schema:
+        coll = _collection(vdb)
+        coll.insert_many(docs)
+        assert coll.count_documents({"$jsonSchema": schema}) == 2
+
+
 def test_distinct_estimate_is_exact_below_the_sketch_size_and_close_above():
     few = sc.infer_documents({"v": i % 50} for i in range(1000))
     assert (few["v"].distinct, few["v"].distinct_exact) == (50, True)
