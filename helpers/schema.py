@@ -1,4 +1,4 @@
-"""Lesson module of notebooks/05_schema_lifecycle.ipynb: a schema's life: infer it, enforce it, version it.
+"""Lesson module of notebooks/05_schema_lifecycle.ipynb (notebook 05): infer, enforce and version a schema.
 
 MongoDB does not require a schema, so a collection's schema is whatever its documents share. This
 module measures it and then holds the application to it:

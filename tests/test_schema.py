@@ -23,7 +23,6 @@ from helpers import schema as sc
 from helpers.counting import counting
 from helpers.datasets import load_dataset
 
-
 _CAPS: dict[str, object] = {}
 
 
