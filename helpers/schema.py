@@ -55,7 +55,7 @@ from pymongo.errors import BulkWriteError, OperationFailure
 __all__ = [
     "SchemaError", "FieldStats", "InferredSchema", "MissRate", "WriteOutcome", "MigrationResult",
     "bson_type", "percent", "sample_ids", "infer_schema", "infer_documents", "miss_rate",
-    "to_json_schema", "one_of_by", "versioned_validator", "set_validator", "validator_of",
+    "to_json_schema", "one_of_by", "versioned_validator", "set_validator", "validator_of", "validation_rights",
     "try_write", "refusal_reasons", "schema_violations", "count_valid",
     "VERSION_FIELD", "CURRENT_VERSION", "version_of", "upgrade_report", "read_report",
     "write_lazy", "migrate_batch", "migrate_in_batches", "content_digest",
@@ -532,6 +532,37 @@ def set_validator(db: Any, name: str, json_schema: Mapping[str, Any] | None, *, 
     validator = {} if json_schema is None else {"$jsonSchema": dict(json_schema)}
     db.command("collMod", name, validator=validator, validationLevel=level, validationAction=action)
     return validator_of(db, name)
+
+
+def validation_rights(db: Any) -> dict[str, bool]:
+    """Whether this database user may change a validator (``collMod``) and bypass one
+    (``bypassDocumentValidation``), tried on a scratch collection of the workbook's, then dropped.
+
+    On a shared server a student with only the ``readWrite`` role has neither (``dbAdmin`` has both):
+    the server refuses with code 13 (Unauthorized). Only meaningful where validators are enforced.
+    Introduced in notebook 05.
+    """
+    from .safety import workbook_collection
+
+    name = "schema_rights_probe"
+    workbook_collection(db, name)
+    rights = {"collMod": False, "bypassDocumentValidation": False}
+    try:
+        db.drop_collection(name)
+        db.create_collection(name, validator={"$jsonSchema": {"required": ["a"]}})
+        try:
+            db.command("collMod", name, validationLevel="strict")
+            rights["collMod"] = True
+        except OperationFailure:
+            pass
+        try:
+            db[name].insert_one({"b": 1}, bypass_document_validation=True)
+            rights["bypassDocumentValidation"] = True
+        except OperationFailure:
+            pass
+    finally:
+        db.drop_collection(name)
+    return rights
 
 
 def validator_of(db: Any, name: str) -> dict[str, Any]:

@@ -280,6 +280,12 @@ def test_validation_level_action_and_bypass_follow_the_manual(vdb):
     assert sorted(d["_id"] for d in coll.find()) == ["bypassed", "good", "old", "warned"]
 
 
+def test_validation_rights_of_the_test_user(vdb):
+    _needs_validation(vdb)
+    assert sc.validation_rights(vdb) == {"collMod": True, "bypassDocumentValidation": True}
+    assert "schema_rights_probe" not in vdb.list_collection_names()
+
+
 def test_set_validator_refuses_unknown_levels_and_actions(db):
     with pytest.raises(sc.SchemaError, match="level="):
         sc.set_validator(db, "x", REPORT_SCHEMA, level="lenient")
