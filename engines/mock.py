@@ -39,9 +39,10 @@ class MockCursor:
               "allow_disk_use", "where", "max", "min", "max_scan", "add_option", "remove_option"}
 
     def __init__(self, inner: Any, command: str, batch_size: int = 0, limit: int = 0,
-                 eager: bool = False) -> None:
+                 eager: bool = False, document: dict[str, Any] | None = None) -> None:
         self._inner = inner
         self._command = command
+        self._document = document  # the command document pymongo would send (completed by chaining)
         self._batch_size = batch_size
         self._limit = limit  # > 0: at most this many; < 0: one batch of at most -limit
         self._it: Any = None
@@ -60,6 +61,12 @@ class MockCursor:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # mongomock-ng: batch_size is a no-op
                     result = attr(*args, **kwargs)
+                if self._document is not None and name in ("sort", "collation", "hint") and args:
+                    value = args[0]
+                    if name == "sort":
+                        value = ({value: args[1] if len(args) > 1 else 1} if isinstance(value, str)
+                                 else dict(value))
+                    self._document[name] = value
                 if name == "batch_size":
                     self._batch_size = int(args[0] if args else kwargs.get("batch_size", 0))
                 elif name == "limit":
@@ -117,7 +124,8 @@ class MockCursor:
             self._closed = True  # a single batch, or the limit reached: the server closes the cursor
         elif cut_by_count and not self._lookahead:
             pass  # the server does not know yet that nothing is left: one more (empty) getMore
-        record(self._command if first else "getMore", batch)
+        record(self._command if first else "getMore", batch,
+               command=self._document if first else None)
         self._buffer.extend(batch)
 
     def __next__(self) -> Any:
@@ -178,34 +186,51 @@ class MockCollection:
     def database(self) -> "MockDatabase":
         return self._database
 
+    def _cmd(self, name: str, **fields: Any) -> dict[str, Any]:
+        """The command document pymongo would send for this call (for ``counting(keep_commands=True)``)."""
+        return {name: self._inner.name, **{k: v for k, v in fields.items() if v is not None},
+                "$db": self._inner.database.name}
+
+    def _find_cmd(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        sort = kwargs.get("sort")
+        return self._cmd("find", filter=args[0] if args else kwargs.get("filter") or {},
+                         projection=args[1] if len(args) > 1 else kwargs.get("projection"),
+                         sort=dict(sort) if sort else None, collation=kwargs.get("collation"),
+                         hint=kwargs.get("hint"))
+
     # reads
     def find(self, *args: Any, **kwargs: Any) -> MockCursor:
         return MockCursor(self._inner.find(*args, **kwargs), "find",
                           batch_size=int(kwargs.get("batch_size", 0) or 0),
-                          limit=int(kwargs.get("limit", 0) or 0))
+                          limit=int(kwargs.get("limit", 0) or 0), document=self._find_cmd(args, kwargs))
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         doc = self._inner.find_one(filter, *args, **kwargs)
-        record("find", [doc] if doc is not None else [])
+        record("find", [doc] if doc is not None else [], command=self._find_cmd((filter or {}, *args), kwargs))
         return doc
 
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
         inner = self._inner.aggregate(pipeline, *args, **kwargs)
-        return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True)
+        return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
+                          document=self._cmd("aggregate", pipeline=list(pipeline),
+                                             collation=kwargs.get("collation")))
 
     def count_documents(self, filter: Any, *args: Any, **kwargs: Any) -> int:
         n = self._inner.count_documents(filter, *args, **kwargs)
-        record("aggregate", [{"_id": 1, "n": n}] if n else [])
+        record("aggregate", [{"_id": 1, "n": n}] if n else [],
+               command=self._cmd("aggregate", pipeline=[{"$match": filter}, {"$group": {"_id": 1, "n": {"$sum": 1}}}],
+                                 collation=kwargs.get("collation")))
         return n
 
     def estimated_document_count(self, *args: Any, **kwargs: Any) -> int:
         n = self._inner.estimated_document_count(*args, **kwargs)
-        record("count")
+        record("count", command=self._cmd("count"))
         return n
 
     def distinct(self, *args: Any, **kwargs: Any) -> Any:
         out = self._inner.distinct(*args, **kwargs)
-        record("distinct")
+        record("distinct", command=self._cmd("distinct", key=args[0] if args else kwargs.get("key"),
+                                             query=args[1] if len(args) > 1 else kwargs.get("filter")))
         return out
 
     # writes
@@ -216,7 +241,7 @@ class MockCollection:
             written = 1
             return result
         finally:  # a refused insert (duplicate key) was still sent
-            record("insert", written=written)
+            record("insert", written=written, command=self._cmd("insert", n=1))
 
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
         from pymongo.errors import BulkWriteError
@@ -225,7 +250,7 @@ class MockCollection:
         try:
             result = self._inner.insert_many(documents, *args, **kwargs)
         except BulkWriteError as e:  # the server still received the insert, and wrote some
-            record("insert", written=int(e.details.get("nInserted", 0)))
+            record("insert", written=int(e.details.get("nInserted", 0)), command=self._cmd("insert", n=len(documents)))
             raise
         if is_counting():
             batches, n, size = 0, 0, 0
@@ -236,12 +261,17 @@ class MockCollection:
                 n += 1
                 size += s
             for i in range(batches):
-                record("insert", written=len(documents) if i == 0 else 0)
+                record("insert", written=len(documents) if i == 0 else 0,
+                       command=self._cmd("insert", n=len(documents) if i == 0 else None))
         return result
 
     def _update(self, method: str, *args: Any, **kwargs: Any) -> Any:
         result = getattr(self._inner, method)(*args, **kwargs)
-        record("update", written=result.modified_count + (1 if result.upserted_id is not None else 0))
+        q = args[0] if args else kwargs.get("filter")
+        u = args[1] if len(args) > 1 else kwargs.get("update", kwargs.get("replacement"))
+        record("update", written=result.modified_count + (1 if result.upserted_id is not None else 0),
+               command=self._cmd("update", updates=[{"q": q, "u": u, "multi": method == "update_many",
+                                                     "upsert": bool(kwargs.get("upsert"))}]))
         return result
 
     def update_one(self, *args: Any, **kwargs: Any) -> Any:
@@ -255,7 +285,9 @@ class MockCollection:
 
     def _delete(self, method: str, *args: Any, **kwargs: Any) -> Any:
         result = getattr(self._inner, method)(*args, **kwargs)
-        record("delete", written=result.deleted_count)
+        record("delete", written=result.deleted_count,
+               command=self._cmd("delete", deletes=[{"q": args[0] if args else kwargs.get("filter"),
+                                                     "limit": 1 if method == "delete_one" else 0}]))
         return result
 
     def delete_one(self, *args: Any, **kwargs: Any) -> Any:
@@ -268,7 +300,11 @@ class MockCollection:
         doc = getattr(self._inner, method)(*args, **kwargs)
         # no document back, but upsert=True: nothing matched, so one was inserted
         written = 1 if doc is not None or kwargs.get("upsert") else 0
-        record("findAndModify", [doc] if doc is not None else [], written=written)
+        sort = kwargs.get("sort")
+        record("findAndModify", [doc] if doc is not None else [], written=written,
+               command=self._cmd("findAndModify", query=args[0] if args else kwargs.get("filter"),
+                                 update=args[1] if len(args) > 1 else None, sort=dict(sort) if sort else None,
+                                 remove=True if method == "find_one_and_delete" else None))
         return doc
 
     def find_one_and_update(self, *args: Any, **kwargs: Any) -> Any:
@@ -288,12 +324,25 @@ class MockCollection:
                 n = type(r).__name__
                 return "insert" if n.startswith("Insert") else "delete" if n.startswith("Delete") else "update"
             kinds = [kind(r) for r in requests]
-            runs = [k for k, _ in itertools.groupby(kinds)] if ordered else \
-                [k for k in ("insert", "update", "delete") if k in kinds]  # pymongo's unordered order
+            runs = [(k, [r for _, r in group]) for k, group in itertools.groupby(zip(kinds, requests),
+                                                                                 key=lambda t: t[0])] if ordered \
+                else [(k, [r for r, kk in zip(requests, kinds) if kk == k])
+                      for k in ("insert", "update", "delete") if k in kinds]  # pymongo's unordered order
             written = (result.inserted_count + result.modified_count + result.upserted_count
                        + result.deleted_count)
-            for i, k in enumerate(runs):
-                record(k, written=written if i == 0 else 0)
+            for i, (k, reqs) in enumerate(runs):
+                if k == "insert":
+                    command = self._cmd("insert", n=len(reqs))
+                elif k == "update":
+                    command = self._cmd("update", updates=[
+                        {"q": getattr(r, "_filter", None), "u": getattr(r, "_doc", None),
+                         "multi": type(r).__name__ == "UpdateMany", "upsert": bool(getattr(r, "_upsert", False))}
+                        for r in reqs])
+                else:
+                    command = self._cmd("delete", deletes=[{"q": getattr(r, "_filter", None),
+                                                            "limit": 0 if type(r).__name__ == "DeleteMany" else 1}
+                                                           for r in reqs])
+                record(k, written=written if i == 0 else 0, command=command)
         return result
 
     def create_index(self, *args: Any, **kwargs: Any) -> Any:
@@ -319,7 +368,7 @@ class MockCollection:
     def index_information(self) -> dict[str, Any]:
         info = self._inner.index_information()
         # listIndexes returns one document per index: {"v", "key", "name", options...}
-        record("listIndexes", [{"v": spec.get("v", 2), "key": dict(spec["key"]), "name": name,
+        record("listIndexes", command=self._cmd("listIndexes"), docs=[{"v": spec.get("v", 2), "key": dict(spec["key"]), "name": name,
                               **{k: v for k, v in spec.items() if k not in ("v", "key")}}
                              for name, spec in info.items()])
         return info
@@ -365,11 +414,13 @@ class MockDatabase:
         return self._inner.drop_collection(name, *args, **kwargs)
 
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
-        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate", eager=True)
+        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate", eager=True,
+                          document={"aggregate": 1, "pipeline": list(pipeline), "$db": self._inner.name})
 
     def list_collection_names(self, *args: Any, **kwargs: Any) -> list[str]:
         names = self._inner.list_collection_names(*args, **kwargs)
-        record("listCollections", [{"name": n, "type": "collection"} for n in names])
+        record("listCollections", [{"name": n, "type": "collection"} for n in names],
+               command={"listCollections": 1, "$db": self._inner.name})
         return names
 
     def command(self, *args: Any, **kwargs: Any) -> Any:

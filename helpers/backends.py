@@ -56,6 +56,7 @@ KNOWN_WRONG = {
         "$jsonSchema validators are not implemented",
         "documents over 16 MB are accepted",
         "$near with $centerSphere fails",
+        "collations are ignored: an index loses its collation, a query's collation is not applied",
     ),
     "SecantusDB": (
         "explain() of a regex on an indexed field or of an _id range shows COLLSCAN with made-up key counts",
@@ -83,6 +84,7 @@ class Capabilities:
     transactions: bool  # multi-document transactions (a standalone mongod has none)
     graph_restrict: bool  # $graphLookup honours restrictSearchWithMatch
     slice_projection: bool  # {"arr": {"$slice": n}} keeps the other fields
+    collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
 
     def as_dict(self) -> dict[str, bool]:
         return dict(self.__dict__)
@@ -128,6 +130,8 @@ class BackendInfo:
             out.append("multi-document transactions")
         if not c.graph_restrict:
             out.append("$graphLookup restrictSearchWithMatch")
+        if not c.collation:
+            out.append("collations (case-insensitive indexes and queries)")
         return out
 
 
@@ -235,6 +239,20 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             caps["json_schema"] = False
         finally:
             db.drop_collection(vname)
+        # collation: a case-insensitive index keeps its collation, and a query with it matches "Y" for "y"
+        cname = f"{name}_c"
+        track_collection(db, cname)
+        try:
+            strength2 = {"locale": "en", "strength": 2}
+            db[cname].insert_many([{"_id": 1, "x": "Y"}, {"_id": 2, "x": "z"}])
+            db[cname].create_index("x", collation=strength2)
+            kept = any((spec.get("collation") or {}).get("strength") == 2
+                       for spec in db[cname].index_information().values())
+            caps["collation"] = kept and [d["_id"] for d in db[cname].find({"x": "y"}, collation=strength2)] == [1]
+        except (OperationFailure, NotImplementedError, TypeError):
+            caps["collation"] = False
+        finally:
+            db.drop_collection(cname)
         # the server's own 16 MB limit: grow a 9 MB document to 18 MB with $set
         chunk = "x" * (9 * 1024 * 1024)
         try:
@@ -252,7 +270,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
         caps["transactions"] = _probe_transactions(db, coll)
     finally:
         db.drop_collection(name)
-        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v"]}})
+        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c"]}})
         if not had_registry:  # leave the database as it was found
             db.drop_collection(REGISTRY)
     return Capabilities(**caps)
@@ -398,7 +416,7 @@ def _finish(conn: Connection, name: str, engine: str, version: str, uri: str | N
     else:
         caps = Capabilities(indexes=not is_mock, explain=False, explain_regex=False, bson_size=False,
                             json_schema=False, max_document_size=False, transactions=False,
-                            graph_restrict=False, slice_projection=False)
+                            graph_restrict=False, slice_projection=False, collation=False)
     conn.info = BackendInfo(name=name, engine=engine, version=version, database=conn.db.name, uri=uri,
                             caps=caps, known_wrong=KNOWN_WRONG.get(engine, ()), note=note)
     return conn

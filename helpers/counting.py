@@ -35,14 +35,32 @@ class CommandCounter:
     bytes_returned: int = 0
     docs_written: int = 0
     commands: list[str] = field(default_factory=list)
+    #: with ``counting(keep_commands=True)``: each command document as sent (``$db`` added, an
+    #: insert's documents replaced by their number ``n``), e.g. for ``helpers.advisor``'s workload
+    keep_commands: bool = False
+    command_documents: list[dict[str, Any]] = field(default_factory=list)
 
-    def add_command(self, name: str) -> None:
+    def add_command(self, name: str, command: dict[str, Any] | None = None) -> None:
         self.round_trips += 1
         self.commands.append(name)
+        if self.keep_commands and command is not None:
+            self.command_documents.append(_slim(command))
 
     def add_docs(self, docs: list[Any]) -> None:
         self.docs_returned += len(docs)
         self.bytes_returned += sum(len(bson.encode(d)) for d in docs)
+
+
+_SESSION_FIELDS = {"lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "$readPreference",
+                   "signature", "apiVersion", "apiStrict", "apiDeprecationErrors"}
+
+
+def _slim(command: dict[str, Any]) -> dict[str, Any]:
+    """The command without driver session fields, and an insert without its (possibly huge) documents."""
+    out = {k: v for k, v in command.items() if k not in _SESSION_FIELDS}
+    if "documents" in out and next(iter(out), None) == "insert":
+        out["n"] = len(out.pop("documents") or [])
+    return out
 
 
 _ACTIVE: list[CommandCounter] = []
@@ -50,9 +68,9 @@ _ACTIVE_LOCK = threading.Lock()
 
 
 @contextmanager
-def counting() -> Iterator[CommandCounter]:
+def counting(keep_commands: bool = False) -> Iterator[CommandCounter]:
     """Count every command sent inside the ``with`` block, on any backend."""
-    counter = CommandCounter()
+    counter = CommandCounter(keep_commands=keep_commands)
     with _ACTIVE_LOCK:
         _ACTIVE.append(counter)
     try:
@@ -75,7 +93,8 @@ def _each(fn: Any) -> None:
 class _Listener(monitoring.CommandListener):
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if _ACTIVE and event.command_name.lower() not in IGNORED:
-            _each(lambda c: c.add_command(event.command_name))
+            command = {**event.command, "$db": event.database_name}
+            _each(lambda c: c.add_command(event.command_name, command))
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
         if not _ACTIVE or event.command_name.lower() in IGNORED:
@@ -115,13 +134,17 @@ def attach_listener_client() -> monitoring.CommandListener:
 # engines without command monitoring report their commands here
 
 
-def record(name: str, docs: list[Any] | None = None, written: int = 0) -> None:
-    """Count one command (for an engine without command monitoring: the mock adapter)."""
+def record(name: str, docs: list[Any] | None = None, written: int = 0,
+           command: dict[str, Any] | None = None) -> None:
+    """Count one command (for an engine without command monitoring: the mock adapter).
+
+    ``command`` is the command document pymongo would have sent, kept by ``counting(keep_commands=True)``.
+    """
     if not _ACTIVE:
         return
 
     def f(c: CommandCounter) -> None:
-        c.add_command(name)
+        c.add_command(name, command)
         if docs:
             c.add_docs(docs)
         c.docs_written += written
