@@ -989,3 +989,251 @@ def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | None =
             ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", p + "ci_near", "email"),
             ("OPTIMIZE_TEXT_QUERIES", p + "text_near", "sku")]
     return Fixtures(sorted(made), workload, planted, near)
+
+
+# ---------------------------------------------------------------------------------------------
+# the lessons' designs, before and after (notebook 06 reviews them; the tests check them)
+
+@dataclass
+class Design:
+    """One schema design of notebooks 01-04 built small, with the workload its pages send."""
+
+    title: str
+    collections: list[str]
+    workload: Workload
+    expected: set[tuple[str, str | None, str | None]]  # what the advisor must find (empty: clean)
+
+
+#: how many copies of the sample's day the "airline document with every report" holds (a week)
+AIRLINE_DOCUMENT_DAYS = 7
+#: comments a post embeds in the outlier pattern's "after" design
+OUTLIER_THRESHOLD = 100
+_STRENGTH2 = {"locale": "en", "strength": 2}
+
+
+def lesson_designs(db: Any, which: str, lessons: Iterable[str] = ("01", "02", "04")) -> list[Design]:
+    """Build the ``"before"`` or ``"after"`` designs of notebooks 01-04 in ``db`` and record their workloads.
+
+    Needs the datasets ``products``, ``posts`` and ``adsb_reports`` loaded (``helpers.load_dataset``).
+    "before": a product that embeds every review (01), every comment embedded in its post (02), the
+    airline document holding a week of reports, three collections joined by ``$lookup``, and one
+    collection per airline (04). "after": reviews in their own collection, the outlier pattern, the
+    single polymorphic collection. ``lessons`` picks the notebooks ("01", "02", "04"). Introduced in
+    notebook 06.
+    """
+    if which not in ("before", "after"):
+        raise ValueError(f"which must be 'before' or 'after', not {which!r}")
+    lessons = list(lessons)
+    unknown = [x for x in lessons if x not in _NEEDS]
+    if unknown:
+        raise ValueError(f"lessons must be among {sorted(_NEEDS)}, not {unknown}")
+    for lesson in lessons:
+        name = _NEEDS[lesson]
+        if db[name].find_one({}, {"_id": 1}) is None:
+            raise ValueError(f"collection {name!r} is empty: load it first with helpers.load_dataset({name!r}, db)")
+    designs: list[Design] = []
+    for lesson in lessons:
+        designs += _BUILDERS[(which, lesson)](db)
+    return designs
+
+
+_NEEDS = {"01": "products", "02": "posts", "04": "adsb_reports"}
+
+
+def _fresh(db: Any, name: str) -> Any:
+    from .safety import workbook_collection
+
+    coll = workbook_collection(db, name)
+    coll.drop()
+    return coll
+
+
+def _celebrity() -> dict[str, Any]:
+    from .embedding import synthetic_reviews
+
+    return {"_id": 0, "name": "product a celebrity liked", "price": 19.99,
+            "reviews": synthetic_reviews(2_500, seed=3)}  # seed 3: the same reviews on every run
+
+
+def _reports(db: Any) -> tuple[list[dict[str, Any]], str, str]:
+    """The sample's reports (with their airline), the airline with the most reports, its busiest aircraft."""
+    from .aerodata import airline_of_callsign
+
+    docs = [{**d, "airline": airline_of_callsign(d.get("callsign"))}
+            for d in db["adsb_reports"].find({}, {"_id": 0}).sort([("timestamp", 1), ("icao24", 1)])]
+    per_airline = Counter(d["airline"] for d in docs)
+    top = min(per_airline, key=lambda a: (-per_airline[a], a))
+    per_aircraft = Counter(d["icao24"] for d in docs if d["airline"] == top)
+    return docs, top, min(per_aircraft, key=lambda i: (-per_aircraft[i], i))
+
+
+def _before_01(db: Any) -> list[Design]:
+    from .embedding import synthetic_reviews
+
+    # 01: every review embedded in its product, a text search by regex, an index no page uses
+    shop = _fresh(db, "shop_products")
+    shop.insert_many([_celebrity(), *db["products"].find({}).sort("_id", 1)])
+    shop.create_index("price")
+
+    def shop_pages() -> None:
+        for pid in (0, 1, 2):
+            shop.find_one({"_id": pid})
+        for review in synthetic_reviews(3, seed=4):
+            shop.update_one({"_id": 0}, {"$push": {"reviews": review}})
+        list(shop.find({"reviews.text": {"$regex": "battery"}}, {"name": 1}).sort("_id", 1))
+
+    return [Design("01 · a product embeds every review", [shop.name], record_workload(shop_pages, db.name),
+                   {("AVOID_UNBOUNDED_ARRAY", shop.name, "reviews"),
+                    ("OPTIMIZE_TEXT_QUERIES", shop.name, "reviews.text"),
+                    ("REMOVE_UNNECESSARY_INDEXES", shop.name, "price_1")})]
+
+
+def _before_02(db: Any) -> list[Design]:
+    import datetime as _dt
+
+    # 02: every comment embedded, the viral post too
+    posts = db["posts"]
+    viral = max(posts.find({}, {"comments": 1}), key=lambda p: (len(p["comments"]), -p["_id"]))["_id"]
+
+    def post_pages() -> None:
+        for pid in (1, 2, viral):
+            posts.find_one({"_id": pid})
+        for seq in range(3):
+            posts.update_one({"_id": viral}, {"$push": {"comments": {"seq": -1 - seq, "author": "user1", "text": "me too",
+                                                                     "ts": _dt.datetime(2025, 1, 1)}}})
+
+    return [Design("02 · every comment embedded in its post", [posts.name], record_workload(post_pages, db.name),
+                   {("AVOID_UNBOUNDED_ARRAY", posts.name, "comments")})]
+
+
+def _before_04(db: Any) -> list[Design]:
+    import datetime as _dt
+
+    designs = []
+    # 04: the airline document holding its aircraft and their reports (the sample's day, repeated for a week)
+    docs, top, busiest = _reports(db)
+    fields_ = ("timestamp", "lat", "lon", "altitude", "groundspeed", "track", "vertical_rate")
+    airlines: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for day in range(AIRLINE_DOCUMENT_DAYS):
+        for d in docs:
+            airlines[d["airline"]][d["icao24"]].append(
+                {**{k: d.get(k) for k in fields_}, "timestamp": d["timestamp"] + _dt.timedelta(days=day)})
+    embedded = _fresh(db, "airlines_embedded")
+    embedded.insert_many([{"_id": code, "aircraft": [{"icao24": i, "reports": r} for i, r in sorted(fleet.items())]}
+                          for code, fleet in sorted(airlines.items())])
+
+    def airline_page() -> None:
+        embedded.find_one({"_id": top})
+        # by position: mongomock-ng cannot $push through "aircraft.$.reports" or "aircraft.$[a].reports"
+        position = sorted(airlines[top]).index(busiest)
+        embedded.update_one({"_id": top}, {"$push": {f"aircraft.{position}.reports": {
+            "timestamp": _dt.datetime(2018, 8, 8), "lat": 46.0}}})
+
+    designs.append(Design(f"04 · the airline document with every report ({AIRLINE_DOCUMENT_DAYS} days)", [embedded.name],
+                          record_workload(airline_page, db.name),
+                          {("REDUCE_DOCUMENT_SIZE", embedded.name, "aircraft"),
+                           ("AVOID_UNBOUNDED_ARRAY", embedded.name, "aircraft.reports")}))
+    # 04: three collections joined by $lookup, and a case-insensitive callsign search
+    aero = {kind: _fresh(db, f"aero_{kind}") for kind in ("airlines", "aircraft", "reports")}
+    aero["airlines"].insert_many([{"_id": code} for code in sorted(airlines)])
+    aero["aircraft"].insert_many([{"_id": f"{code}_{i}", "airline": code, "icao24": i}
+                                  for code, fleet in sorted(airlines.items()) for i in sorted(fleet)])
+    aero["reports"].insert_many([dict(d) for d in docs])
+    aero["aircraft"].create_index("airline")
+    aero["reports"].create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
+    callsign = min(d["callsign"] for d in docs if d["airline"] == top)
+    page = [{"$lookup": {"from": aero["aircraft"].name, "localField": "_id", "foreignField": "airline", "as": "fleet"}},
+            {"$lookup": {"from": aero["reports"].name, "localField": "_id", "foreignField": "airline", "as": "reports"}}]
+
+    def aero_pages() -> None:
+        for code in sorted(airlines)[:3]:
+            list(aero["airlines"].aggregate([{"$match": {"_id": code}}, *page]))
+        list(aero["reports"].find({"callsign": {"$regex": f"^{re.escape(callsign.lower())}$", "$options": "i"}})
+             .sort("timestamp", 1))
+
+    designs.append(Design("04 · three collections joined by $lookup", [c.name for c in aero.values()],
+                          record_workload(aero_pages, db.name),
+                          {("REDUCE_LOOKUP_OPS", aero["airlines"].name, f"{aero['aircraft'].name}, {aero['reports'].name}"),
+                           ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", aero["reports"].name, "callsign")}))
+    # 04: one collection per airline
+    per_airline = []
+    for code in sorted(airlines):
+        coll = _fresh(db, f"reports_{code}")
+        coll.insert_many([{k: v for k, v in d.items() if k != "airline"} for d in docs if d["airline"] == code])
+        per_airline.append(coll.name)
+
+    def per_airline_page() -> None:
+        list(db[f"reports_{top}"].find({"icao24": busiest}).sort("timestamp", 1))
+
+    designs.append(Design("04 · one collection per airline", per_airline, record_workload(per_airline_page, db.name),
+                          {("REDUCE_NUMBER_OF_NAMESPACES", "reports_*", None)}))
+    return designs
+
+
+def _after_01(db: Any) -> list[Design]:
+    # 01: reviews in their own collection (indexed by product and position), keywords for the search
+    shop, reviews = _fresh(db, "shop_products"), _fresh(db, "shop_reviews")
+    products = [_celebrity(), *db["products"].find({}).sort("_id", 1)]
+    shop.insert_many([{k: v for k, v in p.items() if k != "reviews"} for p in products])
+    reviews.insert_many([{"_id": f"{p['_id']}-{n}", "product_id": p["_id"], "n": n, **r,
+                          "words": sorted(set(r["text"].split()))}
+                         for p in products for n, r in enumerate(p["reviews"])])
+    reviews.create_index([("product_id", 1), ("n", 1)])
+    reviews.create_index("words")
+
+    def shop_pages() -> None:
+        for pid in (0, 1, 2):
+            shop.find_one({"_id": pid})
+            list(reviews.find({"product_id": pid}).sort("n", 1).limit(20))
+        reviews.insert_one({"_id": "0-new", "product_id": 0, "n": 2_500, "author": "user1", "rating": 5,
+                            "text": "great battery", "words": ["battery", "great"]})
+        list(reviews.find({"words": "battery"}, {"product_id": 1}).sort("_id", 1).limit(50))
+
+    return [Design("01 · reviews in their own collection", [shop.name, reviews.name],
+                   record_workload(shop_pages, db.name), set())]
+
+
+def _after_02(db: Any) -> list[Design]:
+    from . import outlier
+
+    # 02: the outlier pattern
+    posts = list(db["posts"].find({}).sort("_id", 1))
+    viral = max(posts, key=lambda p: (len(p["comments"]), -p["_id"]))["_id"]
+    outlier.load_outlier_posts(db, posts, OUTLIER_THRESHOLD)
+
+    def post_pages() -> None:
+        for pid in (1, 2, viral):
+            outlier.read_post(db, pid)
+        for _ in range(3):
+            outlier.add_comment(db, viral, {"author": "user1", "text": "me too"}, OUTLIER_THRESHOLD)
+
+    return [Design(f"02 · the outlier pattern ({OUTLIER_THRESHOLD} comments embedded)",
+                   [outlier.POSTS, outlier.OVERFLOW], record_workload(post_pages, db.name), set())]
+
+
+def _after_04(db: Any) -> list[Design]:
+    import calendar
+
+    from . import aerodata as ad
+
+    # 04: one polymorphic collection; the callsign search as an equality with a collation
+    docs, top, busiest = _reports(db)
+    _fresh(db, ad.COLLECTION)
+    ad.ingest(db, [{**{k: v for k, v in d.items() if k != "airline"},
+                    "timestamp": calendar.timegm(d["timestamp"].timetuple())} for d in docs])
+    aerodata = db[ad.COLLECTION]
+    aerodata.create_index("callsign", collation=_STRENGTH2)
+    callsign = min(d["callsign"] for d in docs if d["airline"] == top)
+
+    def aero_pages() -> None:
+        ad.airline(db, top)
+        ad.fleet(db, top)
+        ad.reports(db, top, busiest)
+        ad.airline_all(db, top)
+        list(aerodata.find({"callsign": callsign.lower()}, collation=_STRENGTH2).sort("_id", 1))
+
+    return [Design("04 · one polymorphic collection", [ad.COLLECTION], record_workload(aero_pages, db.name), set())]
+
+
+_BUILDERS = {("before", "01"): _before_01, ("before", "02"): _before_02, ("before", "04"): _before_04,
+             ("after", "01"): _after_01, ("after", "02"): _after_02, ("after", "04"): _after_04}
