@@ -5,7 +5,8 @@
     python3 workbook.py test    # set up .venv, run the unit tests and every notebook on every backend
     python3 workbook.py setup   # only set up .venv (the dev container runs this once)
 
-For teaching (see the README): student-copies, progress, class list, class drop, html.
+For teaching (see the README): student-copies, progress, class list, class drop, html; and
+advise: review a database for schema anti-patterns (notebook 06; `advise --help`).
 
 Set-up is a virtual environment in .venv with requirements.txt installed; it is redone only when
 requirements.txt or pyproject.toml change.
@@ -90,7 +91,7 @@ def setup_only(args: list[str]) -> int:
 
 def main() -> int:
     commands = {"lab": lab, "test": test, "setup": setup_only}
-    tools = {"student-copies", "progress", "class", "html"}
+    tools = {"student-copies", "progress", "class", "html", "advise"}
     if len(sys.argv) >= 2 and sys.argv[1] in tools:
         return tool(sys.argv[1:])
     if len(sys.argv) < 2 or sys.argv[1] not in commands:

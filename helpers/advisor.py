@@ -806,19 +806,24 @@ def _regex_findings(colls: dict[str, _Collection], workload: Workload, collation
 # ---------------------------------------------------------------------------------------------
 # review
 
+_CURRENT = object()
+
+
 def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds | None = None,
-           collections: Iterable[str] | None = None, info: Any = None) -> Report:
+           collections: Iterable[str] | None = None, info: Any = _CURRENT) -> Report:
     """Review ``db`` (and ``workload``, if given) and return a :class:`Report`. Only reads.
 
     ``collections`` limits the review to those names (the namespace count still covers the whole
     database); ``info`` is the backend's ``BackendInfo`` (default ``helpers.backend_info()``), whose
-    probed capabilities say which evidence this engine can show. Introduced in notebook 06.
+    probed capabilities say which evidence this engine can show; ``info=None`` for an engine that was
+    not probed (probing writes, so ``workbook.py advise`` does not): its index collations are then
+    taken as reported. Introduced in notebook 06.
     """
     t = thresholds or Thresholds()
     if workload is not None and not isinstance(workload, Workload):
         raise TypeError(f"workload must be a helpers.advisor.Workload (from Workload.from_counter or "
                         f"record_workload), not {type(workload).__name__}")
-    if info is None:
+    if info is _CURRENT:
         from .backends import backend_info
         info = backend_info()
     collations = bool(getattr(info.caps, "collation", True)) if info is not None else True
@@ -852,6 +857,8 @@ def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds 
     if workload is None:
         notes.append("no workload: REDUCE_LOOKUP_OPS, unused indexes and the regex rules need one "
                      "(helpers.advisor.record_workload, or Workload.from_profile on a real server)")
+    if info is None:
+        notes.append("capabilities not probed (probing writes): index collations are taken as the server reports them")
     engine = f"{info.engine} {info.version}" if info is not None else None
     return Report(db.name, engine, reviewed, sum(c.read for c in colls.values()),
                   sum(c.count for c in colls.values()), workload.source if workload is not None else None,

@@ -6,6 +6,8 @@
     class drop [DB ...] --yes drop the workbook's collections (all databases, or the named ones),
                               and each database left empty; a student's own collections stay
     html [DIR]                a static HTML build of the executed notebooks in DIR (site/)
+    advise [--json] [--database NAME] [--profile] [--demo] ...
+                              review a database for schema anti-patterns, read only (tools/advise.py)
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
+    if cmd == "advise":
+        from tools import advise
+        return advise.main(rest)
     if cmd == "student-copies":
         out = Path(rest[0]) if rest else ROOT / "student"
         for path in student.build_student_copies(out):

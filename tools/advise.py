@@ -1,0 +1,89 @@
+"""``python3 workbook.py advise``: the schema anti-pattern advisor of notebook 06, from the command line.
+
+    python3 workbook.py advise [--json] [--database NAME] [--profile] [--threshold NAME=VALUE ...]
+    python3 workbook.py advise --demo [--json]
+
+Reviews the database NAME (default: the workbook's own) on the server in ``MONGODB_URI`` and prints
+a readable report (``--json``: the same as JSON, for scripts). It only reads: it never writes to
+the database it reviews, and does not probe the engine (probing writes). ``--profile`` takes the
+workload from that database's profiler output (``system.profile``; turn the profiler on yourself).
+``--threshold max_array_elements=200`` overrides a threshold (repeatable; see
+``helpers.advisor.Thresholds``). ``--demo`` plants the advisor's fixtures (one planted case and one
+near miss per code) in a throwaway in-memory engine and reviews them.
+
+A thin layer over :mod:`helpers.advisor`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import fields
+
+
+def _thresholds(pairs: list[str]):
+    from helpers.advisor import Thresholds
+
+    names = {f.name: f.type for f in fields(Thresholds)}
+    values = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in names:
+            raise SystemExit(f"--threshold {pair!r}: use NAME=VALUE with NAME one of {', '.join(names)}")
+        try:
+            values[name] = float(value) if name == "lookup_share" else int(value.replace(",", "").replace("_", ""))
+        except ValueError:
+            raise SystemExit(f"--threshold {pair!r}: {value!r} is not a number") from None
+    try:
+        return Thresholds(**values)
+    except ValueError as e:
+        raise SystemExit(f"--threshold: {e}") from None
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python3 workbook.py advise", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--database", help="the database to review (default: the workbook's own)")
+    parser.add_argument("--profile", action="store_true", help="take the workload from system.profile")
+    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--demo", action="store_true", help="review the advisor's fixtures on a throwaway engine")
+    args = parser.parse_args(argv)
+    thresholds = _thresholds(args.threshold)
+
+    from helpers import advisor
+    from helpers.backends import BackendError, connect
+
+    if args.demo:
+        try:
+            conn = connect("embedded", db_name="advisor_demo")
+        except BackendError:
+            conn = connect("mock", db_name="advisor_demo")
+        try:
+            fixtures = advisor.plant_fixtures(conn.db, thresholds=thresholds)
+            report = advisor.review(conn.db, fixtures.workload, thresholds=thresholds, info=conn.info)
+        finally:
+            conn.close()
+    else:
+        if not (os.environ.get("MONGODB_URI") or "").strip():
+            print("No MONGODB_URI: the offline engines keep their data inside a notebook's kernel, so there is "
+                  "no database here to review.\n"
+                  "  - set MONGODB_URI=mongodb://host:27017 to review a database on a server (read only);\n"
+                  "  - or run the advisor in a notebook: helpers.advisor.review(db) (notebook 06);\n"
+                  "  - or try: python3 workbook.py advise --demo", file=sys.stderr)
+            return 2
+        try:
+            conn = connect("mongodb", db_name=args.database, probe=False)
+        except BackendError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        try:
+            workload = advisor.Workload.from_profile(conn.db) if args.profile else None
+            report = advisor.review(conn.db, workload, thresholds=thresholds, info=None)
+        finally:
+            conn.close()
+    print(report.to_json() if args.json else report.text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
