@@ -40,7 +40,8 @@ import bson
 from .sizes import MAX_BSON_SIZE
 
 __all__ = ["CODES", "SOURCES", "Thresholds", "Finding", "Report", "Operation", "Workload", "review",
-           "record_workload", "Fixtures", "plant_fixtures", "Design", "lesson_designs"]
+           "record_workload", "Fixtures", "plant_fixtures", "Design", "lesson_designs", "Capstone", "plant_capstone",
+           "capstone_app", "TYPED_EMAIL"]
 
 CODES = ("AVOID_UNBOUNDED_ARRAY", "REDUCE_DOCUMENT_SIZE", "REDUCE_LOOKUP_OPS", "REMOVE_UNNECESSARY_INDEXES",
          "REDUCE_NUMBER_OF_NAMESPACES", "OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", "OPTIMIZE_TEXT_QUERIES")
@@ -103,9 +104,9 @@ _LESSONS = {
                                   "queries; 01 · what an index buys and costs (1.3)",
     "REDUCE_NUMBER_OF_NAMESPACES": "04 · one collection with a type field and a compound key (4.5) instead of "
                                    "a collection per key value",
-    "OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES": "06 · an equality query with a collation (strength 2) on an index "
-                                               "with the same collation (6.3); 04 · 4.7: why the regex examines "
-                                               "every key",
+    "OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES": "06 · an equality on a lower-case copy, or with a collation "
+                                               "(strength 2) on an index with the same collation (6.3); 04 · 4.7: "
+                                               "why the regex examines every key",
     "OPTIMIZE_TEXT_QUERIES": "06 · keywords in an indexed array, matched by equality (6.3), or a text index "
                              "($text) / MongoDB Search ($search); 04 · 4.7: an unanchored regex examines every key",
 }
@@ -162,6 +163,7 @@ class Finding:
     summary: str
     lesson: str
     engine_note: str | None = None  # evidence this engine cannot show (from the probed capabilities)
+    engine_keys: tuple[str, ...] = ()  # evidence keys whose value depends on an engine capability
 
     @property
     def key(self) -> tuple[str, str | None, str | None]:
@@ -196,12 +198,18 @@ class Report:
     def by_code(self, code: str) -> list[Finding]:
         return [f for f in self.findings if f.code == code]
 
-    def table(self) -> Any:
-        """One row per finding: severity, code, collection, field, evidence, lesson (a pandas DataFrame)."""
+    def table(self, engine_evidence: bool = False) -> Any:
+        """One row per finding: severity, code, collection, field, evidence, lesson (a pandas DataFrame).
+
+        Evidence that depends on an engine capability is left out unless ``engine_evidence``, so the
+        table is the same on every engine.
+        """
         import pandas as pd
 
         rows = [{"severity": f.severity, "code": f.code, "collection": f.collection, "field": f.field,
-                 "evidence": _evidence_text(f.evidence), "fix": f.lesson} for f in self.findings]
+                 "evidence": _evidence_text({k: v for k, v in f.evidence.items()
+                                             if engine_evidence or k not in f.engine_keys}),
+                 "fix": f.lesson} for f in self.findings]
         return pd.DataFrame(rows, columns=["severity", "code", "collection", "field", "evidence", "fix"])
 
     def to_dict(self) -> dict[str, Any]:
@@ -799,7 +807,8 @@ def _regex_findings(colls: dict[str, _Collection], workload: Workload, collation
         else:
             summary = (f"{len(found)} unanchored regex quer{'y' if len(found) == 1 else 'ies'} on '{fld}': a text "
                        f"search that examines every " + ("index key" if specs else "document"))
-        out.append(Finding(code, coll, fld, "medium", evidence, summary, _LESSONS[code], note))
+        out.append(Finding(code, coll, fld, "medium", evidence, summary, _LESSONS[code], note,
+                           ("case-insensitive index on the field",) if code.startswith("OPTIMIZE_CASE") else ()))
     return out
 
 
@@ -1244,3 +1253,59 @@ def _after_04(db: Any) -> list[Design]:
 
 _BUILDERS = {("before", "01"): _before_01, ("before", "02"): _before_02, ("before", "04"): _before_04,
              ("after", "01"): _after_01, ("after", "02"): _after_02, ("after", "04"): _after_04}
+
+
+# ---------------------------------------------------------------------------------------------
+# the capstone of notebook 06: a small shop with three planted problems
+
+#: what a customer typed into the shop's login form
+TYPED_EMAIL = "Ada.Lovelace@Example.COM"
+
+
+@dataclass
+class Capstone:
+    """The shop of notebook 06's capstone: its collections and what was planted in them."""
+
+    collections: list[str]
+    orders: int
+    events: int
+    customer_id: int
+
+
+def plant_capstone(db: Any) -> Capstone:
+    """Create the capstone shop in ``db``: customers, and orders that embed their delivery events.
+
+    Three problems are planted; :func:`capstone_app` is the shop's code (its workload). Emails are
+    stored in lower case. Introduced in notebook 06.
+    """
+    import datetime as _dt
+
+    customers, orders = _fresh(db, "cap_customers"), _fresh(db, "cap_orders")
+    _fresh(db, "cap_events")
+    db.drop_collection("cap_events")  # free for a fix to use
+    names = ["ada.lovelace", "alan.turing", "grace.hopper", "edsger.dijkstra", "barbara.liskov", "donald.knuth"]
+    customers.insert_many([{"_id": i + 1, "email": f"{n}@example.com", "name": n.replace(".", " ").title()}
+                           for i, n in enumerate(names)])
+    start = _dt.datetime(2025, 1, 1)
+    docs, events = [], 0
+    for i in range(60):
+        n = 1_200 + 10 * i if i % 20 == 0 else 3 + i % 5  # three orders stuck in a delivery loop
+        docs.append({"_id": i + 1, "customer_id": 1 + i % len(names), "placed": start + _dt.timedelta(days=i),
+                     "total": round(10 + 3.5 * i, 2),
+                     "events": [{"status": "scanned", "ts": start + _dt.timedelta(days=i, minutes=k)} for k in range(n)]})
+        events += n
+    orders.insert_many(docs)
+    orders.create_index("customer_id")
+    orders.create_index([("customer_id", 1), ("placed", 1)])
+    return Capstone(["cap_customers", "cap_orders", "cap_events"], len(docs), events, 1)
+
+
+def capstone_app(db: Any, typed_email: str = TYPED_EMAIL) -> tuple[dict, list[dict]]:
+    """The shop's page: find the customer who logged in, list their ten latest orders, record a scan."""
+    import datetime as _dt
+
+    customer = db["cap_customers"].find_one({"email": {"$regex": f"^{re.escape(typed_email)}$", "$options": "i"}})
+    recent = list(db["cap_orders"].find({"customer_id": customer["_id"]}).sort("placed", -1).limit(10))
+    db["cap_orders"].update_one({"_id": recent[0]["_id"]},
+                                {"$push": {"events": {"status": "scanned", "ts": _dt.datetime(2025, 6, 1)}}})
+    return customer, recent
