@@ -231,7 +231,8 @@ class Report:
         counts = Counter(f.severity for f in self.findings)
         head = [f"Schema review of database {self.database!r}"
                 + (f" ({self.engine})" if self.engine else "") + ":",
-                f"  {len(self.collections)} collections, {self.documents_read:,} of {self.documents_total:,} "
+                f"  {len(self.collections)} collection{'' if len(self.collections) == 1 else 's'}, "
+                f"{self.documents_read:,} of {self.documents_total:,} "
                 f"documents read; workload: " + (f"{self.workload_operations:,} operations ({self.workload})"
                                                  if self.workload else "none given (workload rules skipped)"),
                 f"  {len(self.findings)} finding{'' if len(self.findings) == 1 else 's'}"
@@ -705,6 +706,8 @@ def _usable(spec: Mapping[str, Any], op: Operation, collations: bool) -> bool:
     op_collation = op.collation if collations else None
     if kind == "text":
         return any("$text" in _predicate_fields(f) for f in op.filters)
+    if "$**" in lead:  # a wildcard index: any filtered field may use it
+        return any(_predicate_fields(f) for f in op.filters)
     for f in op.filters:
         conds = _predicate_fields(f)
         if lead in conds:
