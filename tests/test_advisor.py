@@ -86,6 +86,9 @@ def test_without_a_workload_only_the_data_rules_run(db, backend):
 def test_lesson_designs_before_flagged_after_clean(db, backend):
     from helpers import load_dataset
 
+    if backend.info.name != "mock":  # seconds of loading per engine; nbval runs all designs on every engine
+        pytest.skip("notebook 06 checks every design on this engine (its committed output is compared)")
+
     load_dataset("posts", db)  # notebook 06 runs the designs of 01 and 04 too, on every engine
     for which in ("before", "after"):
         for design in advisor.lesson_designs(db, which, ["02"]):
