@@ -51,7 +51,7 @@ print(helpers.banner())
 code("""
 _ = helpers.reset_workbook(db)   # drops only the collections the workbook created
 import pandas as pd
-from helpers import advisor
+from helpers import advisor, advisor_cases
 pd.set_option("display.max_colwidth", None)
 for name, scale in (("products", helpers.lesson_scale(200)), ("posts", None), ("adsb_reports", helpers.lesson_scale(40))):
     print(helpers.load_dataset(name, db, scale=scale).counts)
@@ -104,7 +104,7 @@ md("""
 ## 6.2 The "before" designs of notebooks 01-04, reviewed
 **Question.** Does the advisor flag the designs the lessons warned against, and with what evidence?
 
-`advisor.lesson_designs(db, "before")` builds each one small, from the datasets above, and records the
+`advisor_cases.lesson_designs(db, "before")` builds each one small, from the datasets above, and records the
 workload of its pages:
 - **01**: products that embed every review, with one product a celebrity liked (1,500 reviews); the page
   reads a product, new reviews are `$push`ed, a search finds reviews mentioning "battery" with a regex, and
@@ -115,10 +115,10 @@ workload of its pages:
   callsign search that ignores case; one collection per airline.
 """)
 code("""
-before = advisor.lesson_designs(db, "before", ["01", "02"])
+before = advisor_cases.lesson_designs(db, "before", ["01", "02"])
 """)
 code("""
-before += advisor.lesson_designs(db, "before", ["04"])
+before += advisor_cases.lesson_designs(db, "before", ["04"])
 """)
 code("""
 before_reports = {d.title: advisor.review(db, d.workload, collections=d.collections) for d in before}
@@ -168,13 +168,13 @@ md("""
   case-insensitive collation (strength 2) on an index with the same collation.
 """)
 code("""
-after = advisor.lesson_designs(db, "after", ["01"])
+after = advisor_cases.lesson_designs(db, "after", ["01"])
 """)
 code("""
-after += advisor.lesson_designs(db, "after", ["02"])
+after += advisor_cases.lesson_designs(db, "after", ["02"])
 """)
 code("""
-after += advisor.lesson_designs(db, "after", ["04"])
+after += advisor_cases.lesson_designs(db, "after", ["04"])
 """)
 code("""
 after_reports = {d.title: advisor.review(db, d.workload, collections=d.collections) for d in after}
@@ -204,7 +204,7 @@ md("""
 ## 6.4 How sure is it? A planted case and a near miss for every code
 **Question.** Does it find what is there, and only that?
 
-`advisor.plant_fixtures` creates, for each code, a planted case and a *near miss* that must not be
+`advisor_cases.plant_fixtures` creates, for each code, a planted case and a *near miss* that must not be
 flagged: an array one element past the threshold and one exactly at it (pushed with `$slice`); a document
 one byte over 1 MiB and one exactly at it; three of four reads joining and one of three; an unused index
 and the prefix of a compound index beside a used index, a unique index and a TTL index; ten collections of
@@ -212,7 +212,7 @@ one shape and nine; a case-insensitive regex and an equality with a collation on
 unanchored regex and an anchored, case-sensitive prefix on an indexed field.
 """)
 code("""
-fixtures = advisor.plant_fixtures(db)
+fixtures = advisor_cases.plant_fixtures(db)
 fixture_report = advisor.review(db, fixtures.workload, collections=fixtures.collections)
 fixtures.table(fixture_report)
 """)
@@ -270,16 +270,16 @@ md("""
 ## 6.7 Your turn: a shop to review
 **Question.** Can you find three problems with the advisor and fix them with the lessons' patterns?
 
-`advisor.plant_capstone` creates a small shop: customers, and orders that embed their delivery events.
-Its page is `advisor.capstone_app`: find the customer who logged in (the address as typed), list their ten
+`advisor_cases.plant_capstone` creates a small shop: customers, and orders that embed their delivery events.
+Its page is `advisor_cases.capstone_app`: find the customer who logged in (the address as typed), list their ten
 latest orders, record a scan event. Three problems are planted. Exercise 6.3 is to find and fix them.
 """)
 code("""
-shop = advisor.plant_capstone(db)
+shop = advisor_cases.plant_capstone(db)
 print(shop)
 """)
 code("""
-helpers.show_source(advisor.capstone_app)
+helpers.show_source(advisor_cases.capstone_app)
 """)
 
 md("""
@@ -313,7 +313,7 @@ helpers.check("6.2", predicted, queries=regex_queries, collection=db["aerodata"]
 """, "check")
 md("""
 ### Exercise 6.3: the capstone
-1. Review the shop: `advisor.review(db, advisor.record_workload(lambda: advisor.capstone_app(db)),
+1. Review the shop: `advisor.review(db, advisor.record_workload(lambda: advisor_cases.capstone_app(db)),
    collections=shop.collections)`, and read each finding's evidence and fix.
 2. Fix the data and the indexes with the lessons' patterns. Write only to the shop's `cap_...`
    collections (create new ones with `helpers.workbook_collection(db, "cap_...")`); lose no order and no
@@ -378,7 +378,7 @@ helpers.check("6.2", predicted, queries=regex_queries, collection=db["aerodata"]
 """, "solution", **hidden)
 md("### Solution 6.3", tags=["solution"])
 code("""
-print(advisor.review(db, advisor.record_workload(lambda: advisor.capstone_app(db)), collections=shop.collections).table())
+print(advisor.review(db, advisor.record_workload(lambda: advisor_cases.capstone_app(db)), collections=shop.collections).table())
 # 1. the delivery events, unbounded, to a collection of their own (01, 1.7), in order, then off the orders
 orders, events = db["cap_orders"], helpers.workbook_collection(db, "cap_events")
 events.insert_many([{"order_id": o["_id"], "n": n, **event} for o in orders.find({}).sort("_id", 1)
@@ -390,7 +390,7 @@ orders.drop_index("customer_id_1")
 # 3. emails are stored in lower case: an equality on the lower-cased input, on an index
 db["cap_customers"].create_index("email")
 
-def fixed_app(db, typed_email=advisor.TYPED_EMAIL):
+def fixed_app(db, typed_email=advisor_cases.TYPED_EMAIL):
     customer = db["cap_customers"].find_one({"email": typed_email.lower()})
     recent = list(db["cap_orders"].find({"customer_id": customer["_id"]}).sort("placed", -1).limit(10))
     scanned = recent[0]["_id"]

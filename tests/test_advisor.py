@@ -12,7 +12,7 @@ import uuid
 import bson
 import pytest
 
-from helpers import advisor
+from helpers import advisor, advisor_cases
 from helpers.advisor import CODES, Thresholds, Workload
 from helpers.counting import counting
 
@@ -34,7 +34,7 @@ def _snapshot(db):
 # the fixtures: planted found, near misses not flagged, on every backend
 
 def test_every_planted_case_found_and_no_near_miss_flagged(db, backend):
-    fixtures = advisor.plant_fixtures(db)
+    fixtures = advisor_cases.plant_fixtures(db)
     report = advisor.review(db, fixtures.workload, info=backend.info)
     keys = report.keys()
     assert {k[0] for k in fixtures.planted} == set(CODES)  # every code has a planted case
@@ -52,7 +52,7 @@ def test_every_planted_case_found_and_no_near_miss_flagged(db, backend):
 
 
 def test_the_review_only_reads(db, backend):
-    fixtures = advisor.plant_fixtures(db)
+    fixtures = advisor_cases.plant_fixtures(db)
     before = _snapshot(db)
     with counting(keep_commands=True) as sent:
         advisor.review(db, fixtures.workload, info=backend.info)
@@ -62,7 +62,7 @@ def test_the_review_only_reads(db, backend):
 
 
 def test_thresholds_are_overridable(db, backend):
-    fixtures = advisor.plant_fixtures(db)
+    fixtures = advisor_cases.plant_fixtures(db)
     looser = Thresholds(max_array_elements=2_000, large_document_bytes=2 * 1_048_576, lookup_share=0.9,
                         same_shape_collections=11)
     keys = advisor.review(db, fixtures.workload, thresholds=looser, info=backend.info).keys()
@@ -75,7 +75,7 @@ def test_thresholds_are_overridable(db, backend):
 
 
 def test_without_a_workload_only_the_data_rules_run(db, backend):
-    advisor.plant_fixtures(db)
+    advisor_cases.plant_fixtures(db)
     report = advisor.review(db, info=backend.info)
     assert report.codes() == ["AVOID_UNBOUNDED_ARRAY", "REDUCE_DOCUMENT_SIZE", "REMOVE_UNNECESSARY_INDEXES",
                               "REDUCE_NUMBER_OF_NAMESPACES"]
@@ -91,7 +91,7 @@ def test_lesson_designs_before_flagged_after_clean(db, backend):
 
     load_dataset("posts", db)  # notebook 06 runs the designs of 01 and 04 too, on every engine
     for which in ("before", "after"):
-        for design in advisor.lesson_designs(db, which, ["02"]):
+        for design in advisor_cases.lesson_designs(db, which, ["02"]):
             report = advisor.review(db, design.workload, collections=design.collections, info=backend.info)
             assert report.keys() == design.expected, (which, design.title, report.keys() ^ design.expected)
             assert bool(design.expected) == (which == "before")
@@ -115,7 +115,7 @@ def test_embedded_and_mock_agree():
     for name in ("embedded", "mock"):
         conn = connect(name, db_name=f"wbtest_{uuid.uuid4().hex[:10]}")
         try:
-            fixtures = advisor.plant_fixtures(conn.db)
+            fixtures = advisor_cases.plant_fixtures(conn.db)
             reports[name] = advisor.review(conn.db, fixtures.workload, info=conn.info)
             infos[name] = conn.info
         finally:
@@ -212,7 +212,7 @@ def test_profiler_output_as_a_workload():
 # the report, the thresholds, errors
 
 def test_report_text_and_json(db, backend):
-    fixtures = advisor.plant_fixtures(db)
+    fixtures = advisor_cases.plant_fixtures(db)
     report = advisor.review(db, fixtures.workload, info=backend.info)
     data = json.loads(report.to_json())
     assert len(data["findings"]) == len(report.findings)
@@ -238,9 +238,9 @@ def test_bad_input_says_what_to_do(db, backend):
     with pytest.raises(TypeError, match="Workload.from_counter"):
         advisor.review(db, ["find"], info=backend.info)
     with pytest.raises(ValueError, match="load it first with helpers.load_dataset"):
-        advisor.lesson_designs(db, "before", ["01"])
+        advisor_cases.lesson_designs(db, "before", ["01"])
     with pytest.raises(ValueError, match="'before' or 'after'"):
-        advisor.lesson_designs(db, "later")
+        advisor_cases.lesson_designs(db, "later")
     report = advisor.review(db, collections=["nope"], info=backend.info)
     assert report.findings == [] and "not in the database" in report.notes[0]
 

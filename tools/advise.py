@@ -59,7 +59,9 @@ def main(argv: list[str]) -> int:
         except BackendError:
             conn = connect("mock", db_name="advisor_demo")
         try:
-            fixtures = advisor.plant_fixtures(conn.db, thresholds=thresholds)
+            from helpers.advisor_cases import plant_fixtures
+
+            fixtures = plant_fixtures(conn.db, thresholds=thresholds)
             report = advisor.review(conn.db, fixtures.workload, thresholds=thresholds, info=conn.info)
         finally:
             conn.close()

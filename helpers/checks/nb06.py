@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import advisor
+from .. import advisor, advisor_cases
 from ..counting import counting
 from ..exercises import exercise
 
@@ -62,10 +62,10 @@ def _events(db: Any) -> int:
 
 @exercise("6.3", hint="review the shop with the advisor first, then follow each finding's fix: the lesson it names "
                       "shows the pattern; fixed_app must still do the page's three jobs")
-def capstone(answer: Any, *, db: Any, shop: advisor.Capstone) -> str | None:
+def capstone(answer: Any, *, db: Any, shop: advisor_cases.Capstone) -> str | None:
     """Run the learner's fixed page, review the shop again, and check that nothing was lost."""
     if not callable(answer):
-        return "fixed_app should be a function of db, like advisor.capstone_app(db)"
+        return "fixed_app should be a function of db, like advisor_cases.capstone_app(db)"
     before = _events(db)
     if db["cap_orders"].count_documents({}) != shop.orders:
         return f"the shop has {db['cap_orders'].count_documents({})} orders, it had {shop.orders}: none may be lost"
@@ -80,7 +80,7 @@ def capstone(answer: Any, *, db: Any, shop: advisor.Capstone) -> str | None:
         return "fixed_app should return (customer, recent_orders) like capstone_app"
     customer, recent = result
     want = min(c["_id"] for c in db["cap_customers"].find({}, {"email": 1})
-               if c["email"].lower() == advisor.TYPED_EMAIL.lower())
+               if c["email"].lower() == advisor_cases.TYPED_EMAIL.lower())
     if not isinstance(customer, dict) or customer.get("_id") != want:
         return "fixed_app did not find the customer who logged in"
     latest = sorted(db["cap_orders"].find({"customer_id": want}, {"placed": 1}),
