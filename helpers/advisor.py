@@ -595,8 +595,13 @@ def _read_collection(db: Any, name: str, max_documents: int) -> _Collection:
         _array_lengths({k: v for k, v in doc.items() if k != "_id"}, "", arrays)
         if top_fields is None:
             top_fields = set(doc)
-    return _Collection(name, count, read, sizes, dict(arrays), coll.index_information(),
-                       frozenset(top_fields or ()))
+    try:
+        indexes = coll.index_information()
+    except Exception as e:  # a view has no indexes of its own (OperationFailure on a server)
+        if type(e).__name__ != "OperationFailure":
+            raise
+        indexes = {}
+    return _Collection(name, count, read, sizes, dict(arrays), indexes, frozenset(top_fields or ()))
 
 
 def _nearest_rank(values: list[int], p: float) -> int:
@@ -823,6 +828,15 @@ def _regex_findings(colls: dict[str, _Collection], workload: Workload, collation
 # ---------------------------------------------------------------------------------------------
 # review
 
+def _index_count(db: Any, name: str) -> int:
+    try:
+        return len(db[name].index_information())
+    except Exception as e:  # a view, or a system collection this user may not list
+        if type(e).__name__ != "OperationFailure":
+            raise
+        return 0
+
+
 _CURRENT = object()
 
 
@@ -853,7 +867,7 @@ def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds 
     else:
         missing = []
     colls = {n: _read_collection(db, n, t.max_documents) for n in reviewed}
-    index_counts = {n: len(colls[n].indexes) if n in colls else len(db[n].index_information()) for n in names}
+    index_counts = {n: len(colls[n].indexes) if n in colls else _index_count(db, n) for n in names}
     findings: list[Finding] = []
     for c in colls.values():
         findings += _array_findings(c, t, workload)

@@ -133,8 +133,8 @@ md("""
   over while the median is a handful, so the fix named is the outlier pattern (02); when many parents
   are over, it names referencing (01, 1.7) instead;
 - the airline document is over 1 MiB after a week, almost all of it `aircraft` (**REDUCE_DOCUMENT_SIZE**),
-  and its busiest aircraft's `reports` array is in the thousands: at this rate the document meets
-  16 MiB within months (section 4.3 computes when);
+  and its busiest aircraft's `reports` array is in the thousands. At the sample's sparse rate it would meet
+  16 MiB within months; at the lesson's real traffic, within hours (section 4.3 computes when);
 - two `$lookup` stages in every airline page (**REDUCE_LOOKUP_OPS**), a callsign regex with the `i`
   option (**OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES**), an unanchored regex as a text search
   (**OPTIMIZE_TEXT_QUERIES**), an index on `price` no page can use (**REMOVE_UNNECESSARY_INDEXES**), and
@@ -193,8 +193,9 @@ else:
 md("""
 **What it shows.** No findings. The arrays left are bounded (at most 100 comments, a review's few words),
 no document nears 1 MiB, every index serves a query of the workload, no read joins, and the regexes are
-gone: an anchored, case-sensitive prefix on `_id` (the five queries of 4.5) uses tight index bounds, so it
-is not flagged.
+gone. The anchored, case-sensitive prefixes on `_id` of the five queries of 4.5 are not flagged: on a
+real MongoDB they become tight index bounds (SecantusDB's `_id` index cannot do that, as notebook 04
+shows; the design is still the right one).
 
 **Why it matters.** The advisor is only useful if a good design passes. Section 6.4 measures that
 directly, at the edge of every threshold.
@@ -252,9 +253,9 @@ md("""
 ## 6.6 A real server's workload: the profiler
 **Question.** How do you review what an application really sends?
 
-On your own MongoDB, an administrator can turn on the database profiler, `db.command("profile", 2)`
-(every operation, on that `mongod` only; it costs writes to `system.profile`, so turn it off again with
-`db.command("profile", 0)`). `advisor.Workload.from_profile(db)` reads those entries as a workload, and
+On your own MongoDB, a user with the right privileges can turn on the database profiler,
+`db.command("profile", 2)` (every operation, on that `mongod` only; it writes each one to the capped
+collection `system.profile`, which costs time, so turn it off again with `db.command("profile", 0)`). `advisor.Workload.from_profile(db)` reads those entries as a workload, and
 
 ```
 python3 workbook.py advise --profile --database yourdb
