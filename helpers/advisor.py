@@ -18,7 +18,9 @@ suggestions:
 =========================================  ======================================================
 
 Each finding carries the collection and field, the evidence (numbers measured from the data or the
-workload), a severity and the lesson that fixes it. :class:`Thresholds` holds every number, with
+workload), a severity and the lesson that fixes it. Severity ``high``: the design is on its way to
+failing (a document past half of 16 MiB, or an array over the threshold that the workload keeps
+growing without ``$slice``); ``medium``: it costs now; ``low``: worth a look (an index another covers). :class:`Thresholds` holds every number, with
 its source (:data:`SOURCES`): MongoDB publishes few of them, and says so.
 
 The advisor only reads: ``listCollections``, ``listIndexes``, ``count`` and ``find`` (and the
@@ -642,7 +644,7 @@ def _array_findings(c: _Collection, t: Thresholds, workload: Workload | None) ->
         unbounded = sum(not b for b in pushes.get(path, []))
         evidence = {"longest": max(lengths), "median": _nearest_rank(lengths, 50),
                     "p99": _nearest_rank(lengths, 99), "arrays": len(lengths),
-                    f"over {t.max_array_elements:,}": over}
+                    "threshold": t.max_array_elements, "over the threshold": over}
         if workload is not None:
             evidence["pushes in the workload"] = len(pushes.get(path, []))
             evidence["pushes without $slice"] = unbounded
@@ -668,8 +670,8 @@ def _size_findings(c: _Collection, t: Thresholds) -> list[Finding]:
     fld = min(fields_over, key=lambda f: (-fields_over[f], str(f)))
     evidence = {"largest bytes": biggest[0], "largest % of 16 MiB": round(100 * biggest[0] / MAX_BSON_SIZE, 1),
                 "median bytes": _nearest_rank(sizes, 50), "p99 bytes": _nearest_rank(sizes, 99),
-                f"documents over {t.large_document_bytes:,} B": len(over),
-                f"'{fld}' share of the largest": round(biggest[3] / biggest[0], 2) if biggest[2] == fld else None}
+                "threshold bytes": t.large_document_bytes, "documents over the threshold": len(over),
+                "the field's share of the largest": round(biggest[3] / biggest[0], 2) if biggest[2] == fld else None}
     is_array = fld in c.arrays
     lesson = (_LESSONS["per_child"] if any(p.startswith(f"{fld}.") for p in c.arrays) else
               _LESSONS["reference"] if is_array else _LESSONS["split"])
