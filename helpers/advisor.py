@@ -1,4 +1,4 @@
-"""Lesson module of notebooks/06_schema_advisor.ipynb: a schema anti-pattern advisor that reads a database and a workload.
+"""Lesson module of notebooks/06_schema_advisor.ipynb (notebook 06): a read-only schema anti-pattern advisor.
 
 :func:`review` looks at a database on any backend, and optionally at a workload (the commands a
 block of code sent, kept by ``helpers.counting(keep_commands=True)``, or a real server's profiler
@@ -655,7 +655,7 @@ def _array_findings(c: _Collection, t: Thresholds, workload: Workload | None) ->
         out.append(Finding(
             "AVOID_UNBOUNDED_ARRAY", c.name, path, "high" if high else "medium", evidence,
             f"{over:,} of {len(lengths):,} '{path}' arrays hold more than {t.max_array_elements:,} elements "
-            f"(longest {max(lengths):,})" + (f"; the workload keeps pushing to it without $slice" if unbounded else ""),
+            f"(longest {max(lengths):,})" + ("; the workload keeps pushing to it without $slice" if unbounded else ""),
             lesson))
     return out
 

@@ -1,4 +1,4 @@
-"""Lesson module of notebooks/06_schema_advisor.ipynb: the cases the schema advisor is checked on.
+"""Lesson module of notebooks/06_schema_advisor.ipynb (notebook 06): the cases the advisor is checked on.
 
 :func:`plant_fixtures` plants one case and one near miss per code at the edge of the thresholds;
 :func:`lesson_designs` builds the "before" and "after" designs of notebooks 01-04 with the workloads
@@ -290,7 +290,7 @@ def _before_04(db: Any) -> list[Design]:
         embedded.update_one({"_id": top}, {"$push": {f"aircraft.{position}.reports": {
             "timestamp": _dt.datetime(2018, 8, 8), "lat": 46.0}}})
 
-    designs.append(Design(f"04 · the airline document with every report (a week)", [embedded.name],
+    designs.append(Design("04 · the airline document with every report (a week)", [embedded.name],
                           record_workload(airline_page, db.name),
                           {("REDUCE_DOCUMENT_SIZE", embedded.name, "aircraft"),
                            ("AVOID_UNBOUNDED_ARRAY", embedded.name, "aircraft.reports")}))

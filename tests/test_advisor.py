@@ -3,8 +3,6 @@ same findings on the embedded engine and the mock except the evidence the probe 
 cannot show; the review only reads; thresholds, workloads and the report behave as documented."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import uuid
@@ -134,28 +132,6 @@ def test_embedded_and_mock_agree():
 # ---------------------------------------------------------------------------------------------
 # workloads: recorded commands, profiler documents
 
-def test_counting_keeps_command_documents(db):
-    coll = db["things"]
-    coll.insert_many([{"_id": i, "a": i} for i in range(3)])
-    with counting(keep_commands=True) as kept:
-        list(coll.find({"a": {"$gt": 0}}).sort("a", -1))
-        coll.update_one({"_id": 1}, {"$push": {"tags": "x"}})
-        coll.insert_many([{"_id": 9}])
-    with counting() as plain:
-        coll.find_one({"_id": 1})
-    assert plain.command_documents == []
-    find, update, insert = kept.command_documents
-    assert find["find"] == "things" and find["filter"] == {"a": {"$gt": 0}} and find["sort"] == {"a": -1}
-    assert find["$db"] == db.name
-    assert update["updates"][0]["u"] == {"$push": {"tags": "x"}}
-    assert insert["insert"] == "things" and "documents" not in insert and insert.get("n", 1) == 1
-    ops = Workload.from_counter(kept, db.name).operations
-    assert [op.kind for op in ops] == ["find", "update", "insert"]
-    assert Workload.from_counter(kept, "another_db").operations == []
-    with pytest.raises(ValueError, match="keep_commands=True"):
-        Workload.from_counter(plain)
-
-
 def test_regexes_in_every_spelling():
     commands = [
         {"find": "c", "filter": {"a": re.compile("^x$", re.I)}},
@@ -243,46 +219,3 @@ def test_bad_input_says_what_to_do(db, backend):
         advisor_cases.lesson_designs(db, "later")
     report = advisor.review(db, collections=["nope"], info=backend.info)
     assert report.findings == [] and "not in the database" in report.notes[0]
-
-
-# ---------------------------------------------------------------------------------------------
-# the command line: python3 workbook.py advise
-
-def _run_cli(argv):
-    from tools import advise
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = advise.main(argv)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def test_cli_reviews_a_server_database_read_only(test_uri, monkeypatch):
-    import pymongo
-
-    name = f"wbtest_{uuid.uuid4().hex[:10]}"
-    client = pymongo.MongoClient(test_uri)
-    try:
-        db = client[name]
-        db["orders"].insert_one({"_id": 1, "lines": list(range(1_001))})
-        db["orders"].create_index("customer")
-        db["orders"].create_index([("customer", 1), ("date", 1)])
-        before = _snapshot(db)
-        monkeypatch.setenv("MONGODB_URI", test_uri)
-        rc, out, _ = _run_cli(["--json", "--database", name, "--threshold", "max_array_elements=1000"])
-        assert rc == 0
-        keys = {(f["code"], f["collection"], f["field"]) for f in json.loads(out)["findings"]}
-        assert keys == {("AVOID_UNBOUNDED_ARRAY", "orders", "lines"),
-                        ("REMOVE_UNNECESSARY_INDEXES", "orders", "customer_1")}
-        assert _snapshot(db) == before and name in client.list_database_names()
-    finally:
-        client.drop_database(name)
-        client.close()
-
-
-def test_cli_without_a_server_explains(monkeypatch):
-    monkeypatch.delenv("MONGODB_URI", raising=False)
-    rc, out, err = _run_cli([])
-    assert rc == 2 and "MONGODB_URI" in err and "--demo" in err
-    with pytest.raises(SystemExit, match="NAME one of"):
-        _run_cli(["--threshold", "arrays=5"])

@@ -128,3 +128,10 @@ def test_get_db_is_one_process_wide_connection(monkeypatch):
         assert backends.banner().splitlines()[0] == backends.backend_info().banner()
     finally:
         backends.close()
+
+
+def test_the_collation_probe(backend):
+    """A case-insensitive index keeps its collation and a query honours it on a server; the mock ignores both."""
+    assert backend.info.caps.collation is (backend.info.name != "mock")
+    assert ("collations (case-insensitive indexes and queries)" in backend.info.cannot_show()) is \
+        (backend.info.name == "mock")

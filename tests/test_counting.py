@@ -51,3 +51,28 @@ def test_a_failed_insert_many_still_costs_a_round_trip(db):
     with counting() as c, pytest.raises(BulkWriteError):
         db["dups"].insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3}])  # ordered: stops at the duplicate
     assert (c.round_trips, c.docs_written) == (1, 1)
+
+
+def test_counting_keeps_command_documents(db):
+    """keep_commands=True keeps each command document (the advisor's workload), on every backend."""
+    from helpers.advisor import Workload
+
+    coll = db["things"]
+    coll.insert_many([{"_id": i, "a": i} for i in range(3)])
+    with counting(keep_commands=True) as kept:
+        list(coll.find({"a": {"$gt": 0}}).sort("a", -1))
+        coll.update_one({"_id": 1}, {"$push": {"tags": "x"}})
+        coll.insert_many([{"_id": 9}])
+    with counting() as plain:
+        coll.find_one({"_id": 1})
+    assert plain.command_documents == []
+    find, update, insert = kept.command_documents
+    assert find["find"] == "things" and find["filter"] == {"a": {"$gt": 0}} and find["sort"] == {"a": -1}
+    assert find["$db"] == db.name
+    assert update["updates"][0]["u"] == {"$push": {"tags": "x"}}
+    assert insert["insert"] == "things" and "documents" not in insert and insert.get("n", 1) == 1
+    ops = Workload.from_counter(kept, db.name).operations
+    assert [op.kind for op in ops] == ["find", "update", "insert"]
+    assert Workload.from_counter(kept, "another_db").operations == []
+    with pytest.raises(ValueError, match="keep_commands=True"):
+        Workload.from_counter(plain)

@@ -16,9 +16,10 @@ A thin layer over :mod:`helpers.advisor`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import fields
+
+from helpers import settings
 
 
 def _thresholds(pairs: list[str]):
@@ -66,7 +67,7 @@ def main(argv: list[str]) -> int:
         finally:
             conn.close()
     else:
-        if not (os.environ.get("MONGODB_URI") or "").strip():
+        if not settings.mongodb_uri():
             print("No MONGODB_URI: the offline engines keep their data inside a notebook's kernel, so there is "
                   "no database here to review.\n"
                   "  - set MONGODB_URI=mongodb://host:27017 to review a database on a server (read only);\n"

@@ -1,0 +1,60 @@
+"""tools/advise.py (``python3 workbook.py advise``): a read-only review of a server's database, JSON
+for scripts, a clear message without a server, thresholds from the command line."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import uuid
+
+import bson
+import pytest
+
+
+def _snapshot(db):
+    out = {}
+    for name in sorted(db.list_collection_names()):
+        docs = [bson.encode(d) for d in db[name].find({}).sort("_id", 1)]
+        out[name] = (docs, sorted((n, str(s["key"])) for n, s in db[name].index_information().items()))
+    return out
+
+
+
+def _run_cli(argv):
+    from tools import advise
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = advise.main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_cli_reviews_a_server_database_read_only(test_uri, monkeypatch):
+    import pymongo
+
+    name = f"wbtest_{uuid.uuid4().hex[:10]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        db = client[name]
+        db["orders"].insert_one({"_id": 1, "lines": list(range(1_001))})
+        db["orders"].create_index("customer")
+        db["orders"].create_index([("customer", 1), ("date", 1)])
+        before = _snapshot(db)
+        monkeypatch.setenv("MONGODB_URI", test_uri)
+        rc, out, _ = _run_cli(["--json", "--database", name, "--threshold", "max_array_elements=1000"])
+        assert rc == 0
+        keys = {(f["code"], f["collection"], f["field"]) for f in json.loads(out)["findings"]}
+        assert keys == {("AVOID_UNBOUNDED_ARRAY", "orders", "lines"),
+                        ("REMOVE_UNNECESSARY_INDEXES", "orders", "customer_1")}
+        assert _snapshot(db) == before and name in client.list_database_names()
+    finally:
+        client.drop_database(name)
+        client.close()
+
+
+def test_cli_without_a_server_explains(monkeypatch):
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    rc, out, err = _run_cli([])
+    assert rc == 2 and "MONGODB_URI" in err and "--demo" in err
+    with pytest.raises(SystemExit, match="NAME one of"):
+        _run_cli(["--threshold", "arrays=5"])
