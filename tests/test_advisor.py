@@ -184,6 +184,22 @@ def test_profiler_output_as_a_workload():
     assert workload.operations[1].updates == ({"$push": {"log": 1}},)
 
 
+def test_a_real_profiler_as_the_workload(server_db, server_backend):
+    """On a server (SecantusDB profiles too), the profiler's entries are the workload."""
+    users = server_db["users"]
+    users.insert_many([{"_id": i, "email": f"u{i}@example.com"} for i in range(5)])
+    server_db.command("profile", 2)
+    try:
+        users.find_one({"email": {"$regex": "^U1@EXAMPLE.COM$", "$options": "i"}})
+        users.update_one({"_id": 1}, {"$push": {"log": "login"}})
+    finally:
+        server_db.command("profile", 0)
+    workload = Workload.from_profile(server_db)
+    assert [op.kind for op in workload.operations if op.collection == "users"][-2:] == ["find", "update"]
+    report = advisor.review(server_db, workload, info=server_backend.info)
+    assert ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", "users", "email") in report.keys()
+
+
 # ---------------------------------------------------------------------------------------------
 # the report, the thresholds, errors
 
