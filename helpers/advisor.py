@@ -430,20 +430,17 @@ def _as_dict(sort: Any) -> dict | None:
 
 
 def _matches(pipeline: Iterable[Any]) -> Iterable[dict]:
-    """Every $match of a pipeline, nested ones ($lookup pipelines, $facet) included."""
+    """Every $match a pipeline runs on its own collection ($facet branches included; a $lookup's
+    pipeline runs on the foreign collection: see :func:`_lookup_accesses`)."""
     for stage in pipeline:
         if not isinstance(stage, Mapping):
             continue
         for op, spec in stage.items():
             if op == "$match" and isinstance(spec, Mapping):
                 yield dict(spec)
-            elif op == "$lookup" and isinstance(spec, Mapping):
-                yield from _matches(spec.get("pipeline") or ())
             elif op == "$facet" and isinstance(spec, Mapping):
                 for sub in spec.values():
                     yield from _matches(sub)
-            elif op == "$unionWith" and isinstance(spec, Mapping):
-                yield from _matches(spec.get("pipeline") or ())
 
 
 def _lookups(pipeline: Iterable[Any]) -> list[dict]:
@@ -474,7 +471,8 @@ def _lookup_accesses(pipeline: Iterable[Any], collation: dict | None) -> list[Op
         sub = list(spec.get("pipeline") or ())
         if sub and "$match" in sub[0]:
             filters.append(dict(sub[0]["$match"]))
-        ops.append(Operation("lookup", spec["from"], tuple(filters), None, collation))
+        ops.append(Operation("lookup", spec["from"], tuple(filters), None, collation,
+                             all_predicates=tuple(_matches(sub))))
         ops += _lookup_accesses(sub, collation)
     return ops
 
@@ -795,7 +793,7 @@ def _namespace_findings(colls: list[_Collection], t: Thresholds, namespaces: int
 def _regex_findings(colls: dict[str, _Collection], workload: Workload, collations: bool) -> list[Finding]:
     seen: dict[tuple[str, str, str], list[_Regex]] = defaultdict(list)
     for op in workload.operations:
-        if op.collection not in colls or op.kind == "lookup":
+        if op.collection not in colls:
             continue
         for pred in op.all_predicates:
             for rx in _regexes(pred):

@@ -149,6 +149,17 @@ def test_regexes_in_every_spelling():
     assert regexes[0].exact and not regexes[4].exact
 
 
+def test_a_lookup_pipeline_runs_on_the_foreign_collection():
+    workload = Workload.from_commands([{"aggregate": "orders", "pipeline": [
+        {"$match": {"status": "open"}},
+        {"$lookup": {"from": "items", "localField": "item_id", "foreignField": "_id", "as": "item",
+                     "pipeline": [{"$match": {"name": {"$regex": "lamp", "$options": "i"}}}]}}]}])
+    by_collection = {op.collection: op for op in workload.operations}
+    assert by_collection["orders"].all_predicates == ({"status": "open"},)
+    assert by_collection["items"].filters[0] == {"_id": 0}  # the foreign field: an index there serves the join
+    assert [r.field for p in by_collection["items"].all_predicates for r in advisor._regexes(p)] == ["name"]
+
+
 def test_pushes_with_and_without_slice():
     assert advisor._push_paths({"$push": {"reviews": {"a": 1}}}) == [("reviews", False)]
     assert advisor._push_paths({"$push": {"aircraft.3.reports": {"$each": [1], "$slice": -5}}}) == \
