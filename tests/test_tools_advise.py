@@ -58,3 +58,13 @@ def test_cli_without_a_server_explains(monkeypatch):
     assert rc == 2 and "MONGODB_URI" in err and "--demo" in err
     with pytest.raises(SystemExit, match="NAME one of"):
         _run_cli(["--threshold", "arrays=5"])
+
+
+def test_cli_demo_reviews_the_fixtures_on_a_throwaway_engine(monkeypatch):
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    rc, out, _ = _run_cli(["--demo", "--json", "--threshold", "same_shape_collections=9"])
+    assert rc == 0
+    report = json.loads(out)
+    keys = {(f["code"], f["collection"]) for f in report["findings"]}
+    assert ("REDUCE_NUMBER_OF_NAMESPACES", "fx_nsnear_*") in keys  # the threshold given was used
+    assert len({f["code"] for f in report["findings"]}) == 7
