@@ -69,7 +69,11 @@ _ACTIVE_LOCK = threading.Lock()
 
 @contextmanager
 def counting(keep_commands: bool = False) -> Iterator[CommandCounter]:
-    """Count every command sent inside the ``with`` block, on any backend."""
+    """Count every command sent inside the ``with`` block, on any backend.
+
+    ``keep_commands=True`` also keeps each command document (``counter.command_documents``): the
+    workload that ``helpers.advisor`` reviews (notebook 06).
+    """
     counter = CommandCounter(keep_commands=keep_commands)
     with _ACTIVE_LOCK:
         _ACTIVE.append(counter)
