@@ -8,8 +8,9 @@ Introduced in notebook 00. ``WORKBOOK_BACKEND`` chooses the engine:
   wire-protocol server: the same ``pymongo.MongoClient`` path), stopped when the kernel exits;
 * ``mock``: mongomock-ng, in process, with a counter that stands in for command monitoring.
 
-Capabilities are *probed* on connect (explain, ``$bsonSize``, validators, the 16 MB limit,
-transactions, ...), so notebooks branch on what the engine does, not on its name.
+Capabilities are *probed* on connect (explain, ``$bsonSize``, validators, the 16 MiB limit,
+transactions, regex and geo queries, ...), so notebooks branch on what the engine does, not on its
+name, and every label of a deviation (``BackendInfo.cannot_show``, the banner) comes from the probes.
 """
 from __future__ import annotations
 
@@ -46,27 +47,6 @@ CONNECT_TIMEOUT_MS = 4000  # + our own overhead stays under the promised 5 secon
 BACKENDS = settings.BACKENDS
 SWITCH_HINT = "switch with WORKBOOK_BACKEND=mongodb|embedded|mock (mongodb needs MONGODB_URI)"
 
-# Known wrong answers, measured: docs/ENGINES.md. Shown next to affected outputs.
-KNOWN_WRONG = {
-    "mongomock-ng": (
-        "no indexes at all: every query scans the collection, so timings say nothing about a server",
-        "explain() always reports COLLSCAN with 0 keys examined",
-        "$slice projection drops the other fields",
-        "$bsonSize and $strLenBytes are not implemented",
-        "$jsonSchema validators are not implemented",
-        "documents over 16 MB are accepted",
-        "$near with $centerSphere fails",
-        "collations are ignored: an index loses its collation, a query's collation is not applied",
-    ),
-    "SecantusDB": (
-        "explain() of a regex on an indexed field or of an _id range shows COLLSCAN with made-up key counts",
-        "$graphLookup accepts restrictSearchWithMatch but ignores it",
-        "$near returns the right documents but not nearest-first",
-    ),
-    "MongoDB": (),
-}
-
-
 class BackendError(RuntimeError):
     """The chosen backend cannot be used; the message says which variable to change and how."""
 
@@ -77,13 +57,20 @@ class Capabilities:
 
     indexes: bool  # queries use indexes (the mock scans every document)
     explain: bool  # explain() shows real plans (IXSCAN vs COLLSCAN) for equality/range queries
-    explain_regex: bool  # explain() of a prefix regex on an indexed field is faithful
+    explain_regex: bool  # an anchored prefix regex on a secondary index is an index scan with tight bounds
     bson_size: bool  # server-side $bsonSize
     json_schema: bool  # $jsonSchema validators reject bad documents (code 121)
-    max_document_size: bool  # the server itself rejects documents over 16 MB
+    max_document_size: bool  # the server itself rejects documents over 16 MiB
     transactions: bool  # multi-document transactions (a standalone mongod has none)
     graph_restrict: bool  # $graphLookup honours restrictSearchWithMatch
     slice_projection: bool  # {"arr": {"$slice": n}} keeps the other fields
+    bare_regex_indexed: bool  # a bare regex value (re.compile, bson.Regex) on an indexed field matches like {$regex}
+    id_range_index: bool  # an _id range / anchored _id regex is served by the _id index (IXSCAN, bounded keys)
+    array_field_path: bool  # "$arr.name" through an array of documents gives the array of values
+    graph_missing_start_as: bool  # $graphLookup sets as: [] when startWith is missing
+    near_sorted: bool  # $near / $nearSphere return the nearest document first
+    geo_center_sphere: bool  # $geoWithin: {$centerSphere: ...} works
+    geo_index: bool  # a 2dsphere index can be created and $near runs
     collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
 
     def as_dict(self) -> dict[str, bool]:
@@ -100,7 +87,6 @@ class BackendInfo:
     database: str
     uri: str | None  # redacted: never contains a password
     caps: Capabilities
-    known_wrong: tuple[str, ...] = ()
     note: str | None = None  # e.g. why auto fell back to the mock
 
     def banner(self) -> str:
@@ -110,26 +96,53 @@ class BackendInfo:
             f"| {SWITCH_HINT}"
         )
 
+    def warnings(self) -> list[str]:
+        """Deviations that give a learner's own query a wrong answer without an error (for the banner)."""
+        out = []
+        if not self.caps.bare_regex_indexed:
+            out.append(f"Warning: on {self.engine} a bare regex value (re.compile, bson.Regex) on an indexed "
+                       f"field matches nothing: write {{\"field\": {{\"$regex\": \"^...\"}}}} (docs/ENGINES.md)")
+        return out
+
     def cannot_show(self) -> list[str]:
-        """Plain-language list of what this engine cannot show that a real server would."""
+        """Plain-language list of what this engine cannot show that a real server would, from the probes."""
         out = []
         c = self.caps
         if not c.indexes:
             out.append("index effects: it has no indexes, every query scans the collection")
         if not c.explain:
             out.append("query plans: explain() is not faithful here")
-        elif not c.explain_regex:
-            out.append("plans of regex and _id-range queries: explain() is not faithful for them here")
+        if c.indexes and not c.id_range_index:
+            out.append("an _id range or anchored _id regex served by the _id index: here it scans the whole "
+                       "collection (its explain's COLLSCAN is the truth); a real MongoDB scans index bounds")
+        if c.indexes and not c.explain_regex:
+            out.append("a prefix regex on an indexed field served by index bounds: here it scans the collection")
+        if not c.bare_regex_indexed:
+            out.append("a bare regex value (re.compile, bson.Regex) on an indexed field: it matches nothing here; "
+                       "{\"$regex\": ...} works")
         if not c.bson_size:
             out.append("server-side $bsonSize (the workbook computes sizes client-side, same numbers)")
         if not c.json_schema:
             out.append("$jsonSchema validation")
         if not c.max_document_size:
-            out.append("the server's own 16 MB rejection (a labelled client-side check stands in)")
+            out.append("the server's own 16 MiB rejection (a labelled client-side check stands in)")
         if not c.transactions:
             out.append("multi-document transactions")
         if not c.graph_restrict:
-            out.append("$graphLookup restrictSearchWithMatch")
+            out.append("$graphLookup restrictSearchWithMatch (accepted, ignored)")
+        if not c.graph_missing_start_as:
+            out.append("$graphLookup's empty 'as' array when startWith is missing (the field is left out)")
+        if not c.slice_projection:
+            out.append("a $slice projection that keeps the other fields (they are dropped)")
+        if not c.array_field_path:
+            out.append("an expression field path through an array of documents (\"$arr.name\" is missing)")
+        if not c.geo_index:
+            out.append("2dsphere indexes and $near")
+        elif not c.near_sorted:
+            out.append("$near / $nearSphere order: the right documents, not nearest first (sort by distance "
+                       "yourself)")
+        if not c.geo_center_sphere:
+            out.append("$geoWithin with $centerSphere (it raises)")
         if not c.collation:
             out.append("collations (case-insensitive indexes and queries)")
         return out
@@ -175,9 +188,11 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
     coll = track_collection(db, name)
     caps: dict[str, bool] = {}
     try:
-        coll.insert_many([{"_id": f"k{i:03d}", "v": i, "p": None if i == 0 else (i - 1) // 2,
-                           "arr": [1, 2, 3], "x": "y"} for i in range(64)])
+        coll.insert_many([{"_id": f"k{i:03d}", "v": i, "s": f"s{i:03d}", "p": None if i == 0 else (i - 1) // 2,
+                           "arr": [1, 2, 3], "x": "y", "docs": [{"name": "a"}, {"name": "b"}]}
+                          for i in range(64)])
         coll.create_index("v")
+        coll.create_index("s")
         # explain: an equality on an indexed field must be an IXSCAN that examines one key
         try:
             plan = coll.find({"v": 7}).explain()
@@ -190,14 +205,32 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             caps["indexes"] = not is_mock
         if is_mock:
             caps["indexes"] = False  # mongomock-ng scans every document (docs/ENGINES.md)
-        # explain of an anchored prefix regex on _id: 10 keys in ["k01", "k02")
+        # an anchored prefix regex on a secondary index: an IXSCAN of the 10 keys in ["s01", "s02")
+        caps["explain_regex"] = caps["explain"] and _bounded_ixscan(coll, {"s": {"$regex": "^s01"}})
+        # the _id index serves a range and an anchored regex (10 keys in ["k010", "k020"), ["k01", "k02"))
+        caps["id_range_index"] = caps["explain"] and _bounded_ixscan(
+            coll, {"_id": {"$gte": "k010", "$lt": "k020"}}) and _bounded_ixscan(coll, {"_id": {"$regex": "^k01"}})
+        # a bare regex value on an indexed field matches like {"$regex": ...} (10 documents)
         try:
-            plan = coll.find({"_id": {"$regex": "^k01"}}).explain()
-            stats = plan.get("executionStats", {})
-            caps["explain_regex"] = caps["explain"] and "IXSCAN" in str(
-                plan.get("queryPlanner", {}).get("winningPlan")) and stats.get("totalKeysExamined") in (10, 11)
-        except (OperationFailure, NotImplementedError, AttributeError, TypeError):
-            caps["explain_regex"] = False
+            caps["bare_regex_indexed"] = coll.count_documents({"s": re.compile("^s01")}) == 10 and \
+                coll.count_documents({"s": bson.Regex("^s01")}) == 10
+        except (OperationFailure, NotImplementedError, TypeError):
+            caps["bare_regex_indexed"] = False
+        # an expression field path through an array of documents: ["a", "b"]
+        try:
+            got = list(coll.aggregate([{"$match": {"_id": "k001"}}, {"$project": {"n": "$docs.name"}}]))
+            caps["array_field_path"] = bool(got) and got[0].get("n") == ["a", "b"]
+        except (OperationFailure, NotImplementedError, TypeError):
+            caps["array_field_path"] = False
+        # $graphLookup from a document without the startWith field: as is []
+        try:
+            got = list(coll.aggregate([
+                {"$match": {"_id": "k001"}},
+                {"$graphLookup": {"from": name, "startWith": "$missing", "connectFromField": "p",
+                                  "connectToField": "v", "as": "up"}}]))
+            caps["graph_missing_start_as"] = bool(got) and got[0].get("up", None) == []
+        except (OperationFailure, NotImplementedError, TypeError):
+            caps["graph_missing_start_as"] = False
         # server-side $bsonSize
         try:
             doc = coll.find_one({"_id": "k001"})
@@ -268,12 +301,56 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             coll.delete_one({"_id": "big"})
         # transactions (a standalone mongod refuses them; Atlas and replica sets have them)
         caps["transactions"] = _probe_transactions(db, coll)
+        # geo: a 2dsphere index, $near order, $centerSphere
+        caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
     finally:
         db.drop_collection(name)
-        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c"]}})
+        db.drop_collection(f"{name}_geo")
+        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c", f"{name}_geo"]}})
         if not had_registry:  # leave the database as it was found
             db.drop_collection(REGISTRY)
     return Capabilities(**caps)
+
+
+def _bounded_ixscan(coll: Any, query: dict) -> bool:
+    """Is ``query`` (10 matches in the probe collection) an index scan of about 10 keys?"""
+    from pymongo.errors import OperationFailure
+
+    try:
+        plan = coll.find(query).explain()
+    except (OperationFailure, NotImplementedError, AttributeError, TypeError):
+        return False
+    stats = plan.get("executionStats", {})
+    return "IXSCAN" in str(plan.get("queryPlanner", {}).get("winningPlan")) and \
+        stats.get("totalKeysExamined") in (10, 11) and stats.get("nReturned", 10) == 10
+
+
+def _probe_geo(db: Any, geo: Any) -> dict[str, bool]:
+    """``geo_index``, ``near_sorted``, ``geo_center_sphere``: four points on the equator, 0.05 to 0.3
+    degrees east of (0, 0), inserted out of distance order."""
+    from pymongo.errors import OperationFailure, PyMongoError
+
+    out = {"geo_index": False, "near_sorted": False, "geo_center_sphere": False}
+    point = {"type": "Point", "coordinates": [0.0, 0.0]}
+    try:
+        geo.insert_many([{"_id": i, "loc": {"type": "Point", "coordinates": [x, 0.0]}}
+                         for i, x in enumerate([0.3, 0.1, 0.2, 0.05])])
+    except (PyMongoError, NotImplementedError):
+        return out
+    try:
+        geo.create_index([("loc", "2dsphere")])
+        near = [d["_id"] for d in geo.find({"loc": {"$near": {"$geometry": point, "$maxDistance": 30_000}}})]
+        sphere = [d["_id"] for d in geo.find({"loc": {"$nearSphere": {"$geometry": point}}})]
+        out["geo_index"] = sorted(near) == [1, 2, 3]  # 0.3 degrees is 33 km: outside 30 km
+        out["near_sorted"] = near == [3, 1, 2] and sphere == [3, 1, 2, 0]
+    except (OperationFailure, NotImplementedError, TypeError, ValueError):
+        pass
+    try:  # a radius of 0.15 degrees, in radians: the points at 0.05 and 0.1 degrees
+        within = geo.find({"loc": {"$geoWithin": {"$centerSphere": [[0.0, 0.0], 0.15 * 3.141592653589793 / 180]}}})
+        out["geo_center_sphere"] = sorted(d["_id"] for d in within) == [1, 3]
+    except (OperationFailure, NotImplementedError, TypeError, ValueError):
+        pass
+    return out
 
 
 def _probe_transactions(db: Any, coll: Any) -> bool:
@@ -416,9 +493,12 @@ def _finish(conn: Connection, name: str, engine: str, version: str, uri: str | N
     else:
         caps = Capabilities(indexes=not is_mock, explain=False, explain_regex=False, bson_size=False,
                             json_schema=False, max_document_size=False, transactions=False,
-                            graph_restrict=False, slice_projection=False, collation=False)
+                            graph_restrict=False, slice_projection=False, bare_regex_indexed=False,
+                            id_range_index=False, array_field_path=False, graph_missing_start_as=False,
+                            near_sorted=False, geo_center_sphere=False, geo_index=False,
+                            collation=False)
     conn.info = BackendInfo(name=name, engine=engine, version=version, database=conn.db.name, uri=uri,
-                            caps=caps, known_wrong=KNOWN_WRONG.get(engine, ()), note=note)
+                            caps=caps, note=note)
     return conn
 
 
@@ -454,6 +534,8 @@ def banner() -> str:
     """The one-line banner every notebook prints first."""
     info = backend_info()
     line = info.banner()
+    for warning in info.warnings():
+        line += f"\n{warning}"
     if info.note:
         line += f"\nNote: {info.note}"
     return line

@@ -96,24 +96,61 @@ def test_auto_falls_back_to_mock_when_embedded_cannot_start(monkeypatch):
         connect("embedded", db_name="wbtest_fallback")
 
 
+# What each engine's probes find, measured (docs/ENGINES.md). A real MongoDB passes every probe
+# (transactions: only a replica set or Atlas).
+PINNED = {
+    "mongomock-ng": dict(indexes=False, explain=False, explain_regex=False, bson_size=False, json_schema=False,
+                         max_document_size=False, transactions=True, graph_restrict=True, slice_projection=False,
+                         bare_regex_indexed=True, id_range_index=False, array_field_path=True,
+                         graph_missing_start_as=False, near_sorted=True, geo_center_sphere=False, geo_index=True),
+    "SecantusDB": dict(indexes=True, explain=True, explain_regex=False, bson_size=True, json_schema=True,
+                       max_document_size=True, transactions=True, graph_restrict=False, slice_projection=True,
+                       bare_regex_indexed=False, id_range_index=False, array_field_path=False,
+                       graph_missing_start_as=True, near_sorted=False, geo_center_sphere=True, geo_index=True),
+}
+
+
 def test_capabilities_match_backends_md(backend):
-    """The probes find what docs/ENGINES.md measured for each engine."""
+    """The probes find what docs/ENGINES.md measured for each engine, field by field."""
     caps, info = backend.info.caps, backend.info
     assert info.banner().startswith(f"Backend: {info.name} (")
     assert info.database in info.banner() and "WORKBOOK_BACKEND" in info.banner()
-    if info.name == "mock":
-        assert (caps.indexes, caps.explain, caps.bson_size, caps.json_schema, caps.max_document_size) == \
-            (False, False, False, False, False)
-        assert not caps.slice_projection
-        assert any("16 MB" in line for line in info.cannot_show())
-    elif info.engine == "SecantusDB":
-        assert (caps.indexes, caps.explain, caps.bson_size, caps.json_schema, caps.max_document_size) == \
-            (True, True, True, True, True)
-        assert not caps.explain_regex and not caps.graph_restrict
-        assert caps.slice_projection
+    if info.engine == "MongoDB":
+        assert all(v for k, v in caps.as_dict().items() if k != "transactions"), caps
+    else:
+        assert caps.as_dict() == PINNED[info.engine]
     # the probes clean up after themselves: no probe collection and no registry entry is left
     assert not [n for n in backend.db.list_collection_names() if n.startswith("workbook_probe")]
     assert backend.db["workbook_registry"].count_documents({"_id": {"$regex": "^workbook_probe"}}) == 0
+
+
+def test_every_label_comes_from_a_probe(backend):
+    """``cannot_show`` and the banner's warnings change with the probed capabilities, not the engine's name."""
+    import dataclasses
+
+    info = backend.info
+    perfect = dataclasses.replace(info, caps=dataclasses.replace(
+        info.caps, **{k: True for k in info.caps.as_dict()}))
+    assert perfect.cannot_show() == [] and perfect.warnings() == []
+    for name in info.caps.as_dict():
+        if name == "indexes":
+            continue
+        one_off = dataclasses.replace(perfect, caps=dataclasses.replace(perfect.caps, **{name: False}))
+        assert len(one_off.cannot_show()) == 1, name  # each capability has its own label
+    no_bare = dataclasses.replace(perfect, caps=dataclasses.replace(perfect.caps, bare_regex_indexed=False))
+    (warning,) = no_bare.warnings()
+    assert "\n" not in warning and '{"$regex"' in warning and info.engine in warning
+    lines = info.cannot_show()
+    assert ("16 MiB" in " ".join(lines)) == (not info.caps.max_document_size)
+    assert not any("16 MB" in line for line in lines)
+    assert (len(info.warnings()) == 1) == (not info.caps.bare_regex_indexed)
+
+
+def test_the_banner_warns_when_a_bare_regex_on_an_index_matches_nothing(monkeypatch, backend):
+    monkeypatch.setattr(backends, "_CURRENT", backend)
+    text = backends.banner()
+    assert text.splitlines()[0] == backend.info.banner()
+    assert ("$regex" in text) == (not backend.info.caps.bare_regex_indexed)
 
 
 def test_get_db_is_one_process_wide_connection(monkeypatch):
