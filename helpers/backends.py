@@ -286,7 +286,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             caps["collation"] = False
         finally:
             db.drop_collection(cname)
-        # the server's own 16 MB limit: grow a 9 MB document to 18 MB with $set
+        # the server's own 16 MiB limit: grow a 9 MiB document to 18 MiB with $set
         chunk = "x" * (9 * 1024 * 1024)
         try:
             coll.insert_one({"_id": "big", "a": chunk})

@@ -12,7 +12,7 @@ What the lesson measures, one small function per idea:
   :func:`one_sided_references`, :func:`books_with_author_names`, :func:`rename_author`,
   :func:`stale_copies`;
 * writes: :func:`add_review_embedded` vs :func:`add_review_referenced`;
-* growth and the 16 MB limit: :func:`synthetic_reviews`, :func:`sizes_by_review_count`,
+* growth and the 16 MiB limit: :func:`synthetic_reviews`, :func:`sizes_by_review_count`,
   :func:`push_reviews_until_limit`;
 * "start embedded, pivot later": :func:`migrate_reviews`, :func:`review_digests`,
   :func:`verify_migration`, :func:`drop_embedded_reviews`, :func:`product_page`.
@@ -288,7 +288,7 @@ def add_review_referenced(reviews: Any, product_id: Any, review: Document) -> An
 
 
 # ---------------------------------------------------------------------------------------------
-# 2.6: growth and the 16 MB limit
+# 2.6: growth and the 16 MiB limit
 
 def sizes_by_review_count(product: Document, reviews: Sequence[Document], counts: Iterable[int]) -> list[int]:
     """BSON size of ``product`` holding the first ``k`` of ``reviews``, for each ``k`` in ``counts``."""
@@ -302,7 +302,7 @@ def sizes_by_review_count(product: Document, reviews: Sequence[Document], counts
 
 @dataclass
 class GrowthResult:
-    """How far ``$push`` got before the 16 MB limit stopped it."""
+    """How far ``$push`` got before the 16 MiB limit stopped it."""
 
     reviews_stored: int
     stored_size: int  # BSON bytes of the document as stored after the last accepted push
@@ -313,7 +313,7 @@ class GrowthResult:
 
 def push_reviews_until_limit(products: Any, product_id: Any, reviews: Sequence[Document], chunk: int,
                              *, server_enforces: bool) -> GrowthResult:
-    """``$push`` reviews in chunks of ``chunk`` until the document would pass 16 MB.
+    """``$push`` reviews in chunks of ``chunk`` until the document would pass 16 MiB.
 
     With ``server_enforces`` (``backend_info().caps.max_document_size``) the server's own error
     stops it; otherwise :func:`helpers.sizes.check_document_size` checks the would-be document

@@ -1,7 +1,7 @@
 """The outlier pattern: embed comments up to a threshold, overflow the rest (notebook 02).
 
 Most posts have a handful of comments; a viral few have tens of thousands. Embedding everything
-makes those few documents huge (towards MongoDB's 16 MB limit) and every read of them expensive;
+makes those few documents huge (towards MongoDB's 16 MiB limit) and every read of them expensive;
 referencing everything makes every read of every post cost a second query. The outlier pattern
 keeps the common case as one read and pays only for the outliers:
 
@@ -19,7 +19,7 @@ the same update. A writer that loses the race at the boundary gets no match and 
 path, whose sequence number comes from another atomic update (``$inc`` plus ``$set`` of the flag).
 So two writers can neither push past the threshold nor lose or duplicate a comment. The flag is
 set *before* the overflow document is written, so a reader that sees ``hasOverflow: false`` never
-misses an acknowledged comment. A push that the server refuses because the post would pass 16 MB
+misses an acknowledged comment. A push that the server refuses because the post would pass 16 MiB
 takes the overflow path too (an engine that does not enforce the limit, the mock, accepts it).
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ POSTS = "posts"
 OVERFLOW = "posts_overflow"
 #: the lesson's rule: if 99% of posts have fewer than 100 comments, over 1,000 is an outlier
 OUTLIER_FACTOR = 10
-# the server's "document would grow past 16 MB" errors (MongoDB and SecantusDB use these codes)
+# the server's "document would grow past 16 MiB" errors (MongoDB and SecantusDB use these codes)
 _TOO_LARGE_CODES = {10334, 17419, 17420}
 
 
@@ -106,7 +106,7 @@ def _check_comment(post_id: Any, comment: Any) -> None:
     if alone > MAX_BSON_SIZE:
         raise DocumentTooLarge(
             f"comment is too large: stored on its own it makes a {alone:,}-byte document, over "
-            f"MongoDB's {MAX_BSON_SIZE:,}-byte limit (16 MB). Nothing was written. Shorten the "
+            f"MongoDB's {MAX_BSON_SIZE:,}-byte limit (16 MiB). Nothing was written. Shorten the "
             f"comment, or keep its large part (an attachment) in GridFS and store a reference.")
 
 
@@ -155,7 +155,7 @@ def _start_counter(db: Any, post_id: Any) -> None:
 
 
 def _would_pass_limit(db: Any, post_id: Any, comment: Any) -> bool:
-    """Would pushing ``comment`` make the post larger than 16 MB? Asked of the server (``$bsonSize``).
+    """Would pushing ``comment`` make the post larger than 16 MiB? Asked of the server (``$bsonSize``).
 
     Only called after a failed push whose error code does not say (SecantusDB reports this case
     from ``findAndModify`` as a generic internal error).
@@ -204,7 +204,7 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
     cost a few more. Returns ``Added(seq, embedded)``: the comment's place in the post's order.
 
     Raises ``ValueError`` for a threshold below 1, ``TypeError`` for a comment that is not a
-    document, ``DocumentTooLarge`` for a comment over 16 MB on its own and
+    document, ``DocumentTooLarge`` for a comment over 16 MiB on its own and
     ``PostNotFoundError`` for a missing post; in every case nothing is written.
     Introduced in notebook 02 (the outlier pattern).
     """
@@ -223,7 +223,7 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
                 return_document=ReturnDocument.AFTER,
             )
             too_large = False
-        except OperationFailure as exc:  # the push would grow the post past 16 MB: overflow instead
+        except OperationFailure as exc:  # the push would grow the post past 16 MiB: overflow instead
             if exc.code not in _TOO_LARGE_CODES and not _would_pass_limit(db, post_id, comment):
                 raise
             after, too_large = None, True
@@ -232,7 +232,7 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
         # 2. overflow: take the next sequence number and set the flag, atomically, before writing.
         #    Already flagged (the usual case) or the writer that sets the flag (once per post)?
         #    Two filters rather than the pre-image, which SecantusDB gets wrong under concurrency.
-        #    Only a full array (or a push the 16 MB limit refused) may set the flag.
+        #    Only a full array (or a push the 16 MiB limit refused) may set the flag.
         full = {} if too_large else {f"comments.{threshold - 1}": {"$exists": True}}
         for flagged in (True, False):
             after = posts.find_one_and_update(

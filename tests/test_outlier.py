@@ -251,7 +251,7 @@ def test_comments_field_not_an_array(db):
 
 
 def test_push_that_would_pass_16_mb_overflows_instead(db, backend):
-    """Where the engine enforces 16 MB itself, a push that would break it goes to the overflow."""
+    """Where the engine enforces 16 MiB itself, a push that would break it goes to the overflow."""
     workbook_collection(db, POSTS).insert_one({"_id": 1})
     nine_mb = "x" * (9 * 1024 * 1024)
     assert add_comment(db, 1, {"text": nine_mb}, threshold=5) == Added(1, True)

@@ -5,7 +5,8 @@ import bson
 import pytest
 from pymongo.errors import DocumentTooLarge
 
-from helpers.sizes import MAX_BSON_SIZE, bson_sizes, check_document_size, server_bson_sizes, size_summary
+from helpers.sizes import (MAX_BSON_SIZE, bson_sizes, check_document_size, human_bytes, server_bson_sizes,
+                           size_summary)
 
 
 def test_sizes_equal_bson_encode_and_server(db, backend):
@@ -38,3 +39,22 @@ def test_16mb_limit_server_or_labelled_client_check(db, backend):
     else:  # the mock accepts it: exactly why the workbook labels its client-side check
         db["grow"].update_one({"_id": 1}, {"$set": {"b": chunk}})
         assert len(bson.encode(db["grow"].find_one({"_id": 1}))) > MAX_BSON_SIZE
+
+
+def test_the_client_side_message_says_what_the_engine_does():
+    big = {"_id": "big", "blob": "x" * (MAX_BSON_SIZE + 1)}
+    with pytest.raises(DocumentTooLarge) as enforced:
+        check_document_size(big, server_enforces=True)
+    with pytest.raises(DocumentTooLarge) as not_enforced:
+        check_document_size(big, server_enforces=False)
+    assert "does not enforce" not in str(enforced.value) and "enforces the limit too" in str(enforced.value)
+    assert "does not enforce 16 MiB" in str(not_enforced.value)
+    for e in (enforced, not_enforced):
+        assert "16,777,216-byte (16 MiB) limit" in str(e.value) and "16 MB" not in str(e.value)
+
+
+def test_human_bytes_uses_binary_units():
+    assert human_bytes(1536) == "1.5 KiB"
+    assert human_bytes(MAX_BSON_SIZE) == "16.0 MiB"
+    assert human_bytes(999) == "999 B"
+    assert "max % of 16 MiB" in size_summary([1, 2])
