@@ -36,6 +36,7 @@ __all__ = [
     "get_db",
     "backend_info",
     "banner",
+    "info_of",
     "redact_uri",
     "close",
     "CONNECT_TIMEOUT_MS",
@@ -160,6 +161,7 @@ class Connection:
         if self._closed:
             return
         self._closed = True
+        _OPEN.pop(id(self.client), None)
         try:
             self.client.close()
         finally:
@@ -499,7 +501,24 @@ def _finish(conn: Connection, name: str, engine: str, version: str, uri: str | N
                             collation=False)
     conn.info = BackendInfo(name=name, engine=engine, version=version, database=conn.db.name, uri=uri,
                             caps=caps, note=note)
+    _OPEN[id(conn.client)] = conn
     return conn
+
+
+#: every open connection by its client, so that a collection or a database leads back to its engine
+_OPEN: dict[int, Connection] = {}
+
+
+def info_of(obj: Any) -> BackendInfo | None:
+    """The backend of a collection, database or client opened by :func:`connect`, else None."""
+    for get in (lambda o: o.database.client, lambda o: o.client, lambda o: o):
+        try:
+            conn = _OPEN.get(id(get(obj)))
+        except Exception:
+            continue
+        if conn is not None and not conn._closed:
+            return conn.info
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,15 +38,19 @@ _ID = re.compile(r"^(\d+)\.(\d+)$")
 class _Registered:
     fn: Checker
     hint: str
+    query_result: bool = False  # the answer is the result of the learner's own query
 
 
 _CHECKERS: dict[str, _Registered] = {}
 
 
-def exercise(exercise_id: str, *, hint: str) -> Callable[[Checker], Checker]:
+def exercise(exercise_id: str, *, hint: str, query_result: bool = False) -> Callable[[Checker], Checker]:
     """Register ``fn(answer, **context)`` as the checker of exercise ``exercise_id`` (``"N.k"``).
 
     Used in ``helpers/checks/nbNN.py``. The hint is printed with every result that is not correct.
+    ``query_result=True`` says the answer is what the learner's own query returned: when such an
+    answer is empty on an engine where a query form silently matches nothing (a probed capability,
+    e.g. ``bare_regex_indexed``), the hint also names that engine deviation.
     """
     if not isinstance(exercise_id, str) or not _ID.match(exercise_id):
         raise ValueError(f"exercise id must look like '2.1' (notebook number, then exercise number), "
@@ -55,7 +59,7 @@ def exercise(exercise_id: str, *, hint: str) -> Callable[[Checker], Checker]:
         raise ValueError(f"exercise {exercise_id}: give a hint (a sentence that points the way)")
 
     def register(fn: Checker) -> Checker:
-        _CHECKERS[exercise_id] = _Registered(fn, hint.strip())
+        _CHECKERS[exercise_id] = _Registered(fn, hint.strip(), query_result)
         return fn
 
     return register
@@ -63,6 +67,11 @@ def exercise(exercise_id: str, *, hint: str) -> Callable[[Checker], Checker]:
 
 def checker(exercise_id: str) -> tuple[Checker, str]:
     """The registered checker and hint of ``exercise_id``, importing ``helpers.checks.nbNN`` on demand."""
+    reg = _registered(exercise_id)
+    return reg.fn, reg.hint
+
+
+def _registered(exercise_id: str) -> _Registered:
     m = _ID.match(exercise_id) if isinstance(exercise_id, str) else None
     if not m:
         raise ValueError(f"exercise id must look like '2.1' (notebook number, then exercise number), "
@@ -77,8 +86,7 @@ def checker(exercise_id: str) -> tuple[Checker, str]:
         if exercise_id not in _CHECKERS:
             raise KeyError(f"no checker for exercise {exercise_id}: register one in "
                            f"helpers/checks/nb{int(m.group(1)):02d}.py with @exercise({exercise_id!r}, hint=...)")
-    reg = _CHECKERS[exercise_id]
-    return reg.fn, reg.hint
+    return _CHECKERS[exercise_id]
 
 
 def _not_done(answer: Any) -> bool:
@@ -88,10 +96,37 @@ def _not_done(answer: Any) -> bool:
     return isinstance(answer, tuple) and len(answer) > 0 and all(a is None or a is Ellipsis for a in answer)
 
 
+def _empty(answer: Any) -> bool:
+    """An empty result: ``[]``, ``{}``, or a dict whose values are all empty (one result per pattern)."""
+    if isinstance(answer, (str, bytes)) or not hasattr(answer, "__len__"):
+        return False
+    if len(answer) == 0:
+        return True
+    return isinstance(answer, dict) and all(
+        hasattr(v, "__len__") and not isinstance(v, (str, bytes)) and len(v) == 0 for v in answer.values())
+
+
+def _engine_note(context: dict[str, Any]) -> str | None:
+    """Why an empty query result may be the engine's doing, from the probed capabilities of the
+    connection that the context's collections or database belong to."""
+    from . import backends
+
+    for value in context.values():
+        info = backends.info_of(value)
+        if info is not None:
+            if not info.caps.bare_regex_indexed:
+                return (f"your answer is empty, and on {info.engine} a bare regex value (re.compile, "
+                        f"bson.Regex) on an indexed field matches nothing: write "
+                        f'{{"field": {{"$regex": "^..."}}}} instead (docs/ENGINES.md)')
+            return None
+    return None
+
+
 def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     """``(status, line)`` for an answer, without printing or recording: status is ``"correct"``,
     ``"not right yet"`` or ``"not done yet"``; line is what :func:`check` prints."""
-    fn, hint = checker(exercise_id)
+    reg = _registered(exercise_id)
+    fn, hint = reg.fn, reg.hint
     if _not_done(answer):
         return "not done yet", f"Exercise {exercise_id}: not done yet. Hint: {hint}"
     try:
@@ -99,6 +134,10 @@ def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     except Exception as e:  # a wrong shape of answer should teach, not crash
         problem = f"checking it raised {type(e).__name__}: {e}"
     if problem:
+        if reg.query_result and _empty(answer):
+            note = _engine_note(context)
+            if note:
+                hint = f"{hint}. Note: {note}"
         return "not right yet", f"Exercise {exercise_id}: not right yet: {problem}. Hint: {hint}"
     return "correct", f"Exercise {exercise_id}: correct."
 

@@ -115,3 +115,29 @@ def test_checks_of_notebook_03_recompute_from_the_categories(db):
     wrong = {"ParentRefs": [1, 2, 3], "ChildRefs": [1, 2]}
     status, line = evaluate("3.2", wrong, products=products, categories=categories, category=1, patterns=patterns)
     assert status == "not right yet" and "ChildRefs" in line and "ParentRefs:" not in line
+
+
+@exercise("98.3", hint="query the fruit collection", query_result=True)
+def _fruit_query(answer, *, fruit):
+    want = sorted(d["_id"] for d in fruit.find({"name": {"$regex": "^ap"}}))
+    return None if answer == want else f"{len(answer)} ids, not the {len(want)} fruits starting with 'ap'"
+
+
+def test_an_empty_query_answer_names_the_bare_regex_deviation_where_it_applies(db, backend):
+    """On an engine where a bare regex on an indexed field matches nothing, an EMPTY answer to a
+    query exercise says so; a wrong non-empty answer does not; the probe decides, not the name."""
+    import re as _re
+
+    fruit = db["fruit"]
+    fruit.insert_many([{"_id": i, "name": n} for i, n in enumerate(["apple", "apricot", "banana"])])
+    fruit.create_index("name")
+    learner = sorted(d["_id"] for d in fruit.find({"name": _re.compile("^ap")}))
+    assert (learner == []) == (not backend.info.caps.bare_regex_indexed)  # the deviation, as probed
+    status, line = evaluate("98.3", [], fruit=fruit)
+    assert status == "not right yet"
+    assert ("bare regex" in line and '{"$regex"' in line) == (not backend.info.caps.bare_regex_indexed)
+    status, line = evaluate("98.3", [2], fruit=fruit)
+    assert status == "not right yet" and "bare regex" not in line
+    assert evaluate("98.3", [0, 1], fruit=fruit)[0] == "correct"
+    # a checker not flagged as comparing a query result never adds the note
+    assert "bare regex" not in evaluate("98.1", 0)[1]

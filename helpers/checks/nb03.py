@@ -45,7 +45,8 @@ def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
     return None
 
 
-@exercise("3.2", hint="the category itself plus tree.descendants(category), then one $in query on category_id")
+@exercise("3.2", hint="the category itself plus tree.descendants(category), then one $in query on category_id",
+          query_result=True)
 def products_under(answer: Any, *, products: Any, categories: Any, category: Any, patterns: Any) -> str | None:
     """The sorted product ids in ``category`` or below it, per pattern."""
     names = sorted(patterns)
