@@ -68,10 +68,16 @@ def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int =
 
     ``setup`` runs before every run, untimed (use it to restore state when ``fn`` writes).
     A cursor returned by ``fn`` is consumed inside the timing, so lazy queries are measured whole.
-    ``explain`` returns an explain document for the same query; it is used only where the backend
-    explains faithfully: ``explain_kind="index"`` needs ``caps.explain``, ``"regex"`` (prefix
-    regexes, ``_id`` ranges) needs ``caps.explain_regex``. Elsewhere ``plan_note`` says why not.
+    ``explain`` returns an explain document for the *same* query (with its sort and limit); it is
+    used only where the backend explains faithfully (``caps.explain``), else ``plan_note`` says why
+    not. ``explain_kind`` says which engine deviation may make the plan differ from a real
+    MongoDB's: ``"index"`` (none), ``"regex"`` (a prefix regex on a secondary index:
+    ``caps.explain_regex``) or ``"id_range"`` (an ``_id`` range or prefix: ``caps.id_range_index``).
+    Where the probe says the engine scans such a query, the plan shown is the engine's true plan
+    and ``plan_note`` says that a real MongoDB would scan index bounds instead.
     """
+    if explain_kind not in ("index", "regex", "id_range"):
+        raise ValueError(f"explain_kind must be 'index', 'regex' or 'id_range', not {explain_kind!r}")
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
 
@@ -106,13 +112,14 @@ def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int =
         if info is None:
             from .backends import backend_info
             info = backend_info()
-        faithful = info.caps.explain and (explain_kind != "regex" or info.caps.explain_regex)
-        if faithful:
-            m.stages, m.keys_examined, m.docs_examined = plan_summary(explain())
-        elif not info.caps.explain:
+        if not info.caps.explain:
             m.plan_note = f"{info.engine} cannot explain faithfully: no plan shown"
         else:
-            m.plan_note = f"{info.engine} explains this query shape wrongly (docs/ENGINES.md): no plan shown"
+            m.stages, m.keys_examined, m.docs_examined = plan_summary(explain())
+            scans = {"regex": not info.caps.explain_regex, "id_range": not info.caps.id_range_index}
+            if scans.get(explain_kind):
+                m.plan_note = (f"{info.engine} does not serve this query from the index (docs/ENGINES.md); "
+                               f"a real MongoDB scans only the index bounds")
     return m
 
 
@@ -135,7 +142,7 @@ def compare(measurements: Iterable[Measurement], *, plot: bool = True, title: st
                **m.costs()}
         if any(x.keys_examined is not None or x.plan_note for x in ms):
             row.update({"keys examined": m.keys_examined, "docs examined": m.docs_examined,
-                        "plan": m.stages or m.plan_note})
+                        "plan": "; ".join(x for x in (m.stages, m.plan_note) if x)})
         rows.append(row)
     table = pd.DataFrame(rows).set_index("shape")
     if plot:
@@ -144,7 +151,7 @@ def compare(measurements: Iterable[Measurement], *, plot: bool = True, title: st
 
 
 def plot_compare(measurements: Iterable[Measurement], *, title: str | None = None) -> Any:
-    """Bar chart: median time (with spread), round trips and KB returned, one bar per shape."""
+    """Bar chart: median time (with spread), round trips and KiB returned, one bar per shape."""
     import matplotlib.pyplot as plt
 
     ms = list(measurements)
@@ -153,7 +160,7 @@ def plot_compare(measurements: Iterable[Measurement], *, title: str | None = Non
     panels = [
         ("median wall time, ms (this machine)", [m.median_ms for m in ms], [m.spread_ms / 2 for m in ms]),
         ("round trips", [m.round_trips for m in ms], None),
-        ("KB returned", [m.bytes_returned / 1024 for m in ms], None),
+        ("KiB returned", [m.bytes_returned / 1024 for m in ms], None),
     ]
     for ax, (name, values, err) in zip(axes, panels):
         ax.barh(labels, values, xerr=err, color="#4C72B0" if err else "#55A868")

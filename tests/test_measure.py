@@ -35,3 +35,21 @@ def test_measure_setup_restores_state_for_writes(db):
     m = measure("insert", lambda: coll.insert_one({"_id": 1}), setup=lambda: coll.delete_many({}), repeat=3)
     assert m.docs_written == 1 and m.round_trips == 1
     assert coll.count_documents({}) == 1
+
+
+def test_an_id_range_plan_is_shown_with_a_note_where_the_engine_scans(numbers, backend):
+    """The plan of an ``_id`` range is the engine's own; where the probe says the ``_id`` index does
+    not serve ranges, the note says a real MongoDB would scan the bounds."""
+    query = {"_id": {"$gte": 10, "$lt": 20}}
+    m = measure("range", lambda: numbers.find(query).sort("_id", 1), repeat=1,
+                explain=lambda: numbers.find(query).sort("_id", 1).explain(), explain_kind="id_range",
+                info=backend.info)
+    caps = backend.info.caps
+    if not caps.explain:
+        assert m.stages is None and "cannot explain" in m.plan_note
+    elif caps.id_range_index:
+        assert "IXSCAN" in m.stages and m.keys_examined in (10, 11) and m.plan_note is None
+    else:
+        assert "COLLSCAN" in m.stages and m.docs_examined == 250 and "index bounds" in m.plan_note
+    with pytest.raises(ValueError, match="explain_kind"):
+        measure("x", lambda: None, repeat=1, explain=lambda: {}, explain_kind="prefix", info=backend.info)
