@@ -39,6 +39,9 @@ class CommandCounter:
     #: insert's documents replaced by their number ``n``), e.g. for ``helpers.advisor``'s workload
     keep_commands: bool = False
     command_documents: list[dict[str, Any]] = field(default_factory=list)
+    #: documents returned plus the documents embedded in their top-level arrays (e.g. the nodes a
+    #: ``$graphLookup`` carries back inside one document)
+    nodes_returned: int = 0
 
     def add_command(self, name: str, command: dict[str, Any] | None = None) -> None:
         self.round_trips += 1
@@ -49,6 +52,8 @@ class CommandCounter:
     def add_docs(self, docs: list[Any]) -> None:
         self.docs_returned += len(docs)
         self.bytes_returned += sum(len(bson.encode(d)) for d in docs)
+        self.nodes_returned += sum(1 + sum(sum(isinstance(x, dict) for x in v) for v in d.values()
+                                           if isinstance(v, list)) for d in docs if isinstance(d, dict))
 
 
 _SESSION_FIELDS = {"lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "$readPreference",

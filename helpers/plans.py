@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["plan_summary", "lookup_summary"]
+__all__ = ["plan_summary", "lookup_summary", "examined"]
 
 
 def plan_summary(explain: dict) -> tuple[str, int | None, int | None]:
@@ -73,3 +73,29 @@ def lookup_summary(plan: dict) -> dict[str, Any] | None:
         stats = plan.get("executionStats", {}) or {}
         out.update({f"{k} (whole pipeline)": stats[k] for k in counters if k in stats})
     return out
+
+
+def examined(database: Any, commands: list[dict]) -> tuple[int | None, int | None]:
+    """Keys and documents the server examined for the ``find``/``aggregate`` commands among
+    ``commands`` (``helpers.counting``'s ``counting(keep_commands=True)``), by explaining each
+    (notebook 03); other commands (``getMore``, writes) are skipped.
+
+    ``(None, None)`` when one of them is an aggregation with ``$lookup`` or ``$graphLookup``: its
+    explain counts the first stage's reads, not the lookups the stage runs for every node, so a sum
+    would understate the work. Call it only where ``caps.explain`` is True.
+    """
+    keys = docs = 0
+    for command in commands:
+        if next(iter(command), None) not in ("find", "aggregate"):
+            continue
+        stages = command.get("pipeline", []) if "aggregate" in command else []
+        if any("$lookup" in stage or "$graphLookup" in stage for stage in stages):
+            return None, None
+        cmd = {k: v for k, v in command.items() if k not in ("cursor", "batchSize", "singleBatch", "$db")}
+        if "aggregate" in cmd:
+            cmd["cursor"] = {}
+        plan = database.command("explain", cmd, verbosity="executionStats")
+        _, k, d = plan_summary(plan)
+        keys += k or 0
+        docs += d or 0
+    return keys, docs

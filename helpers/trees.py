@@ -664,16 +664,24 @@ def _short(result: Any) -> str:
     return str(result)
 
 
-def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tuple]]) -> Any:
+def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tuple]], *,
+                    examined: bool = False) -> Any:
     """Run each call on each pattern and count it: a DataFrame indexed by (operation, pattern).
 
     ``calls`` are ``(method, args)``, e.g. ``("ancestors", (3,))``, or ``(method, args, label)`` to
-    name the row (several calls of one method); a pattern without that method is skipped. Columns: ``result`` (short), ``round trips``, ``docs read`` (documents returned to the
-    client), ``docs written``, ``bytes read``, and ``same result`` (equal to the first pattern's
-    answer). A ``move`` or ``rename`` is undone afterwards (not counted), so every call sees the same tree.
-    Raises :class:`TreeError` if a call fails on one pattern. Notebook 03.
+    name the row (several calls of one method); a pattern without that method is skipped. Columns:
+    ``result`` (short), ``round trips``, ``docs returned`` (documents sent back to the client),
+    ``nodes returned`` (those documents plus the node documents embedded in their arrays: a
+    ``$graphLookup`` returns one document carrying every node it found), ``bytes returned``,
+    ``docs written`` and ``same result`` (equal to the first pattern's answer). With ``examined``
+    (only where ``backend_info().caps.explain``), also ``keys examined`` and ``docs examined`` on the
+    server, from the explain of every read the call sent (empty for ``$graphLookup``: see
+    :func:`helpers.plans.examined`). A ``move`` or ``rename`` is undone afterwards (not counted), so
+    every call sees the same tree. Raises :class:`TreeError` if a call fails on one pattern. Notebook 03.
     """
     import pandas as pd
+
+    from .plans import examined as _examined
 
     rows = []
     for call in calls:
@@ -692,17 +700,25 @@ def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tupl
                 undo = (tree.move, (args[0], tree.parent(args[0])))
             elif method == "rename":
                 undo = (tree.rename, (args[0], _name_of(tree, args[0])))
-            with counting() as c:
+            with counting(keep_commands=examined) as c:
                 result = fn(*args)
+            row = {"operation": label_op, "pattern": label, "result": _short(result),
+                   "round trips": c.round_trips, "docs returned": c.docs_returned,
+                   "nodes returned": c.nodes_returned, "bytes returned": c.bytes_returned,
+                   "docs written": c.docs_written}
+            if examined:
+                collection = getattr(getattr(tree, "tree", tree), "collection")
+                keys, docs = _examined(collection.database, c.command_documents)
+                row.update({"keys examined": keys, "docs examined": docs})
             if undo is not None:
                 undo[0](*undo[1])
             if first is None:
                 first = (result,)
-            rows.append({"operation": label_op, "pattern": label, "result": _short(result),
-                         "round trips": c.round_trips, "docs read": c.docs_returned,
-                         "docs written": c.docs_written, "bytes read": c.bytes_returned,
-                         "same result": result == first[0]})
-    return pd.DataFrame(rows).set_index(["operation", "pattern"])
+            rows.append({**row, "same result": result == first[0]})
+    table = pd.DataFrame(rows).set_index(["operation", "pattern"])
+    if examined:
+        table = table.astype({"keys examined": "Int64", "docs examined": "Int64"})
+    return table
 
 
 def _name_of(tree: Any, node: Any) -> str:
@@ -711,16 +727,16 @@ def _name_of(tree: Any, node: Any) -> str:
 
 
 def plot_operation_costs(table: Any, *, title: str | None = None) -> Any:
-    """One chart of an :func:`operation_costs` table: round trips, docs read, docs written per pattern
-    (drawn by ``helpers.measure.plot_costs``, the home of every cost chart)."""
-    return plot_costs(table, ["round trips", "docs read", "docs written"], title=title)
+    """One chart of an :func:`operation_costs` table: round trips, nodes returned, docs written per
+    pattern (drawn by ``helpers.measure.plot_costs``, the home of every cost chart)."""
+    return plot_costs(table, ["round trips", "nodes returned", "docs written"], title=title)
 
 
 def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:
     """For each operation as "the most frequent query": the cheapest and the dearest pattern, from ``table``.
 
-    Cheapest = fewest round trips, then fewest documents read, then fewest written, then fewest
-    bytes read (all deterministic). Notebook 03.
+    Cheapest = fewest round trips, then fewest nodes returned (documents, and the nodes embedded
+    in them), then fewest written, then fewest bytes returned (all deterministic). Notebook 03.
     """
     import pandas as pd
 
@@ -728,9 +744,9 @@ def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:
     rows = []
 
     def fmt(label: str, r: Any) -> str:
-        return f"{label} ({r['round trips']} RT, {r['docs read']} read, {r['docs written']} written)"
+        return f"{label} ({r['round trips']} RT, {r['nodes returned']} nodes, {r['docs written']} written)"
 
-    keys = ["round trips", "docs read", "docs written", "bytes read"]
+    keys = ["round trips", "nodes returned", "docs written", "bytes returned"]
     for op in ops:
         sub = table.loc[op]
         cost = {p: tuple(int(sub.loc[p, k]) for k in keys) for p in sub.index}

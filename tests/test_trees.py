@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -381,3 +382,31 @@ def test_names_with_regex_characters_and_string_ids(db):
     mp.rename("cpp", "C+")
     assert mp.collection.find_one({"_id": "cpp2"})["path"] == "/Books (all)/C+/C++ 2.0"
     assert mp.descendants("c") == ["dot"] and mp.children("books") == ["c", "cpp"]
+
+
+def test_costs_name_what_they_count_and_the_server_work(db, backend):
+    """``docs returned`` counts documents sent to the client, ``nodes returned`` the nodes they
+    carry; where the engine explains, keys and documents examined come from the explain of the
+    reads sent (none for $graphLookup, whose explain does not count its own lookups)."""
+    t = build(db, ROWS)
+    patterns = {"AncestorsArray": t["AncestorsArray"], "MaterializedPaths": t["MaterializedPaths"],
+                "ParentRefs + $graphLookup": GraphLookup(t["ParentRefs"])}
+    caps = backend.info.caps
+    table = operation_costs(patterns, [("descendants", (1,))], examined=caps.explain)
+    below = len(t["ParentRefs"].descendants(1))
+    graph = table.loc[("descendants", "ParentRefs + $graphLookup")]
+    assert (graph["round trips"], graph["docs returned"], graph["nodes returned"]) == (1, 1, below + 1)
+    anc = table.loc[("descendants", "AncestorsArray")]
+    assert anc["docs returned"] == anc["nodes returned"] == below
+    assert decision_table(table).loc["descendants", "its cost"].startswith("1 RT, ")
+    if not caps.explain:
+        assert "keys examined" not in table.columns
+        return
+    assert pd.isna(graph["keys examined"]) and pd.isna(graph["docs examined"])
+    assert (anc["keys examined"], anc["docs examined"]) == (below, below)  # one index range scan
+    paths = table.loc[("descendants", "MaterializedPaths")]
+    n = len(ROWS)
+    if caps.explain_regex:  # the anchored path regex is an index range scan
+        assert paths["docs examined"] == 1 + below
+    else:  # the engine scans the collection for the regex (docs/ENGINES.md)
+        assert paths["docs examined"] == 1 + n
