@@ -507,8 +507,10 @@ class MaterializedPaths(_Pattern):
         return docs
 
     @staticmethod
-    def _below(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
-        """Filter on ``path``: an anchored prefix regex, which an index turns into a key range."""
+    def subtree_filter(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
+        """The filter for the nodes below ``path``: an anchored, case-sensitive prefix regex on
+        ``path``, written ``{"$regex": ...}`` (the form every engine matches; docs/ENGINES.md), which a
+        real MongoDB turns into an index key range. Notebook 03."""
         head = "^" + _regex_escape(path)
         if children_only:
             return {"path": {"$regex": head + SEPARATOR + "[^" + SEPARATOR + "]+$"}}
@@ -531,7 +533,7 @@ class MaterializedPaths(_Pattern):
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: read the node's path, then a regex for one more segment."""
         path = self._path(node)
-        return sorted(d["_id"] for d in self.collection.find(self._below(path, children_only=True), {"_id": 1}))
+        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path, children_only=True), {"_id": 1}))
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
@@ -548,7 +550,7 @@ class MaterializedPaths(_Pattern):
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: read the path, then one anchored prefix regex."""
         path = self._path(node)
-        return sorted(d["_id"] for d in self.collection.find(self._below(path), {"_id": 1}))
+        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}))
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
@@ -565,7 +567,7 @@ class MaterializedPaths(_Pattern):
 
     def repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
         """Rewrite the path of ``node`` (at ``old``) and of every node below it: read them, one bulk write."""
-        subtree = list(self.collection.find(self._below(old, itself=True), {"path": 1}))
+        subtree = list(self.collection.find(self.subtree_filter(old, itself=True), {"path": 1}))
         self.collection.bulk_write([
             UpdateOne({"_id": d["_id"]}, {"$set": {"path": new + d["path"][len(old):],
                                                    **({"name": name} if name and d["_id"] == node else {})}})
@@ -744,7 +746,8 @@ def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:
     rows = []
 
     def fmt(label: str, r: Any) -> str:
-        return f"{label} ({r['round trips']} RT, {r['nodes returned']} nodes, {r['docs written']} written)"
+        nodes = int(r["nodes returned"])
+        return f"{label} ({r['round trips']} RT, {nodes} node{'' if nodes == 1 else 's'}, {r['docs written']} written)"
 
     keys = ["round trips", "nodes returned", "docs written", "bytes returned"]
     for op in ops:
