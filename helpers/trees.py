@@ -709,7 +709,7 @@ def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tupl
                    "nodes returned": c.nodes_returned, "bytes returned": c.bytes_returned,
                    "docs written": c.docs_written}
             if examined:
-                collection = getattr(getattr(tree, "tree", tree), "collection")
+                collection = getattr(tree, "tree", tree).collection
                 keys, docs = _examined(collection.database, c.command_documents)
                 row.update({"keys examined": keys, "docs examined": docs})
             if undo is not None:
