@@ -5,8 +5,14 @@ import bson
 import pytest
 from pymongo.errors import DocumentTooLarge
 
-from helpers.sizes import (MAX_BSON_SIZE, bson_sizes, check_document_size, human_bytes, server_bson_sizes,
-                           size_summary)
+from helpers.sizes import (
+    MAX_BSON_SIZE,
+    bson_sizes,
+    check_document_size,
+    human_bytes,
+    server_bson_sizes,
+    size_summary,
+)
 
 
 def test_sizes_equal_bson_encode_and_server(db, backend):

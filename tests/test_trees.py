@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
