@@ -91,8 +91,9 @@ _RULES_WITHOUT_NUMBERS = {
         "this advisor does not flag $text."),
     "REMOVE_UNNECESSARY_INDEXES": (
         "An index no operation of the workload can use (only when the workload reads that collection), "
-        "or one whose keys are a prefix of another index's (the manual: unnecessary indexes are rarely "
-        "used, redundant because another compound index covers them, or not used at all). _id, unique "
+        "or one whose keys are a prefix of another index's that is not partial, sparse or hidden (the "
+        "manual: unnecessary indexes are rarely used, redundant because another compound index covers "
+        "them, or not used at all). _id, unique "
         "and TTL indexes are never flagged. Atlas also counts indexes (trigger NUM_INDEXES) without "
         "publishing a number; the count is reported as evidence."),
 }
@@ -736,9 +737,12 @@ def _index_findings(c: _Collection, workload: Workload | None, collations: bool)
         keys = _key_list(spec)
         if name == "_id_" or spec.get("unique") or "expireAfterSeconds" in spec:
             continue
+        # a longer index covers this one only if it serves every query this one serves: not when it
+        # is partial, sparse or hidden (and a partial or sparse index of its own is kept on purpose)
         covering = [other for other, o in sorted(specs.items()) if other != name
                     and len(_key_list(o)) > len(keys) and _key_list(o)[:len(keys)] == keys
                     and not spec.get("partialFilterExpression") and not spec.get("sparse")
+                    and not any(o.get(option) for option in ("partialFilterExpression", "sparse", "hidden"))
                     and _same_collation(spec.get("collation"), o.get("collation"))]
         unused = bool(ops) and not any(_usable(spec, op, collations) for op in ops)
         if not covering and not unused:

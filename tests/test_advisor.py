@@ -246,3 +246,20 @@ def test_bad_input_says_what_to_do(db, backend):
         advisor_cases.lesson_designs(db, "later")
     report = advisor.review(db, collections=["nope"], info=backend.info)
     assert report.findings == [] and "not in the database" in report.notes[0]
+
+
+def test_a_prefix_of_a_partial_sparse_or_hidden_index_is_not_redundant():
+    """Only an index that serves every query of the shorter one covers it: not a partial, sparse or
+    hidden one (the manual: a partial index is used only when the query's predicate implies the
+    filter; a sparse one only when the query cannot need the documents it omits; a hidden one never)."""
+    def spec(keys, **options):
+        return {"key": list(keys), "v": 2, **options}
+
+    collection = advisor._Collection("c", 1, 1, [(30, 1, None, 0)], {}, {
+        "_id_": spec([("_id", 1)]), "a_1": spec([("a", 1)]),
+        "a_1_b_1": spec([("a", 1), ("b", 1)], partialFilterExpression={"b": {"$gt": 5}}),
+        "a_1_c_1": spec([("a", 1), ("c", 1)], sparse=True),
+        "a_1_d_1": spec([("a", 1), ("d", 1)], hidden=True)}, frozenset({"_id", "a"}))
+    assert advisor._index_findings(collection, None, collations=True) == []
+    collection.indexes["a_1_e_1"] = spec([("a", 1), ("e", 1)])
+    assert [f.field for f in advisor._index_findings(collection, None, collations=True)] == ["a_1"]
