@@ -700,11 +700,22 @@ def _key_list(spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _same_collation(a: Any, b: Any) -> bool:
-    def norm(c: Any) -> tuple | None:
-        if not c:
+    def norm(c: Any) -> tuple | None:  # None: the simple binary comparison
+        if not c or c.get("locale") == "simple":
             return None
         return (c.get("locale"), int(c.get("strength", 3)))
-    return norm(a) == norm(b) or (norm(a) is not None and norm(a)[0] == "simple" and norm(b) is None)
+    return norm(a) == norm(b)
+
+
+def _compares_strings(condition: Any) -> bool:
+    """Whether a query condition compares strings (a string, a regex, or an operator holding one)."""
+    if isinstance(condition, (str, re.Pattern, bson.Regex)):
+        return True
+    if isinstance(condition, Mapping):
+        return any(_compares_strings(v) for v in condition.values())
+    if isinstance(condition, (list, tuple)):
+        return any(_compares_strings(v) for v in condition)
+    return False
 
 
 def _usable(spec: Mapping[str, Any], op: Operation, collations: bool) -> bool:
@@ -719,10 +730,10 @@ def _usable(spec: Mapping[str, Any], op: Operation, collations: bool) -> bool:
     for f in op.filters:
         conds = _predicate_fields(f)
         if lead in conds:
-            if index_collation and not _same_collation(index_collation, op_collation):
-                continue  # a collated index serves only queries with the same collation
-            if op_collation and not index_collation and isinstance(conds[lead], str):
-                continue  # a string equality under a collation needs an index with that collation
+            # the manual (Collation and Index Use): a string comparison can use an index only under the
+            # index's collation; a comparison of a non-string value can use it under any collation
+            if _compares_strings(conds[lead]) and not _same_collation(index_collation, op_collation):
+                continue
             return True
     if op.sort and next(iter(op.sort)) == lead:
         return True

@@ -11,7 +11,7 @@ import bson
 import pytest
 
 from helpers import advisor, advisor_cases
-from helpers.advisor import CODES, Thresholds, Workload
+from helpers.advisor import CODES, Operation, Thresholds, Workload
 from helpers.counting import counting
 
 READ_COMMANDS = {"listCollections", "listIndexes", "find", "getMore", "count"}
@@ -263,3 +263,22 @@ def test_a_prefix_of_a_partial_sparse_or_hidden_index_is_not_redundant():
     assert advisor._index_findings(collection, None, collations=True) == []
     collection.indexes["a_1_e_1"] = spec([("a", 1), ("e", 1)])
     assert [f.field for f in advisor._index_findings(collection, None, collations=True)] == ["a_1"]
+
+
+def test_a_collated_index_serves_non_string_comparisons_under_any_collation():
+    """The manual (Collation and Index Use): only string comparisons need the index's collation."""
+    strength2 = {"locale": "en", "strength": 2}
+    collated = {"key": [("code", 1)], "collation": strength2}
+    plain = {"key": [("code", 1)]}
+
+    def find(filter_, collation=None):
+        return Operation("find", "c", (filter_,), None, collation)
+
+    assert advisor._usable(collated, find({"code": 7}), collations=True)
+    assert advisor._usable(collated, find({"code": {"$in": [1, 2]}}), collations=True)
+    assert not advisor._usable(collated, find({"code": "ab"}), collations=True)
+    assert not advisor._usable(collated, find({"code": {"$in": ["ab"]}}), collations=True)
+    assert advisor._usable(collated, find({"code": "ab"}, strength2), collations=True)
+    assert not advisor._usable(plain, find({"code": {"$gt": "a"}}, strength2), collations=True)
+    assert advisor._usable(plain, find({"code": "ab"}, {"locale": "simple"}), collations=True)
+    assert advisor._usable(plain, find({"code": 7}, strength2), collations=True)
