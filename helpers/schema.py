@@ -57,7 +57,7 @@ __all__ = [
     "bson_type", "percent", "sample_ids", "infer_schema", "infer_documents", "miss_rate",
     "to_json_schema", "one_of_by", "versioned_validator", "set_validator", "validator_of", "validation_rights",
     "try_write", "refusal_reasons", "schema_violations", "count_valid",
-    "VERSION_FIELD", "CURRENT_VERSION", "version_of", "upgrade_report", "read_report",
+    "VERSION_FIELD", "CURRENT_VERSION", "NOT_CURRENT", "version_of", "upgrade_report", "read_report",
     "write_lazy", "migrate_batch", "migrate_in_batches", "content_digest",
 ]
 
@@ -734,6 +734,8 @@ def count_valid(collection: Any, json_schema: Mapping[str, Any], *, server: bool
 # ------------------------------------------------------------------------------------------
 VERSION_FIELD = "schemaVersion"
 CURRENT_VERSION = 2
+#: a report not yet at the current version: no ``schemaVersion`` (written before it existed), or 1
+NOT_CURRENT = {VERSION_FIELD: {"$ne": CURRENT_VERSION}}
 
 
 def version_of(doc: Mapping[str, Any]) -> int:
@@ -786,7 +788,7 @@ def write_lazy(collection: Any, report_id: Any, changes: Mapping[str, Any]) -> s
         if version_of(doc) == CURRENT_VERSION:
             continue  # upgraded between our two commands: the update will match now
         new = {**upgrade_report(doc), **changes}
-        if collection.replace_one({"_id": report_id, VERSION_FIELD: {"$exists": False}}, new).matched_count:
+        if collection.replace_one({"_id": report_id, **NOT_CURRENT}, new).matched_count:
             return "upgraded"
     raise RuntimeError(f"write_lazy: report {report_id!r} changed version three times during one write")
 
@@ -797,15 +799,16 @@ def migrate_batch(collection: Any, batch_size: int, after_id: Any = None, *,
     """Upgrade the next ``batch_size`` version 1 reports (in ``_id`` order, after ``after_id``).
 
     One query reads them, one unordered ``bulk_write`` replaces each *only if it is still version 1*
-    (``schemaVersion`` absent), so a report the application rewrote meanwhile (every application
-    write upgrades it, see :func:`write_lazy`) is skipped, never overwritten with the stale copy.
+    (``schemaVersion`` absent or 1: :data:`NOT_CURRENT`), so a report the application rewrote
+    meanwhile (every application write upgrades it, see :func:`write_lazy`) is skipped, never
+    overwritten with the stale copy.
     ``after_read`` runs between the read and the write: the window a concurrent writer races in.
     ``guarded=False`` drops that condition (replace by ``_id`` alone): the naive migration, which
     overwrites a concurrent write with the stale copy; notebook 05 runs it to count what it loses.
     Returns (upgraded, skipped, last ``_id`` read or None when nothing was left).
     Introduced in notebook 05.
     """
-    query: dict[str, Any] = {VERSION_FIELD: {"$exists": False}}
+    query: dict[str, Any] = dict(NOT_CURRENT)
     if after_id is not None:
         query["_id"] = {"$gt": after_id}
     docs = list(collection.find(query).sort("_id", 1).limit(batch_size))
@@ -813,7 +816,7 @@ def migrate_batch(collection: Any, batch_size: int, after_id: Any = None, *,
         return 0, 0, None
     if after_read is not None:
         after_read(docs)
-    guard = {VERSION_FIELD: {"$exists": False}} if guarded else {}
+    guard = NOT_CURRENT if guarded else {}
     result = collection.bulk_write(
         [ReplaceOne({"_id": d["_id"], **guard}, upgrade_report(d)) for d in docs], ordered=False)
     return result.modified_count, len(docs) - result.matched_count, docs[-1]["_id"]

@@ -358,6 +358,17 @@ def test_lazy_write_upgrades_what_it_touches_and_costs_the_documented_round_trip
     assert coll.count_documents({"schemaVersion": {"$exists": False}}) == len(V1) - 1
 
 
+def test_an_explicit_schema_version_1_is_version_1_for_every_helper(db):
+    """version_of and the oneOf validator take schemaVersion: 1 as version 1: so do the writers."""
+    coll = _load_v1(db)
+    coll.update_many({"_id": {"$in": ["r001", "r002"]}}, {"$set": {"schemaVersion": 1}})
+    assert sc.write_lazy(coll, "r001", {"altitude": 1.0}) == "upgraded"
+    assert coll.find_one({"_id": "r001"}) == {**sc.upgrade_report(V1[1]), "altitude": 1.0}
+    result = sc.migrate_in_batches(coll, 25)
+    assert result.upgraded == len(V1) - 1
+    assert coll.count_documents({"schemaVersion": {"$ne": 2}}) == 0
+
+
 def test_background_migration_never_overwrites_a_concurrent_write(db):
     coll = _load_v1(db)
     expected = {d["_id"]: sc.upgrade_report(d) for d in V1}
