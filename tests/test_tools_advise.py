@@ -70,3 +70,12 @@ def test_cli_demo_reviews_the_fixtures_on_a_throwaway_engine(monkeypatch):
     # the fixtures are planted at the edge of the thresholds given: nine collections, the near miss eight
     assert [(f["collection"], f["evidence"]["collections of one shape"]) for f in family] == [("fx_ns_planted_*", 9)]
     assert len({f["code"] for f in report["findings"]}) == 7
+
+
+def test_cli_says_when_there_is_nothing_to_review(test_uri, monkeypatch):
+    """An empty (or misspelt) database, and a profiler that recorded nothing, are said, not silent."""
+    monkeypatch.setenv("MONGODB_URI", test_uri)
+    rc, out, _ = _run_cli(["--json", "--profile", "--database", f"wbtest_{uuid.uuid4().hex[:10]}"])
+    assert rc == 0
+    notes = json.loads(out)["notes"]
+    assert any("holds no collection" in n for n in notes) and any("profiler recorded no operation" in n for n in notes)

@@ -79,11 +79,23 @@ def main(argv: list[str]) -> int:
         except BackendError as e:
             print(str(e), file=sys.stderr)
             return 2
+        from pymongo.errors import OperationFailure
+
         try:
             workload = advisor.Workload.from_profile(conn.db) if args.profile else None
             report = advisor.review(conn.db, workload, thresholds=thresholds, info=None)
+        except OperationFailure as e:  # e.g. code 13: this user may not read a collection or system.profile
+            print(f"The server refused a read of database {conn.db.name!r} (code {e.code}: "
+                  f"{str(e).split(', full error')[0]}).\nFix: review with a user that has the read role on "
+                  f"that database (and, for --profile, may read its system.profile).", file=sys.stderr)
+            return 2
         finally:
             conn.close()
+        if args.profile and not len(workload):
+            report.notes.append(f"the profiler recorded no operation on {conn.db.name!r}: turn it on with "
+                                f"db.command('profile', 2) on that mongod, run the application, then review")
+        if not report.collections:
+            report.notes.append(f"database {conn.db.name!r} holds no collection to review: check --database")
     print(report.to_json() if args.json else report.text())
     return 0
 
