@@ -860,18 +860,19 @@ def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds 
     """Review ``db`` (and ``workload``, if given) and return a :class:`Report`. Only reads.
 
     ``collections`` limits the review to those names (the namespace count still covers the whole
-    database); ``info`` is the backend's ``BackendInfo`` (default ``helpers.backend_info()``), whose
-    probed capabilities say which evidence this engine can show; ``info=None`` for an engine that was
-    not probed (probing writes, so ``workbook.py advise`` does not): its index collations are then
-    taken as reported. Introduced in notebook 06.
+    database); ``info`` is the backend's ``BackendInfo`` (default: that of the connection ``db`` was
+    opened with, ``helpers.backends.info_of(db)``; the review never connects or probes, since probing
+    writes), whose probed capabilities say which evidence this engine can show; ``info=None`` for an
+    engine that was not probed (``workbook.py advise``, or a ``db`` of your own client): its index
+    collations are then taken as reported. Introduced in notebook 06.
     """
     t = thresholds or Thresholds()
     if workload is not None and not isinstance(workload, Workload):
         raise TypeError(f"workload must be a helpers.advisor.Workload (from Workload.from_counter or "
                         f"record_workload), not {type(workload).__name__}")
     if info is _CURRENT:
-        from .backends import backend_info
-        info = backend_info()
+        from .backends import info_of
+        info = info_of(db)
     collations = bool(getattr(info.caps, "collation", True)) if info is not None else True
     names = sorted(db.list_collection_names())
     reviewed = [n for n in names if not _SKIP.match(n)]

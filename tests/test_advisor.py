@@ -282,3 +282,17 @@ def test_a_collated_index_serves_non_string_comparisons_under_any_collation():
     assert not advisor._usable(plain, find({"code": {"$gt": "a"}}, strength2), collations=True)
     assert advisor._usable(plain, find({"code": "ab"}, {"locale": "simple"}), collations=True)
     assert advisor._usable(plain, find({"code": 7}, strength2), collations=True)
+
+
+def test_the_review_never_connects_to_learn_the_engine(monkeypatch, db, backend):
+    """The default info is that of db's own connection; no process-wide connection is opened (it would probe,
+    and probing writes)."""
+    from helpers import backends
+
+    def no_connect(*args, **kwargs):
+        raise AssertionError("review() opened a connection")
+
+    monkeypatch.setattr(backends, "connect", no_connect)
+    monkeypatch.setattr(backends, "_CURRENT", None)
+    report = advisor.review(db)
+    assert report.engine == f"{backend.info.engine} {backend.info.version}"
