@@ -19,12 +19,19 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from . import settings
+
+try:  # POSIX: lock the progress record while updating it
+    import fcntl
+except ImportError:  # Windows: a unique temporary file and an atomic replace, without the lock
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress"]
 
@@ -174,11 +181,17 @@ def record_progress(exercise_id: str, passed: bool) -> None:
     """Remember the latest result of an exercise (never raises: progress is a convenience)."""
     try:
         path = progress_file()
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data.setdefault(_notebook_name(exercise_id), {})[exercise_id] = bool(passed)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
+        # two kernels (two notebooks open at once) may record at the same moment: the read-modify-write
+        # runs under an exclusive lock where the OS has one, and each writer has its own temporary file
+        with open(path.with_name(path.name + ".lock"), "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            data = json.loads(path.read_text()) if path.exists() else {}
+            data.setdefault(_notebook_name(exercise_id), {})[exercise_id] = bool(passed)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+            with os.fdopen(fd, "w") as out:
+                out.write(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, path)
     except Exception:
         pass

@@ -69,6 +69,31 @@ def test_progress_survives_a_corrupt_file(tmp_path, monkeypatch):
     check("98.1", 5)  # prints, never raises: progress is a convenience
 
 
+def _record_many(path: str, notebook: str, n: int) -> None:
+    import os
+
+    os.environ["WORKBOOK_PROGRESS"] = path
+    os.environ["JPY_SESSION_NAME"] = f"notebooks/{notebook}.ipynb"
+    for i in range(n):
+        exercises.record_progress(f"98.{i + 1}", True)
+
+
+def test_two_kernels_recording_at_once_lose_no_result(tmp_path):
+    """Two notebooks open at once record into one file: every result of both is kept."""
+    import multiprocessing
+
+    path = str(tmp_path / "p.json")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_record_many, args=(path, name, 40)) for name in ("98_a", "98_b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert {name: len(results) for name, results in data.items()} == {"98_a": 40, "98_b": 40}
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_every_check_in_a_notebook_has_a_checker_in_the_package(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
