@@ -25,6 +25,47 @@ from tools.repo import ROOT, clean_env, notebook_env
 from tools.repo import notebooks as _notebooks
 
 
+REDIS_MISSING = ("redis-server is not installed: the notebook-07 phase against a real Redis is skipped "
+                 "(Debian: apt-get install redis-server; .ci/run installs it)")
+
+
+def redis_server() -> str | None:
+    """The ``redis-server`` program, or None when it is not installed."""
+    import shutil
+
+    return shutil.which("redis-server")
+
+
+@contextlib.contextmanager
+def redis_process() -> Iterator[str]:
+    """Start Debian's ``redis-server`` on a free loopback port (its default persistence settings,
+    files in a temporary folder); yield its URL. Raises RuntimeError when it is missing or fails."""
+    exe = redis_server()
+    if exe is None:
+        raise RuntimeError(REDIS_MISSING)
+    port = free_port()
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", folder,
+                                 "--daemonize", "no", "--logfile", ""], stdout=log, stderr=log, cwd=folder)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(f"redis-server did not start on port {port}: "
+                                       f"{log.read().decode(errors='replace')[-2000:]}")
+                time.sleep(0.05)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def _drop_database(uri: str, name: str) -> None:
     """Drop a database this test run created (the notebooks' run on the mongodb backend)."""
     import pymongo
