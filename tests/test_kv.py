@@ -187,3 +187,34 @@ def test_memory_reports_what_the_engine_shows(redis_conn, db, reports):
     kv.mongo_store_reports(db, reports[:200])
     m = kv.mongo_memory(db, kv.REPORTS)
     assert m["docs"] == 200 and 150 * 200 < m["bson bytes"] < 300 * 200
+
+
+def test_the_exercise_checks_accept_right_answers_and_explain_wrong_ones(both, reports):
+    from helpers.exercises import evaluate
+
+    db, keys = both
+    r = keys.client
+    # 7.1: the 5 busiest of 10:00-11:00 from Redis's minutes
+    scratch = keys.key("t", "10-11")
+    r.zunionstore(scratch, kv.minute_keys(keys, kv.NOW - 3600, 3600))
+    top = [(a, int(n)) for a, n in r.zrevrange(scratch, 0, 4, withscores=True)]
+    assert evaluate("7.1", top, db=db)[0] == "correct"
+    assert evaluate("7.1", top[::-1], db=db)[0] == "not right yet"
+    assert evaluate("7.1", [(a, n + 1) for a, n in top], db=db)[0] == "not right yet"
+    assert "aircraft, got 1" in evaluate("7.1", top[:1], db=db)[1]
+    assert evaluate("7.1", None, db=db)[0] == "not done yet"
+    # 7.2: a groundspeed index for one airline
+    airline = reports[0]["airline"]
+    key = keys.key("speed", airline)
+    r.zadd(key, {x["id"]: x["groundspeed"] for x in reports if x["airline"] == airline})
+    assert evaluate("7.2", key, db=db, redis=r, airline=airline)[0] == "correct"
+    r.zadd(key, {"nope:1": 1})
+    assert "not reports of" in evaluate("7.2", key, db=db, redis=r, airline=airline)[1]
+    assert "not a sorted set" in evaluate("7.2", keys.key("missing"), db=db, redis=r, airline=airline)[1]
+    # 7.3: the same hour in MongoDB
+    pipeline = [{"$match": {"ts": {"$gte": kv.NOW - 7200, "$lt": kv.NOW - 3600}}},
+                {"$group": {"_id": "$icao24", "reports": {"$sum": 1}}}, {"$sort": {"reports": -1}}, {"$limit": 5}]
+    assert evaluate("7.3", pipeline, db=db, keys=keys)[0] == "correct"
+    whole = [s for s in pipeline if "$match" not in s]
+    assert evaluate("7.3", whole, db=db, keys=keys)[0] == "not right yet"
+    assert "exactly the fields" in evaluate("7.3", pipeline[:1], db=db, keys=keys)[1]
