@@ -1,4 +1,4 @@
-"""Lesson module of notebooks/07_mongodb_vs_redis.ipynb: six ADS-B workloads, in MongoDB and in Redis.
+"""Lesson module of notebooks/07_mongodb_vs_redis.ipynb (notebook 07): six ADS-B workloads, in MongoDB and Redis.
 
 Every workload is written twice, ``mongo_*`` on a pymongo database and ``redis_*`` on the workbook's
 Redis keys (:class:`helpers.redis_backend.KeySpace`), over the same real reports: the ADS-B sample of
@@ -87,7 +87,10 @@ _ADSB_FIELDS = {"timestamp": (int, True, "ts"), "icao24": (str, True, "icao24"),
 def _all_reports(folder: str) -> tuple[dict[str, Any], ...]:
     from pathlib import Path
 
-    from .datasets import read_rows, verify_file  # checked: checksum first, then file, line and field on error
+    from .datasets import (  # checked: checksum first, then file, line and field on error
+        read_rows,
+        verify_file,
+    )
 
     rows = [row for _, row in read_rows(verify_file(Path(folder), "adsb_switzerland.csv.gz"), _ADSB_FIELDS)]
     return tuple(sorted(rows, key=lambda r: (r["ts"], r["icao24"])))

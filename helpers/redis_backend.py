@@ -154,9 +154,10 @@ class _CountingMixin:
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
             reply = super().read_response(*args, **kwargs)  # type: ignore[misc]
-        except redis.ResponseError as e:
+        except redis.ResponseError as error:
+            error_size = resp_size(error)
             _each(lambda c: (setattr(c, "commands", c.commands + 1),
-                             setattr(c, "bytes_received", c.bytes_received + resp_size(e))))
+                             setattr(c, "bytes_received", c.bytes_received + error_size)))
             raise
         size = resp_size(reply)
         _each(lambda c: (setattr(c, "commands", c.commands + 1),

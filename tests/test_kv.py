@@ -48,19 +48,19 @@ def test_every_workload_gives_the_same_answer_in_both_stores(both, reports):
     db, keys = both
     some = sorted({r["icao24"] for r in reports})[::4]
     for a in some:
-        assert kv.run_both("W1", lambda: kv.mongo_latest(db, a), lambda: kv.redis_latest(keys, a)).redis_answer
-        kv.run_both("W1 sorted", lambda: kv.mongo_latest_sorted(db, a), lambda: kv.redis_latest(keys, a))
-        w2 = kv.run_both("W2", lambda: kv.mongo_last_n(db, a), lambda: kv.redis_last_n(keys, a))
+        assert kv.run_both("W1", lambda a=a: kv.mongo_latest(db, a), lambda a=a: kv.redis_latest(keys, a)).redis_answer
+        kv.run_both("W1 sorted", lambda a=a: kv.mongo_latest_sorted(db, a), lambda a=a: kv.redis_latest(keys, a))
+        w2 = kv.run_both("W2", lambda a=a: kv.mongo_last_n(db, a), lambda a=a: kv.redis_last_n(keys, a))
         assert len(w2.redis_answer) == min(kv.LAST_N, sum(r["icao24"] == a for r in reports))
     for now in (kv.NOW, kv.NOW - 3600, kv.NOW - 5 * 3600):
-        w3 = kv.run_both("W3", lambda: kv.mongo_busiest(db, now), lambda: kv.redis_busiest(keys, now))
+        w3 = kv.run_both("W3", lambda now=now: kv.mongo_busiest(db, now), lambda now=now: kv.redis_busiest(keys, now))
         counts = [n for _, n in w3.redis_answer]
         assert counts == sorted(counts, reverse=True)
     airlines = sorted({r["airline"] for r in reports})
     for airline in airlines:
         for altitude in (30_000, 36_000, 38_000):
-            kv.run_both("W6", lambda: kv.mongo_above(db, airline, altitude),
-                        lambda: kv.redis_above(keys, airline, altitude))
+            kv.run_both("W6", lambda a=airline, h=altitude: kv.mongo_above(db, a, h),
+                        lambda a=airline, h=altitude: kv.redis_above(keys, a, h))
 
 
 def test_near_an_airport_is_the_same_in_both_stores(db, redis_keys):
