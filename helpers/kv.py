@@ -38,7 +38,7 @@ from .aerodata import airline_of_callsign
 from .safety import track_collection
 
 __all__ = [
-    "NOW", "LAST_N", "WINDOW", "RECENT", "RADIUS_KM", "AIRPORT", "BATCH", "REPORTS", "LATEST", "CACHE",
+    "NOW", "SAMPLE_AIRCRAFT", "LAST_N", "WINDOW", "RECENT", "RADIUS_KM", "AIRPORT", "BATCH", "REPORTS", "LATEST", "CACHE",
     "FIELDS", "report_id", "feed", "newest_per_aircraft", "airport", "haversine_km",
     "mongo_setup", "mongo_store_reports", "mongo_store_latest",
     "redis_store_latest", "redis_store_last_n", "redis_store_busy", "redis_store_geo", "redis_evict_stale",
@@ -64,6 +64,8 @@ REPORTS, LATEST, CACHE = "kv_reports", "kv_latest", "kv_cache"
 FIELDS: dict[str, type] = {"icao24": str, "callsign": str, "airline": str, "ts": int, "lat": float,
                            "lon": float, "altitude": float, "groundspeed": float, "track": float,
                            "vertical_rate": float}
+#: the aircraft of the "small" sample of ``helpers.load_dataset("adsb_reports")`` (notebook 04)
+SAMPLE_AIRCRAFT = 100
 _QUERY_BATCH = 100_000  # first batch of a query: one round trip while the answer fits in 16 MiB
 _BUSY_TTL = 2 * WINDOW  # a minute's counts are kept two hours, then Redis expires them
 
@@ -106,12 +108,13 @@ def feed(*, until: int = NOW, start: int | None = None, scale: str | int | None 
     in notebook 04), ``ts``, position, altitude, speed, track, vertical rate. The file is checked
     (checksum, then every row) by the workbook's loader; a bad file raises ``DatasetError``.
     """
-    from .datasets import dataset_info, datasets_dir, lesson_scale
+    from .datasets import datasets_dir, lesson_scale
 
     rows = _all_reports(str(datasets_dir()))
     scale = lesson_scale("small") if scale is None else scale
-    n = dataset_info("adsb_reports")["small"] if scale == "small" else None if scale == "full" else int(scale)
+    n = SAMPLE_AIRCRAFT if scale == "small" else None if scale == "full" else int(scale)
     ordered = sorted({r["icao24"] for r in rows})
+    # evenly spaced over the sorted addresses, as helpers.load_dataset picks them (tests/test_kv.py checks it)
     chosen = set(ordered) if n is None or n >= len(ordered) else {ordered[i * len(ordered) // n] for i in range(n)}
     out = []
     for row in rows:
