@@ -30,6 +30,9 @@ from typing import Any, Iterator
 
 import redis
 
+from . import settings
+from . import uri as _uri
+
 __all__ = [
     "RedisBackendError", "RedisCaps", "RedisInfo", "RedisConnection", "RedisCost", "KeySpace",
     "connect_redis", "get_redis", "redis_info", "banner", "count_commands", "resp_size", "close",
@@ -308,28 +311,7 @@ def _probe(client: Any, prefix: str) -> tuple[RedisCaps, dict[str, str], str | N
 
 def _redacted(url: str) -> tuple[str, Any]:
     """(the URL with its password hidden, a scrubber for error texts), from the workbook's URI helpers."""
-    try:
-        from . import uri as _uri  # the one home of URI redaction (after the layout change)
-
-        return _uri.redact(url), lambda text: _uri.scrub(text, url)
-    except ImportError:  # pragma: no cover - before the layout change
-        import re
-
-        m = re.match(r"^([a-z]+://)([^@?]*)@", url.strip(), re.I)
-        secret = m.group(2).partition(":")[2] if m else ""
-        shown = url.strip().replace(f"{m.group(2)}@", m.group(2).partition(":")[0] + ":****@", 1) \
-            if m and secret else url.strip()
-        return shown, (lambda text: text.replace(secret, "****") if secret else text)
-
-
-def _redis_url_setting() -> str | None:
-    try:
-        from .settings import redis_url  # the one module that reads the environment
-    except ImportError:  # pragma: no cover - before the layout change
-        import os
-
-        return (os.environ.get("REDIS_URL") or "").strip() or None
-    return redis_url()
+    return _uri.redact(url), lambda text: _uri.scrub(text, url)
 
 
 def _connect_url(url: str) -> Any:
@@ -369,7 +351,7 @@ def connect_redis(url: str | None = None, *, prefix: str = "schema_workbook:", p
     ``prefix`` is where the probe's scratch keys go (deleted at once). Introduced in notebook 07.
     """
     if url is None and use_setting:
-        url = _redis_url_setting()
+        url = settings.redis_url()
     server = None
     if url:
         client = _connect_url(url)

@@ -98,7 +98,7 @@ def redis_server_url(_stack) -> str:
     url = os.environ.get("WORKBOOK_TEST_REDIS_URL")
     if url:
         return url
-    from helpers.testrun import REDIS_MISSING, redis_process, redis_server
+    from engines.redis_server import REDIS_MISSING, redis_process, redis_server
     if redis_server() is None:
         pytest.skip(REDIS_MISSING)
     return _stack.enter_context(redis_process())
