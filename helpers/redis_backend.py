@@ -22,6 +22,7 @@ that prefix, never ``FLUSHDB``.
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 import uuid
 from contextlib import contextmanager
@@ -425,11 +426,22 @@ def close() -> None:
 class KeySpace:
     """The workbook's keys in one Redis: ``<prefix>name``; :meth:`drop` deletes only those.
 
-    ``KeySpace(r, "schema_workbook:07:")``: ``keys.key("pos", "4b1815")`` -> ``"schema_workbook:07:pos:4b1815"``.
+    ``KeySpace(r, "wb07:3fa2c1:")``: ``keys.key("pos", "4b1815")`` -> ``"wb07:3fa2c1:pos:4b1815"``;
+    :meth:`for_database` makes the prefix of a learner's database.
     The prefix may contain only letters, digits, ``_``, ``-`` and ``:`` (so it is never a pattern).
     """
 
     _ALLOWED = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-:")
+
+    @classmethod
+    def for_database(cls, client: Any, database: str, lesson: str = "07") -> "KeySpace":
+        """The workbook's keys for ``database`` (the learner's MongoDB database): ``wb07:<6 hex>:``.
+
+        The 6 hex digits come from the database's name, so two learners sharing one Redis never share
+        keys, and every prefix has the same length, so bytes sent are the same for every learner.
+        """
+        digest = hashlib.sha256(database.encode()).hexdigest()[:6]
+        return cls(client, f"wb{lesson}:{digest}:")
 
     def __init__(self, client: Any, prefix: str) -> None:
         if not prefix or not set(prefix) <= self._ALLOWED or not prefix.endswith(":"):

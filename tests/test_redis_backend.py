@@ -140,3 +140,9 @@ def test_the_key_space_deletes_only_its_own_keys(redis_conn):
 def test_a_prefix_that_could_match_other_keys_is_refused(prefix):
     with pytest.raises(ValueError, match="prefix"):
         KeySpace(object(), prefix)
+
+
+def test_a_databases_key_space_has_one_length_and_its_own_keys():
+    a, b = KeySpace.for_database(None, "schema_workbook"), KeySpace.for_database(None, "wbtest_0123456789")
+    assert a.prefix != b.prefix and len(a.prefix) == len(b.prefix) == len("wb07:123456:")
+    assert a.prefix == KeySpace.for_database(None, "schema_workbook").prefix  # the same every run
