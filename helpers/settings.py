@@ -38,7 +38,7 @@ DEFAULT_SCALE = "small"
 DEFAULT_PROGRESS = Path.home() / ".schema_workbook" / "progress.json"
 #: the variables a run's defaults depend on (a test run or a committed run clears them)
 VARIABLES = ("WORKBOOK_BACKEND", "WORKBOOK_DB", "WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DEMO",
-             "WORKBOOK_PROGRESS", "MONGODB_URI")
+             "WORKBOOK_PROGRESS", "MONGODB_URI", "REDIS_URL")
 
 
 def _get(name: str) -> str | None:

@@ -1,7 +1,9 @@
-"""MongoDB connection strings: the one parser, and redaction (no password is ever shown).
+"""MongoDB connection strings (and notebook 07's Redis URLs): the one parser, and redaction (no password is ever shown).
 
 Introduced in notebook 00 (the banner shows the server's URI, redacted). ``helpers.backends`` uses
-it to show and scrub a URI, ``helpers.settings`` to name a student's database after the login.
+it to show and scrub a URI, ``helpers.settings`` to name a student's database after the login, and
+``helpers.redis_backend`` to show and scrub ``REDIS_URL`` (``redis://`` and ``rediss://`` URLs carry
+their password in the same user-info part).
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from urllib.parse import unquote
 
 __all__ = ["UriParts", "parse", "user_name", "redact", "secrets", "scrub"]
 
-_SCHEME = re.compile(r"^(mongodb(?:\+srv)?://)", re.I)
+#: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
+_SCHEME = re.compile(r"^((?:mongodb(?:\+srv)?|rediss?)://)", re.I)
 _SECRET_OPTIONS = re.compile(r"(?i)((?:^|[?&])(?:password|secret|token|authMechanismProperties)[^=&]*=)[^&]*")
 
 
@@ -25,7 +28,7 @@ class UriParts(NamedTuple):
 
 
 def parse(uri: str) -> UriParts | None:
-    """The URI's user info, or None when it has none (or is not a ``mongodb://`` URI).
+    """The URI's user info, or None when it has none (or is not a ``mongodb://`` or ``redis://`` URI).
 
     The user info ends at the *last* '@' before the query: a password may itself contain
     unescaped '@', '/' or ':' (pymongo then refuses the URI, and the error must not show it).

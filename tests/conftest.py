@@ -86,3 +86,40 @@ def server_db(server_backend):
     database = _fresh_db(server_backend)
     yield database
     server_backend.client.drop_database(database.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Redis (notebook 07): fakeredis in process, and a real redis-server where one is installed
+
+@pytest.fixture(scope="session")
+def redis_server_url(_stack) -> str:
+    """A real Redis: ``WORKBOOK_TEST_REDIS_URL`` if set, else a redis-server started here (skipped,
+    with the reason, when redis-server is not installed)."""
+    url = os.environ.get("WORKBOOK_TEST_REDIS_URL")
+    if url:
+        return url
+    from engines.redis_server import REDIS_MISSING, redis_process, redis_server
+    if redis_server() is None:
+        pytest.skip(REDIS_MISSING)
+    return _stack.enter_context(redis_process())
+
+
+@pytest.fixture(params=["fakeredis", "redis-server"])
+def redis_conn(request):
+    """A Redis connection on each engine (its ``.info`` has the probed capabilities)."""
+    from helpers.redis_backend import connect_redis
+
+    url = request.getfixturevalue("redis_server_url") if request.param == "redis-server" else None
+    conn = connect_redis(url, use_setting=False, prefix=f"wbtest_{uuid.uuid4().hex[:10]}:")
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def redis_keys(redis_conn):
+    """The keys of one test: a fresh ``wbtest_<random>:`` prefix, deleted afterwards."""
+    from helpers.redis_backend import KeySpace
+
+    keys = KeySpace(redis_conn.client, f"wbtest_{uuid.uuid4().hex[:10]}:")
+    yield keys
+    keys.drop()

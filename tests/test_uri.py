@@ -26,3 +26,11 @@ def test_redact_and_scrub_never_show_a_secret():
     assert "s3cr" not in shown and "tok123" not in shown and shown.startswith("mongodb://teacher:****@h/")
     assert uri.scrub("failed for s3cr!t and s3cr%21t", raw) == "failed for **** and ****"
     assert uri.scrub("pw is x", "mongodb://u:x@h/") == "details hidden: they would show the password"
+
+
+def test_redis_urls_are_redacted_the_same_way():
+    assert uri.redact("redis://:s3cret@h:6379/0") == "redis://:****@h:6379/0"
+    assert uri.redact("rediss://default:s3cret@cache.example.net:6380/0") == \
+        "rediss://default:****@cache.example.net:6380/0"
+    assert uri.redact("redis://localhost:6379/0") == "redis://localhost:6379/0"
+    assert uri.scrub("AUTH s3cret failed", "redis://:s3cret@h/") == "AUTH **** failed"

@@ -5,7 +5,11 @@ Phases, each a pytest run, with one closing line for all of them:
 1. unit tests (``tests/``) on every backend: embedded, mock, and ``mongodb``, which is the server
    in ``MONGODB_URI`` if set, else a SecantusDB *process* started here, so the URI path is real;
 2. every notebook (discovered by ``tools.repo.NOTEBOOK_GLOB``) executed and compared with
-   nbval on the embedded backend, on the mock, and on the ``mongodb`` backend.
+   nbval on the embedded backend, on the mock, and on the ``mongodb`` backend (Redis: fakeredis);
+3. the notebooks that use Redis (their source imports ``redis_backend``: notebook 07) once more,
+   against a real ``redis-server`` started here on a free loopback port (``engines.redis_server``),
+   which the Redis unit tests of phase 1 use too; skipped, saying why, when Debian's redis-server is
+   not installed. The caller's ``REDIS_URL`` is never used.
 
 Extra arguments go to every pytest run (e.g. ``-x`` or ``-k outlier``).
 """
@@ -21,6 +25,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from engines.embedded import secantus_process
+from engines.redis_server import REDIS_MISSING, redis_process, redis_server
 from tools.repo import ROOT, clean_env, notebook_env
 from tools.repo import notebooks as _notebooks
 
@@ -67,15 +72,21 @@ def main(extra: list[str]) -> int:
         # the default run: no backend, database, scale, data folder or demo style from the caller's shell
         base = {**clean_env(keep=("MONGODB_URI",)), "WORKBOOK_PROGRESS": progress}
         uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())
+        # one real Redis for the run (the Redis unit tests and notebook 07), when Debian's redis-server
+        # is installed; never the caller's REDIS_URL (clean_env drops it)
+        redis_url = stack.enter_context(redis_process()) if redis_server() else None
+        unit_env = {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}
+        if redis_url:
+            unit_env["WORKBOOK_TEST_REDIS_URL"] = redis_url
         phases: list[tuple[str, list[str], dict[str, str]]] = [
-            ("unit tests, all backends", ["tests", "-q", "-rs", "-n", "2"],
-             {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}),
+            ("unit tests, all backends", ["tests", "-q", "-rs", "-n", "2"], unit_env),
         ]
         nbs = notebooks()
         test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
         stack.callback(_drop_database, uri, test_db)
-        nbval = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
-                 "--nbval-sanitize-with", "notebooks/sanitize.cfg", *nbs]
+        nbval_options = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
+                         "--nbval-sanitize-with", "notebooks/sanitize.cfg"]
+        nbval = [*nbval_options, *nbs]
         if nbs:
             two = ["-n", "2", "--dist", "loadfile"]  # two notebooks at a time, each in its own kernel
             phases += [
@@ -86,6 +97,11 @@ def main(extra: list[str]) -> int:
                                                              # a database of the test's own, never the learner's
                                                              WORKBOOK_DB=test_db)),
             ]
+        # the notebooks that use Redis (their source imports redis_backend), once more on a real Redis
+        redis_nbs = [nb for nb in nbs if "redis_backend" in (ROOT / nb).read_text(encoding="utf-8")]
+        if redis_nbs and redis_url:
+            phases.append(("notebooks using Redis, on a real redis-server", [*nbval_options, *redis_nbs],
+                           notebook_env("embedded", WORKBOOK_PROGRESS=progress, REDIS_URL=redis_url)))
         for i, (name, args, env) in enumerate(phases):
             print(f"\n=== {name} ===", flush=True)
             t = time.monotonic()
@@ -95,6 +111,9 @@ def main(extra: list[str]) -> int:
             results.append((name, rc, counts))
             for k in totals:
                 totals[k] += counts[k]
+        if redis_nbs and not redis_url:
+            print(f"\n=== notebooks using Redis, on a real redis-server: skipped: {REDIS_MISSING} ===", flush=True)
+            totals["skipped"] += len(redis_nbs)
     failed_phases = [n for n, rc, _ in results if rc != 0]
     print(f"\nAll phases in {time.monotonic() - started:.0f} s; "
           f"{'failed: ' + ', '.join(failed_phases) if failed_phases else 'every phase passed'}")
