@@ -12,19 +12,27 @@ What the lesson measures, one small function per idea:
   :func:`one_sided_references`, :func:`books_with_author_names`, :func:`rename_author`,
   :func:`stale_copies`;
 * writes: :func:`add_review_embedded` vs :func:`add_review_referenced`;
+* consistency: :func:`update_product_version` and :func:`product_is_consistent` (one document,
+  several fields and an array, atomic), :func:`author_copies_agree` and
+  :func:`rename_author_in_transaction` (two copies, made atomic by a transaction),
+  :func:`count_torn_reads` (writers and readers at once);
+* hot documents: :func:`hot_document_throughput` (threads pushing into one array vs inserting);
 * growth and the 16 MiB limit: :func:`synthetic_reviews`, :func:`sizes_by_review_count`,
   :func:`push_reviews_until_limit`;
 * "start embedded, pivot later": :func:`migrate_reviews`, :func:`review_digests`,
-  :func:`verify_migration`, :func:`drop_embedded_reviews`, :func:`product_page`.
+  :func:`verify_migration`, :func:`drop_embedded_reviews`, :func:`product_page`; and the cut-over
+  that loses no review written meanwhile: :func:`add_review`, :func:`migrate_reviews_flagged`.
 """
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import bson
-from pymongo import DeleteMany, InsertOne, UpdateOne
+from pymongo import DeleteMany, InsertOne, ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.errors import DocumentTooLarge, OperationFailure
 
 from .generators import reviews as synthetic_reviews
@@ -45,6 +53,15 @@ __all__ = [
     "one_sided_references",
     "rename_author",
     "stale_copies",
+    "update_product_version",
+    "product_is_consistent",
+    "author_copies_agree",
+    "rename_author_in_transaction",
+    "read_in_transaction",
+    "count_torn_reads",
+    "TornReads",
+    "hot_document_throughput",
+    "Throughput",
     "add_review_embedded",
     "add_review_referenced",
     "synthetic_reviews",
@@ -55,8 +72,11 @@ __all__ = [
     "MigrationReport",
     "review_digests",
     "verify_migration",
+    "review_digests_of",
     "drop_embedded_reviews",
     "product_page",
+    "add_review",
+    "migrate_reviews_flagged",
 ]
 
 Document = dict[str, Any]
@@ -199,22 +219,24 @@ def books_with_author_names(authors: Iterable[Document], books: Iterable[Documen
     return out
 
 
-def rename_author(authors: Any, books_named: Any, author_id: Any, new_name: str) -> dict[str, int]:
+def rename_author(authors: Any, books_named: Any, author_id: Any, new_name: str, *,
+                  session: Any = None) -> dict[str, int]:
     """Rename an author in the source of truth and in every book that holds a copy of the name.
 
     Two writes: one ``update_one`` on authors, one ``update_many`` with an ``arrayFilters`` on the
     books, so a co-author's entry in the same book is left alone. Returns documents changed.
+    ``session``: run both writes in that session (:func:`rename_author_in_transaction`).
     """
     _check_collection(authors, "authors")
     _check_collection(books_named, "books_named")
     if not isinstance(new_name, str) or not new_name.strip():
         raise ValueError(f"new_name must be a non-empty string, not {new_name!r}")
-    a = authors.update_one({"_id": author_id}, {"$set": {"name": new_name}})
+    a = authors.update_one({"_id": author_id}, {"$set": {"name": new_name}}, session=session)
     if a.matched_count == 0:
         raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
     b = books_named.update_many({"authors._id": author_id},
                                 {"$set": {"authors.$[who].name": new_name}},
-                                array_filters=[{"who._id": author_id}])
+                                array_filters=[{"who._id": author_id}], session=session)
     return {"authors changed": a.modified_count, "books changed": b.modified_count}
 
 
@@ -230,6 +252,181 @@ def stale_copies(authors: Any, books_named: Any) -> list[Document]:
                 out.append({"book": b["_id"], "author": entry["_id"], "copy says": entry["name"],
                             "author document says": truth.get(entry["_id"])})
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# consistency: what a concurrent reader can see
+
+def update_product_version(products: Any, product_id: Any, version: int) -> None:
+    """One ``update_one`` that changes several fields and an embedded array together.
+
+    Sets ``version``, ``label`` (``"v<version>"``) and ``stock`` (= ``version``) and pushes
+    ``{"version": version}`` onto ``history``. A single-document write is atomic, so a reader sees
+    all of it or none of it (:func:`product_is_consistent`). Notebook 01, section 5.
+    """
+    _check_collection(products, "products")
+    r = products.update_one({"_id": product_id},
+                            {"$set": {"version": version, "label": f"v{version}", "stock": version},
+                             "$push": {"history": {"version": version}}})
+    if r.matched_count == 0:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+
+
+def product_is_consistent(doc: Document) -> bool:
+    """True if every field :func:`update_product_version` writes tells the same version."""
+    v = doc.get("version", 0)
+    history = doc.get("history", [])
+    return (doc.get("label") == f"v{v}" and doc.get("stock") == v and len(history) == v
+            and (not history or history[-1] == {"version": v}))
+
+
+def author_copies_agree(authors: Any, books_named: Any, author_id: Any, *, session: Any = None) -> bool:
+    """Read an author and every book that copies the name; True if all the copies agree with it.
+
+    Two queries (the author, then the books). Without a ``session`` in a transaction a rename can
+    land between them, or between two books, and the reader sees a *torn* state: some copies old,
+    some new. Notebook 01, section 5.
+    """
+    author = authors.find_one({"_id": author_id}, {"name": 1}, session=session)
+    if author is None:
+        raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
+    names = {e["name"] for b in books_named.find({"authors._id": author_id}, {"authors": 1}, session=session)
+             for e in b["authors"] if e["_id"] == author_id}
+    return names <= {author["name"]}
+
+
+def rename_author_in_transaction(client: Any, authors: Any, books_named: Any, author_id: Any,
+                                 new_name: str) -> dict[str, int]:
+    """:func:`rename_author` inside a multi-document transaction (``with_transaction``).
+
+    Readers in a transaction of their own (:func:`read_in_transaction`) see the author and all
+    copies renamed, or none. Needs a replica set, a sharded cluster or Atlas: a standalone
+    ``mongod`` refuses transactions (``caps.transactions`` is False there). ``with_transaction``
+    retries the whole function on a transient error, so it must only do database writes.
+    """
+    with client.start_session() as session:
+        return session.with_transaction(
+            lambda s: rename_author(authors, books_named, author_id, new_name, session=s))
+
+
+def read_in_transaction(client: Any, read: Callable[[Any], Any]) -> Any:
+    """Run ``read(session)`` inside a transaction: every query in it reads one snapshot."""
+    with client.start_session() as session:
+        return session.with_transaction(read)
+
+
+@dataclass
+class TornReads:
+    """What the readers of :func:`count_torn_reads` saw."""
+
+    writes: int
+    reads: int
+    torn: int
+    seconds: float
+
+
+def count_torn_reads(write: Callable[[int], Any], read_is_consistent: Callable[[], bool], *,
+                     writes: int = 100, readers: int = 1) -> TornReads:
+    """Run ``write(1)``, ..., ``write(writes)`` in one thread while ``readers`` threads call
+    ``read_is_consistent()`` in a loop until the writer is done; count the reads that returned False.
+
+    Server backends only: each thread sends its own commands, so the server interleaves them
+    (the mock is not thread-safe). A reader error is raised here, not swallowed.
+    """
+    if writes < 1 or readers < 1:
+        raise ValueError(f"writes and readers must be at least 1, not {writes!r}, {readers!r}")
+    done = threading.Event()
+    counts = [[0, 0] for _ in range(readers)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(readers + 1)
+
+    def reader(k: int) -> None:
+        try:
+            start.wait()
+            while not done.is_set():
+                ok = read_is_consistent()
+                counts[k][0] += 1
+                counts[k][1] += not ok
+        except BaseException as e:  # noqa: BLE001 - reported to the caller below
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(readers)]
+    for t in threads:
+        t.start()
+    t0 = time.perf_counter()
+    try:
+        start.wait()
+        for v in range(1, writes + 1):
+            write(v)
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+    return TornReads(writes, sum(c[0] for c in counts), sum(c[1] for c in counts), time.perf_counter() - t0)
+
+
+@dataclass
+class Throughput:
+    """Writes per second of :func:`hot_document_throughput`."""
+
+    mode: str
+    threads: int
+    writes: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.writes / self.seconds if self.seconds else float("inf")
+
+
+def hot_document_throughput(collection: Any, mode: str, threads: int, per_thread: int,
+                            review: Document) -> Throughput:
+    """``threads`` writers at once, each adding ``per_thread`` reviews to ONE product.
+
+    ``mode="push"``: ``$push`` into the product's embedded array (every writer updates the same
+    document, so the server serialises them on it). ``mode="insert"``: insert one review document
+    each (different documents, no shared one). ``collection`` is emptied first and holds the
+    product (push) or the reviews (insert) afterwards. Server backends only (the mock is not
+    thread-safe). Notebook 01, section 6.
+    """
+    _check_collection(collection, "collection")
+    if mode not in ("push", "insert"):
+        raise ValueError(f"mode must be 'push' or 'insert', not {mode!r}")
+    if threads < 1 or per_thread < 1:
+        raise ValueError(f"threads and per_thread must be at least 1, not {threads!r}, {per_thread!r}")
+    collection.delete_many({})
+    if mode == "push":
+        collection.insert_one({"_id": "hot", "name": "a product everyone reviews", "reviews": []})
+    start = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            start.wait()
+            for i in range(per_thread):
+                if mode == "push":
+                    collection.update_one({"_id": "hot"}, {"$push": {"reviews": {**review, "by": k, "i": i}}})
+                else:
+                    collection.insert_one({"product_id": "hot", **review, "by": k, "i": i})
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    workers = [threading.Thread(target=writer, args=(k,)) for k in range(threads)]
+    t0 = time.perf_counter()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    seconds = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    stored = (len(collection.find_one({"_id": "hot"})["reviews"]) if mode == "push"
+              else collection.count_documents({"product_id": "hot"}))
+    if stored != threads * per_thread:
+        raise RuntimeError(f"{stored} reviews stored, {threads * per_thread} written: a write was lost")
+    return Throughput(mode, threads, threads * per_thread, seconds)
 
 
 def with_book_ids(authors: Iterable[Document], books: Iterable[Document]) -> list[Document]:
@@ -428,6 +625,15 @@ def review_digests(source: Any, *, embedded: bool) -> dict[Any, tuple[int, str]]
     return {pid: (len(rs), _digest(rs)) for pid, rs in groups.items()}
 
 
+def review_digests_of(reviews_by_product: dict[Any, Sequence[Document]]) -> dict[Any, tuple[int, str]]:
+    """:func:`review_digests` of reviews held in Python: ``{product_id: [review, ...]}`` in order.
+
+    For the expected state after a migration: the arrays as they were, plus every review the
+    application was told was stored meanwhile. Products without reviews are left out.
+    """
+    return {pid: (len(rs), _digest(rs)) for pid, rs in reviews_by_product.items() if rs}
+
+
 def verify_migration(products: Any, reviews: Any) -> list[str]:
     """Compare per-product counts and digests of the embedded arrays and the new collection.
 
@@ -492,3 +698,73 @@ def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, A
     except (OperationFailure, NotImplementedError):
         return None
     return lookup_summary(plan)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.8: the cut-over that loses nothing (a version flag per product)
+
+def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -> str:
+    """The application's write path during a migration: where the product's reviews live now.
+
+    While the product has no ``reviews_in: "collection"`` flag, ``$push`` into its array (the flag
+    is in the filter, so a push can never land after the flag is set). Once flagged, take the next
+    position from ``review_count`` (``$inc``, atomic) and insert the review as its own document.
+    Returns ``"array"`` or ``"collection"``. Notebook 01, section 8.
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"}},
+                                 {"$push": {"reviews": review}})
+    if pushed.matched_count:
+        return "array"
+    after = products.find_one_and_update({"_id": product_id, "reviews_in": "collection"},
+                                         {"$inc": {"review_count": 1}}, projection={"review_count": 1},
+                                         return_document=ReturnDocument.AFTER)
+    if after is None:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+    n = int(after["review_count"]) - 1
+    reviews.insert_one({"_id": f"{product_id}-{n}", "product_id": product_id, "n": n, **review})
+    return "collection"
+
+
+def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 200,
+                            after_batch: Callable[[list[Any]], Any] | None = None) -> MigrationReport:
+    """Move every product's reviews to ``reviews`` without losing one written meanwhile.
+
+    Per batch of products: (1) one ``update_many`` sets ``reviews_in: "collection"`` and
+    ``review_count`` (the array's size) in each product, atomically per product, so from then on
+    :func:`add_review` writes that product's new reviews to the collection; (2) read the arrays,
+    which can no longer change; (3) upsert them by ``_id`` (``<product>-<n>``: safe to run again,
+    and a review a writer inserted meanwhile is never deleted); (4) ``$unset`` the arrays.
+    ``after_batch(product_ids)`` is called after each batch (the notebook uses it to write a
+    review in the middle of the migration). Notebook 01, section 8.
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
+    track_collection(reviews.database, reviews.name)
+    reviews.create_index([("product_id", 1), ("n", 1)])
+    report = MigrationReport()
+    ids = [p["_id"] for p in products.find({"reviews_in": {"$ne": "collection"}}, {"_id": 1}).sort("_id", 1)]
+    for start in range(0, len(ids), batch_size):
+        batch = ids[start:start + batch_size]
+        products.update_many({"_id": {"$in": batch}, "reviews_in": {"$ne": "collection"}},
+                             [{"$set": {"reviews_in": "collection",
+                                        "review_count": {"$size": {"$ifNull": ["$reviews", []]}}}}])
+        ops: list[Any] = []
+        for p in products.find({"_id": {"$in": batch}, "reviews": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
+            for n, review in enumerate(p["reviews"]):
+                ops.append(ReplaceOne({"_id": f"{p['_id']}-{n}"},
+                                      {"product_id": p["_id"], "n": n, **review}, upsert=True))
+            report.products += 1
+            report.reviews_copied += len(p["reviews"])
+            report.per_product[p["_id"]] = len(p["reviews"])
+        if ops:
+            reviews.bulk_write(ops, ordered=True)
+            report.bulk_writes += 1
+        products.update_many({"_id": {"$in": batch}, "reviews_in": "collection"}, {"$unset": {"reviews": ""}})
+        if after_batch is not None:
+            after_batch(batch)
+    return report
+

@@ -21,11 +21,20 @@ So two writers can neither push past the threshold nor lose or duplicate a comme
 set *before* the overflow document is written, so a reader that sees ``hasOverflow: false`` never
 misses an acknowledged comment. A push that the server refuses because the post would pass 16 MiB
 takes the overflow path too (an engine that does not enforce the limit, the mock, accepts it).
+
+A writer that dies between reserving a sequence number and storing the comment leaves a *hole*:
+``commentCount`` counts a number that no document holds. Nothing acknowledged is lost (that
+comment was never acknowledged) and readers are unaffected (they read the documents that exist,
+in ``seq`` order). :func:`check_post` finds holes; :func:`repair_post` fills each with a *lost*
+marker (``{"lost": true}``, no comment), after which every number up to ``commentCount`` is
+accounted for: ``commentCount`` = embedded + overflowed + lost. Readers skip the markers. Repair
+is safe while writers run: a slow writer whose number was marked lost gets a duplicate-key error
+on its insert, sees the marker and takes a new number, so its comment is stored exactly once.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 import bson
 from bson.errors import InvalidDocument
@@ -48,6 +57,9 @@ __all__ = [
     "PostNotFoundError",
     "Added",
     "add_comment",
+    "PostState",
+    "check_post",
+    "repair_post",
     "read_comments",
     "read_post",
     "newest_comments_reference",
@@ -88,6 +100,15 @@ def _check_threshold(threshold: Any) -> int:
 
 def _overflow_doc(post_id: Any, seq: int, comment: Any) -> dict[str, Any]:
     return {"_id": {"post_id": post_id, "seq": seq}, "post_id": post_id, "seq": seq, "comment": comment}
+
+
+def _lost_doc(post_id: Any, seq: int) -> dict[str, Any]:
+    return {"_id": {"post_id": post_id, "seq": seq}, "post_id": post_id, "seq": seq, "lost": True}
+
+
+#: test hook: called as ``_AFTER_RESERVE(post_id, seq)`` after a sequence number is reserved and
+#: before the comment is stored (tests/test_outlier.py pauses a writer process here and kills it)
+_AFTER_RESERVE: Callable[[Any, int], None] | None = None
 
 
 def _check_comment(post_id: Any, comment: Any) -> None:
@@ -178,19 +199,25 @@ def ensure_overflow_index(db: Any) -> None:
     track_collection(db, OVERFLOW).create_index([("post_id", 1), ("seq", 1)], name="post_id_1_seq_1")
 
 
-def _insert_overflow(db: Any, doc: dict[str, Any]) -> None:
-    """Insert one overflow document; a retry after a network error is idempotent (same ``_id``)."""
+def _insert_overflow(db: Any, doc: dict[str, Any]) -> bool:
+    """Insert one overflow document. True when stored; False when :func:`repair_post` marked its
+    number lost first (the caller takes a new number). A retry after a network error is idempotent
+    (same ``_id``: a duplicate holding our own comment means the first attempt got through)."""
     for attempt in range(3):
         try:
             db[OVERFLOW].insert_one(doc)
-            return
+            return True
         except DuplicateKeyError:
-            if attempt:  # our own earlier attempt got through before the connection broke
-                return
+            there = db[OVERFLOW].find_one({"_id": doc["_id"]})
+            if there is not None and there.get("lost") is True:
+                return False
+            if there is not None and attempt and there.get("comment") == doc["comment"]:
+                return True
             raise
         except (AutoReconnect, NetworkTimeout):
             if attempt == 2:
                 raise
+    return False  # pragma: no cover
 
 
 def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: int) -> Added:
@@ -234,7 +261,15 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
         #    Two filters rather than the pre-image, which SecantusDB gets wrong under concurrency.
         #    Only a full array (or a push the 16 MiB limit refused) may set the flag.
         full = {} if too_large else {f"comments.{threshold - 1}": {"$exists": True}}
+        stored = None
         for flagged in (True, False):
+            if not flagged:
+                # about to flag the post? Then record (and index) posts_overflow first: the writers
+                # that see the flag may create the collection, and it must already be the workbook's
+                if posts.count_documents({"_id": post_id, "commentCount": {"$exists": True},
+                                          "hasOverflow": {"$ne": True}, **full}, limit=1) == 0:
+                    break  # not started yet, or flagged meanwhile: handled below
+                ensure_overflow_index(db)
             after = posts.find_one_and_update(
                 {"_id": post_id, "commentCount": {"$exists": True},
                  **({"hasOverflow": True} if flagged else {"hasOverflow": {"$ne": True}, **full})},
@@ -244,20 +279,79 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
             )
             if after is not None:
                 seq = int(after["commentCount"])
-                if not flagged:
-                    ensure_overflow_index(db)  # this post's first overflow: record and index the collection
-                _insert_overflow(db, _overflow_doc(post_id, seq, comment))
-                return Added(seq, False)
-        # no match at all: a post never used before (start its sequence; raises PostNotFoundError if
-        # there is no such post), or another writer changed it between our tries (then start over)
-        _start_counter(db, post_id)
+                if _AFTER_RESERVE is not None:
+                    _AFTER_RESERVE(post_id, seq)
+                stored = _insert_overflow(db, _overflow_doc(post_id, seq, comment))
+                if stored:
+                    return Added(seq, False)
+                break  # repair_post marked this number lost meanwhile: take a new one
+        if stored is None:
+            # no match at all: a post never used before (start its sequence; raises
+            # PostNotFoundError if there is no such post), or another writer changed it meanwhile
+            _start_counter(db, post_id)
     raise RuntimeError(f"post {post_id!r}: the comment could not be placed after 5 tries (the post "
                        f"keeps changing under concurrent writers); nothing was written, try again")
 
 
 def _overflow_comments(db: Any, post_id: Any) -> list[Any]:
-    cursor = db[OVERFLOW].find({"post_id": post_id}, {"_id": 0, "comment": 1}).sort("seq", 1)
+    cursor = db[OVERFLOW].find({"post_id": post_id, "lost": {"$ne": True}},
+                               {"_id": 0, "comment": 1}).sort("seq", 1)
     return [d["comment"] for d in cursor]
+
+
+class PostState(NamedTuple):
+    """What :func:`check_post` found: how each number of a post's sequence is accounted for."""
+
+    comment_count: int  # the post's commentCount: sequence numbers handed out
+    embedded: int
+    overflowed: int  # overflow documents holding a comment
+    lost: list[int]  # numbers marked lost by repair_post
+    holes: list[int]  # numbers handed out that no document holds (a writer died, or is still writing)
+
+    @property
+    def comments(self) -> int:
+        """The comments a reader gets."""
+        return self.embedded + self.overflowed
+
+    @property
+    def consistent(self) -> bool:
+        """Every number up to ``commentCount`` is an embedded comment, an overflowed one or lost."""
+        return not self.holes and self.comment_count == self.embedded + self.overflowed + len(self.lost)
+
+
+def check_post(db: Any, post_id: Any) -> PostState:
+    """Account for every sequence number of post ``post_id`` (two queries). Notebook 02, section 3.
+
+    A hole right after a crash is harmless to readers; :func:`repair_post` fills it.
+    """
+    post = db[POSTS].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1})
+    if post is None:
+        raise _not_found(db, post_id)
+    count = int(post.get("commentCount", len(post.get("comments") or [])))
+    embedded = len(post.get("comments") or [])
+    seen: dict[int, bool] = {}  # seq -> lost?
+    for d in db[OVERFLOW].find({"post_id": post_id}, {"_id": 0, "seq": 1, "lost": 1}):
+        seen[int(d["seq"])] = d.get("lost") is True
+    holes = [q for q in range(embedded + 1, count + 1) if q not in seen]
+    return PostState(count, embedded, sum(not lost for lost in seen.values()),
+                     sorted(q for q, lost in seen.items() if lost), holes)
+
+
+def repair_post(db: Any, post_id: Any) -> list[int]:
+    """Fill every hole of post ``post_id`` with a lost marker; returns the numbers marked.
+
+    A number whose writer stores its comment first is left alone (duplicate key); a writer that
+    comes later finds the marker and takes a new number. So repair never loses an acknowledged
+    comment, and is safe to run at any time. Notebook 02, section 3.
+    """
+    marked = []
+    for seq in check_post(db, post_id).holes:
+        try:
+            db[OVERFLOW].insert_one(_lost_doc(post_id, seq))
+            marked.append(seq)
+        except DuplicateKeyError:
+            pass  # the writer stored its comment meanwhile
+    return marked
 
 
 def read_comments(db: Any, post_id: Any) -> list[Any]:

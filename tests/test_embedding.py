@@ -1,6 +1,8 @@
 """The pattern code of notebook 01 (``helpers.embedding``), on every backend."""
 from __future__ import annotations
 
+import time
+
 import bson
 import pytest
 from pymongo.errors import DocumentTooLarge, OperationFailure
@@ -288,3 +290,143 @@ def test_two_way_references_write_both_sides(library):
         e.add_coauthor(two_way, db.books, 10**6, other)
     with pytest.raises(KeyError, match="no author"):
         e.add_coauthor(two_way, db.books, solo["_id"], 10**6)
+
+
+# --------------------------------------------------------------------------------------------
+# consistency (issue 13 §1): one document is atomic; two copies are not; a transaction makes them
+
+def _named_library(db, n_books=12):
+    authors = workbook_collection(db, "authors_c")
+    books_named = workbook_collection(db, "books_named_c")
+    authors.insert_many([{"_id": 1, "name": "n0"}, {"_id": 2, "name": "other"}])
+    books_named.insert_many([{"_id": i, "authors": [{"_id": 2, "name": "other"}, {"_id": 1, "name": "n0"}]}
+                             for i in range(n_books)])
+    return authors, books_named
+
+
+def test_one_document_update_is_never_seen_half_done(server_db):
+    products = workbook_collection(server_db, "products_c")
+    products.insert_one({"_id": 1, "version": 0, "label": "v0", "stock": 0, "history": []})
+    seen = e.count_torn_reads(lambda v: e.update_product_version(products, 1, v),
+                              lambda: e.product_is_consistent(products.find_one({"_id": 1})), writes=150, readers=2)
+    assert seen.writes == 150 and seen.reads > 0 and seen.torn == 0
+    doc = products.find_one({"_id": 1})
+    assert e.product_is_consistent(doc) and doc["version"] == 150 and len(doc["history"]) == 150
+
+
+def test_product_is_consistent_catches_each_half():
+    good = {"version": 2, "label": "v2", "stock": 2, "history": [{"version": 1}, {"version": 2}]}
+    assert e.product_is_consistent(good)
+    assert e.product_is_consistent({"version": 0, "label": "v0", "stock": 0, "history": []})
+    for broken in ({**good, "label": "v1"}, {**good, "stock": 1}, {**good, "history": good["history"][:1]}):
+        assert not e.product_is_consistent(broken)
+
+
+def test_two_copies_have_a_window_where_a_reader_sees_them_disagree(db):
+    authors, books_named = _named_library(db)
+    authors.update_one({"_id": 1}, {"$set": {"name": "n1"}})  # the rename's first write, not its second
+    assert not e.author_copies_agree(authors, books_named, 1)
+    e.rename_author(authors, books_named, 1, "n1")
+    assert e.author_copies_agree(authors, books_named, 1)
+    with pytest.raises(KeyError):
+        e.author_copies_agree(authors, books_named, 99)
+
+
+def test_rename_in_a_transaction_is_never_seen_half_done(server_backend, server_db):
+    if not server_backend.info.caps.transactions:
+        pytest.skip("this server has no transactions (a standalone mongod)")
+    client = server_backend.client
+    authors, books_named = _named_library(server_db)
+    seen = e.count_torn_reads(
+        lambda v: e.rename_author_in_transaction(client, authors, books_named, 1, f"n{v}"),
+        lambda: e.read_in_transaction(client, lambda s: e.author_copies_agree(authors, books_named, 1, session=s)),
+        writes=40)
+    assert seen.reads > 0 and seen.torn == 0
+    assert authors.find_one({"_id": 1})["name"] == "n40" and e.stale_copies(authors, books_named) == []
+
+
+def test_transaction_rolls_back_both_writes(server_backend, server_db):
+    if not server_backend.info.caps.transactions:
+        pytest.skip("this server has no transactions (a standalone mongod)")
+    authors, books_named = _named_library(server_db)
+
+    class Boom(Exception):
+        pass
+
+    def rename_then_fail(s):
+        e.rename_author(authors, books_named, 1, "never", session=s)
+        raise Boom
+
+    with server_backend.client.start_session() as session, pytest.raises(Boom):
+        session.with_transaction(rename_then_fail)
+    assert authors.find_one({"_id": 1})["name"] == "n0" and e.stale_copies(authors, books_named) == []
+
+
+def test_count_torn_reads_rejects_bad_input_and_raises_reader_errors(server_db):
+    with pytest.raises(ValueError):
+        e.count_torn_reads(lambda v: None, lambda: True, writes=0)
+
+    def broken_reader():
+        raise RuntimeError("reader broke")
+
+    with pytest.raises(RuntimeError, match="reader broke"):
+        e.count_torn_reads(lambda v: time.sleep(0.05), broken_reader, writes=3)
+
+
+@pytest.mark.parametrize("mode", ["push", "insert"])
+def test_hot_document_throughput_stores_every_write(server_db, mode):
+    hot = workbook_collection(server_db, "hot_c")
+    got = e.hot_document_throughput(hot, mode, threads=3, per_thread=20, review={"text": "ok", "rating": 4})
+    assert got.writes == 60 and got.per_second > 0
+    if mode == "push":
+        assert len(hot.find_one({"_id": "hot"})["reviews"]) == 60
+    else:
+        assert hot.count_documents({"product_id": "hot"}) == 60
+    with pytest.raises(ValueError):
+        e.hot_document_throughput(hot, "upsert", 1, 1, {})
+
+
+# --------------------------------------------------------------------------------------------
+# the cut-over that loses nothing (issue 13 §1, migration)
+
+def _catalogue(db):
+    products = workbook_collection(db, "products_m")
+    products.insert_many([{"_id": i, "reviews": [{"t": f"{i}-{k}"} for k in range(i % 4)]} for i in range(1, 11)])
+    return products, workbook_collection(db, "reviews_m")
+
+
+def test_current_plan_loses_a_review_written_after_the_verification(db):
+    products, reviews = _catalogue(db)
+    report = e.migrate_reviews(products, reviews)
+    assert e.verify_migration(products, reviews) == []
+    e.add_review_embedded(products, 3, {"t": "late"})  # the application still writes to the array
+    truth = e.review_digests(products, embedded=True)
+    e.drop_embedded_reviews(products, report.per_product)
+    after = e.review_digests(reviews, embedded=False)
+    assert [p for p in truth if truth[p] != after.get(p)] == [3]  # lost, silently
+
+
+def test_flagged_cut_over_loses_nothing_written_during_it(db):
+    products, reviews = _catalogue(db)
+    truth = {d["_id"]: list(d["reviews"]) for d in products.find({})}
+    where = []
+
+    def late_writes(batch):  # one review into a product already moved, one into a product not yet
+        for pid in (batch[0], 10):
+            review = {"t": f"late-{pid}-{len(truth[pid])}"}
+            where.append(e.add_review(products, reviews, pid, review))
+            truth[pid].append(review)
+
+    e.migrate_reviews_flagged(products, reviews, batch_size=3, after_batch=late_writes)
+    assert "array" in where and "collection" in where
+    assert e.review_digests(reviews, embedded=False) == e.review_digests_of(truth)
+    assert products.count_documents({"reviews": {"$exists": True}}) == 0
+    assert products.count_documents({"reviews_in": "collection"}) == 10
+    for pid in (1, 10):
+        assert e.product_page(products, pid, reviews=reviews)["reviews"] == truth[pid]
+    assert e.add_review(products, reviews, 2, {"t": "after"}) == "collection"
+    e.migrate_reviews_flagged(products, reviews)  # safe to run again: nothing left to move, nothing deleted
+    truth[2].append({"t": "after"})
+    assert e.review_digests(reviews, embedded=False) == e.review_digests_of(truth)
+    with pytest.raises(KeyError):
+        e.add_review(products, reviews, 99, {"t": "x"})

@@ -351,3 +351,163 @@ def test_load_outlier_posts_is_all_or_nothing(db):
     assert sorted(d["_id"] for d in db["posts"].find({}, {"_id": 1})) == before
     assert not [n for n in db.list_collection_names() if n.endswith("__staging")]
 
+
+
+# --------------------------------------------------------------------------------------------
+# a writer that dies between reserving a sequence number and storing the comment (issue 13 §4,
+# issue 14 item 9): a real process, killed with SIGKILL at that point, then every invariant
+
+_PAUSED_WRITER = r"""
+import sys, time
+from pymongo import MongoClient
+from helpers import outlier
+
+uri, db_name, post_id, threshold, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+
+def pause(post, seq):  # the point between reserving and storing: say so, then wait to be killed
+    print(f"reserved {seq}", flush=True)
+    time.sleep(120)
+
+outlier._AFTER_RESERVE = pause
+db = MongoClient(uri)[db_name]
+outlier.add_comment(db, post_id, {"writer": "doomed", "i": n}, threshold)
+print("stored", flush=True)  # never reached: the test kills this process first
+"""
+
+
+def _server_uri(server_backend, request) -> str:
+    if server_backend.info.name == "mongodb":
+        return request.getfixturevalue("test_uri")
+    host, port = server_backend.client.address
+    return f"mongodb://{host}:{port}/"
+
+
+def _kill_writer_after_reserving(uri: str, db_name: str, post_id: str, threshold: int, n: int) -> int:
+    """Start a writer process, wait until it has reserved its number, SIGKILL it; return the number."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    if not hasattr(signal, "SIGKILL"):
+        pytest.skip("SIGKILL is POSIX-only")
+    proc = subprocess.Popen([sys.executable, "-c", _PAUSED_WRITER, uri, db_name, post_id, str(threshold), str(n)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("reserved "), f"the writer did not reach the pause: {line!r} {proc.stderr.read()[-2000:]}"
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+        return int(line.split()[1])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("killed_at", ["the first overflow (the writer that flags the post)", "a later overflow"])
+def test_writer_process_killed_between_reserving_and_storing(server_backend, server_db, request, killed_at):
+    from helpers.outlier import check_post, repair_post
+    from helpers.safety import is_workbook_collection
+
+    db, threshold = server_db, 3
+    uri = _server_uri(server_backend, request)
+    workbook_collection(db, POSTS).insert_one({"_id": "p", "title": "a post whose writer dies"})
+    acknowledged = []
+    first = threshold if killed_at.startswith("the first") else threshold + 2
+    for i in range(first):
+        add_comment(db, "p", {"writer": "alive", "i": i}, threshold)
+        acknowledged.append({"writer": "alive", "i": i})
+    hole = _kill_writer_after_reserving(uri, db.name, "p", threshold, 99)
+    assert hole == first + 1
+    # right after the crash: the count is ahead of the comments, by exactly the hole
+    state = check_post(db, "p")
+    assert state.holes == [hole] and not state.consistent
+    assert state.comment_count == len(acknowledged) + 1 and state.comments == len(acknowledged)
+    # harmless to readers: every acknowledged comment, in order, nothing else
+    assert read_comments(db, "p") == acknowledged
+    assert is_workbook_collection(db, OVERFLOW)  # recorded even though the flagging writer died
+    # writers carry on past the hole
+    for i in range(first, first + 3):
+        add_comment(db, "p", {"writer": "alive", "i": i}, threshold)
+        acknowledged.append({"writer": "alive", "i": i})
+    assert check_post(db, "p").holes == [hole]
+    # repair: the hole becomes a lost marker; counts and contents agree; readers skip the marker
+    assert repair_post(db, "p") == [hole]
+    assert repair_post(db, "p") == []  # idempotent
+    state = check_post(db, "p")
+    assert state.consistent and state.lost == [hole] and state.holes == []
+    assert state.comment_count == state.embedded + state.overflowed + len(state.lost)
+    assert state.comments == len(acknowledged) and read_comments(db, "p") == acknowledged
+    post, overflow = _state(db, "p")
+    assert len(post["comments"]) == threshold and post["hasOverflow"] is True
+    assert [d["seq"] for d in overflow] == list(range(threshold + 1, post["commentCount"] + 1))  # no gap left
+    assert read_post(db, "p")["comments"] == acknowledged
+
+
+def test_repair_while_a_writer_is_still_writing_loses_nothing(server_db, monkeypatch):
+    """A slow writer (not dead) whose number repair marks lost takes a new number: stored once."""
+    from helpers import outlier
+    from helpers.outlier import check_post, repair_post
+
+    db, threshold = server_db, 2
+    workbook_collection(db, POSTS).insert_one({"_id": "slow"})
+    for i in range(3):
+        add_comment(db, "slow", {"i": i}, threshold)
+    reserved, resume = threading.Event(), threading.Event()
+
+    def pause(post_id, seq):
+        if not reserved.is_set():
+            reserved.set()
+            assert resume.wait(30)
+
+    monkeypatch.setattr(outlier, "_AFTER_RESERVE", pause)
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("added", add_comment(db, "slow", {"i": 3}, threshold)))
+    t.start()
+    assert reserved.wait(30)
+    assert repair_post(db, "slow") == [4]  # the slow writer's number, taken from under it
+    resume.set()
+    t.join(30)
+    assert result["added"] == Added(5, False)  # it took the next number
+    state = check_post(db, "slow")
+    assert state.consistent and state.lost == [4] and state.comments == 4
+    assert read_comments(db, "slow") == [{"i": i} for i in range(4)]
+
+
+def test_check_post_on_a_clean_post_and_a_missing_one(db):
+    from helpers.outlier import check_post, repair_post
+
+    workbook_collection(db, POSTS).insert_one({"_id": 1})
+    for i in range(4):
+        add_comment(db, 1, {"i": i}, threshold=2)
+    state = check_post(db, 1)
+    assert state.consistent and (state.comment_count, state.embedded, state.overflowed) == (4, 2, 2)
+    assert repair_post(db, 1) == []
+    with pytest.raises(PostNotFoundError):
+        check_post(db, 2)
+
+
+def test_overflow_collection_recorded_whoever_creates_it(server_db):
+    """Issue 14 item 6: many writers push several fresh posts over the threshold at once; whichever
+    creates posts_overflow, it is the workbook's, so reset drops it and a load runs again."""
+    from helpers.safety import is_workbook_collection
+
+    db, n_threads, n_posts, threshold = server_db, 6, 8, 1
+    for attempt in range(3):
+        reset_workbook(db)
+        workbook_collection(db, POSTS).insert_many([{"_id": r} for r in range(n_posts)])
+        line_up = threading.Barrier(n_threads)
+
+        def work(k):
+            line_up.wait()
+            for r in range(n_posts):
+                add_comment(db, r, {"writer": k}, threshold)
+
+        _run_threads(n_threads, work)
+        assert is_workbook_collection(db, OVERFLOW), f"run {attempt}: posts_overflow left unrecorded"
+        assert OVERFLOW in reset_workbook(db)
+        assert OVERFLOW not in db.list_collection_names()
+        assert load_outlier_posts(db, [{"_id": 1, "comments": [{"n": 1}, {"n": 2}]}], threshold=1)["posts_overflow"] == 1
