@@ -310,9 +310,12 @@ def rename_author_in_transaction(client: Any, authors: Any, books_named: Any, au
 
 
 def read_in_transaction(client: Any, read: Callable[[Any], Any]) -> Any:
-    """Run ``read(session)`` inside a transaction: every query in it reads one snapshot."""
+    """Run ``read(session)`` inside a transaction with read concern ``"snapshot"``: every query in
+    it reads the same point-in-time snapshot (of majority-committed data, on a real MongoDB)."""
+    from pymongo.read_concern import ReadConcern
+
     with client.start_session() as session:
-        return session.with_transaction(read)
+        return session.with_transaction(read, read_concern=ReadConcern("snapshot"))
 
 
 @dataclass

@@ -33,7 +33,8 @@ on its insert, sees the marker and takes a new number, so its comment is stored 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Callable, Iterable, NamedTuple
 
 import bson
@@ -58,6 +59,8 @@ __all__ = [
     "Added",
     "add_comment",
     "PostState",
+    "WriterCrashed",
+    "simulated_crash",
     "check_post",
     "repair_post",
     "read_comments",
@@ -109,6 +112,31 @@ def _lost_doc(post_id: Any, seq: int) -> dict[str, Any]:
 #: test hook: called as ``_AFTER_RESERVE(post_id, seq)`` after a sequence number is reserved and
 #: before the comment is stored (tests/test_outlier.py pauses a writer process here and kills it)
 _AFTER_RESERVE: Callable[[Any, int], None] | None = None
+
+
+class WriterCrashed(RuntimeError):
+    """Raised inside :func:`simulated_crash`: the writer stopped after reserving, before storing."""
+
+
+@contextmanager
+def simulated_crash() -> Iterator[None]:
+    """Inside this block, :func:`add_comment` stops dead right after reserving a sequence number for
+    an overflowed comment, as a writer process killed at that moment would: nothing more is written,
+    and it raises :class:`WriterCrashed`. For the lesson and its checks; ``tests/test_outlier.py``
+    kills a real writer process (SIGKILL) at the same point. Notebook 02, section 3.
+    """
+    global _AFTER_RESERVE
+    previous = _AFTER_RESERVE
+
+    def die(post_id: Any, seq: int) -> None:
+        raise WriterCrashed(f"the writer died after reserving number {seq} of post {post_id!r}, "
+                            f"before storing its comment")
+
+    _AFTER_RESERVE = die
+    try:
+        yield
+    finally:
+        _AFTER_RESERVE = previous
 
 
 def _check_comment(post_id: Any, comment: Any) -> None:

@@ -71,3 +71,27 @@ def embed_or_reference(answer: Any, *, measured: dict[str, Any]) -> str | None:
         if not any(t in evidence for t in topics):
             return f"workload {w}: {evidence!r} ({measured[evidence]}) does not measure what decides this workload"
     return None
+
+
+# reader/writer pair -> can the reader see a torn state? (section 1.5 measures each)
+_TORN = {"A": (False, "a single-document write is atomic: a reader sees all of it or none"),
+         "B": (True, "two writes and two reads: the reads can fall between the writes"),
+         "C": (False, "a transaction's writes become visible together, and a reader in a transaction reads one snapshot"),
+         "D": (True, "the reader's two reads outside a transaction are two snapshots: the commit can fall between them")}
+
+
+@exercise("1.4", hint="one document is atomic; several documents need the writer's AND the reader's operations "
+                      "in transactions; compare the torn-read counts of section 1.5")
+def torn_possible(answer: Any) -> str | None:
+    """True/False per reader/writer pair: can the reader see a state no single write produced?"""
+    if not isinstance(answer, dict):
+        return 'give a dict: {"A": True or False, "B": ..., "C": ..., "D": ...}'
+    for pair, (truth, why) in _TORN.items():
+        if pair not in answer:
+            return f"pair {pair} has no answer"
+        if not isinstance(answer[pair], bool):
+            return f"pair {pair}: answer True or False, not {answer[pair]!r}"
+    wrong = [p for p, (truth, _) in _TORN.items() if answer[p] != truth]
+    if wrong:
+        return f"pair {wrong[0]} is not right: think about how many snapshots its reader's queries see"
+    return None

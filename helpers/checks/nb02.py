@@ -63,3 +63,43 @@ def saved_queries(answer: Any, *, db: Any, views: list[Any]) -> str | None:
     if int(answer) != 2 * len(views) - pattern_queries:
         return f"{answer} is not it: running the views saves a different number"
     return None
+
+
+@exercise("2.4", hint="read the post's commentCount and its embedded comments (one query), then the seq of "
+                      "every posts_overflow document of the post, lost markers included (one query); a hole is a "
+                      "number after the embedded ones, up to commentCount, that no document holds")
+def holes(answer: Any, *, db: Any) -> str | None:
+    """Run the learner's ``holes(db, post_id)`` on a post with a crashed writer (made here, removed
+    after), on the most commented flagged post and on an unflagged post; compare with ``check_post``."""
+    from ..outlier import OVERFLOW, WriterCrashed, add_comment, check_post, simulated_crash
+
+    if not callable(answer):
+        return "holes should be a function: def holes(db, post_id): ..."
+    posts = db[POSTS]
+    flagged = posts.find_one({"hasOverflow": True}, {"_id": 1}, sort=[("commentCount", -1), ("_id", 1)])
+    plain = posts.find_one({"hasOverflow": {"$ne": True}}, {"_id": 1}, sort=[("_id", 1)])
+    if flagged is None or plain is None:
+        return "the posts of section 2.3 are not loaded: run the notebook from the top"
+    scratch = "exercise 2.4: a post whose writer died"
+    posts.insert_one({"_id": scratch})
+    try:
+        for i in range(4):
+            add_comment(db, scratch, {"i": i}, 2)
+        try:
+            with simulated_crash():
+                add_comment(db, scratch, {"i": "lost"}, 2)
+        except WriterCrashed:
+            pass
+        add_comment(db, scratch, {"i": 5}, 2)
+        for post_id in (scratch, flagged["_id"], plain["_id"]):
+            with counting() as cost:
+                got = answer(db, post_id)
+            want = check_post(db, post_id).holes
+            if not isinstance(got, list) or sorted(got) != want:
+                return f"post {post_id!r}: got {got!r}, which are not its holes"
+            if cost.round_trips > 2 + (cost.commands.count("getMore")):
+                return f"post {post_id!r} took {cost.round_trips} round trips; two queries are enough"
+    finally:
+        posts.delete_one({"_id": scratch})
+        db[OVERFLOW].delete_many({"post_id": scratch})
+    return None
