@@ -564,13 +564,15 @@ class MigrationReport:
     per_product: dict[Any, int] = field(default_factory=dict, repr=False)
 
 
-def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200) -> MigrationReport:
+def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
+                    only: Iterable[Any] | None = None) -> MigrationReport:
     """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
 
     Each review becomes ``{"_id": "<product>-<n>", "product_id", "n", **review}`` (``n`` = its
     position in the array). Safe to run again: each batch first deletes that batch's products'
     reviews, then inserts them, in one ordered ``bulk_write``. The products are not changed
     (drop the arrays with :func:`drop_embedded_reviews` once :func:`verify_migration` agrees).
+    ``only``: copy just these products (to repair the ones :func:`verify_migration` reports).
     """
     _check_collection(products, "products")
     _check_collection(reviews, "reviews")
@@ -587,7 +589,8 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200) -> Mi
 
     pids: list[Any] = []
     ops: list[Any] = []
-    for p in products.find({"reviews": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
+    wanted: dict[str, Any] = {} if only is None else {"_id": {"$in": list(only)}}
+    for p in products.find({"reviews": {"$exists": True}, **wanted}, {"reviews": 1}).sort("_id", 1):
         pid = p["_id"]
         pids.append(pid)
         for n, review in enumerate(p["reviews"]):
