@@ -499,9 +499,9 @@ def test_overflow_collection_recorded_whoever_creates_it(server_db):
     for attempt in range(3):
         reset_workbook(db)
         workbook_collection(db, POSTS).insert_many([{"_id": r} for r in range(n_posts)])
-        line_up = threading.Barrier(n_threads)
+        barrier = threading.Barrier(n_threads)
 
-        def work(k):
+        def work(k, line_up=barrier):
             line_up.wait()
             for r in range(n_posts):
                 add_comment(db, r, {"writer": k}, threshold)

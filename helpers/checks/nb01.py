@@ -86,12 +86,12 @@ def torn_possible(answer: Any) -> str | None:
     """True/False per reader/writer pair: can the reader see a state no single write produced?"""
     if not isinstance(answer, dict):
         return 'give a dict: {"A": True or False, "B": ..., "C": ..., "D": ...}'
-    for pair, (truth, why) in _TORN.items():
+    for pair in _TORN:
         if pair not in answer:
             return f"pair {pair} has no answer"
         if not isinstance(answer[pair], bool):
             return f"pair {pair}: answer True or False, not {answer[pair]!r}"
-    wrong = [p for p, (truth, _) in _TORN.items() if answer[p] != truth]
+    wrong = [p for p, (truth, _why) in _TORN.items() if answer[p] != truth]
     if wrong:
         return f"pair {wrong[0]} is not right: think about how many snapshots its reader's queries see"
     return None
