@@ -11,9 +11,14 @@ What a load guarantees:
 * **Checked input.** Each file's sha256 is compared with ``datasets/checksums.sha256`` first; a
   changed, truncated or missing file, a missing column or a malformed row raises one
   :class:`DatasetError` naming the file, the line and the field, and what to do about it.
-* **All or nothing.** Documents go into ``<target>__staging`` in batches; only a complete load is
-  renamed onto the target (``dropTarget=True``). On any error the staging collection is dropped and
-  the target is left exactly as it was.
+* **All or nothing.** Every row is read, typed and checked before the first write, so a bad file
+  changes nothing. Then, where renaming a collection costs nothing (a real MongoDB, the mock), the
+  documents go into a staging collection of this load's own, renamed onto the target only when
+  complete (``dropTarget=True``): any error leaves the target exactly as it was. Where a rename
+  copies the documents (SecantusDB), they go straight into the emptied target, and a server error
+  mid-load drops what was written: never a half-loaded collection.
+* **One load at a time per collection.** Two kernels loading the same dataset into one database
+  take turns (a lock document in the registry); both end with the complete collection.
 * **Same result every time.** ``_id`` values are natural keys (or generation order), so loading
   again replaces the collection with identical documents; never duplicates.
 * **Only the workbook's collections.** Target and staging go through
@@ -37,6 +42,7 @@ import gzip
 import hashlib
 import json
 import time
+import uuid
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -278,16 +284,96 @@ def _pick(keys: Iterable[Any], n: int | None) -> set[Any] | None:
     return {ordered[i * len(ordered) // n] for i in range(n)}
 
 
+#: the largest and smallest integers BSON stores (int64); a wider value cannot be written
+INT64_MAX, INT64_MIN = 2 ** 63 - 1, -(2 ** 63)
+
+
+def _row_converter(fields: Fields, header: list[str]) -> Callable[[list[str]], dict[str, Any]]:
+    """A function typing one CSV row the way :func:`_rows` does, generated for these columns.
+
+    The fast path of :func:`_typed_documents`: one straight-line function per file layout (no loop
+    over the fields, the common converters inlined). It raises on anything :func:`_rows` rejects
+    (and on an integer wider than int64, which BSON cannot hold); the caller then re-reads the
+    file with :func:`_rows` for the message naming the line and the field.
+    """
+    inline = {str: "{t}", _to_int: "_int64(int({t}))", _to_float: None,
+              _to_epoch: "(_ep.get({t}) or _epoch({t}))"}
+    lines = ["def convert(row):", f"    if len(row) != {len(header)}: raise ValueError('row length')",
+             "    d = {}"]
+    names: dict[str, Any] = {"_int64": _int64, "_ep": {}, "_epoch": None}
+    for k, (col, (conv, required, key)) in enumerate(fields.items()):
+        t = f"row[{header.index(col)}]"
+        lines.append(f"    t = {t}")
+        if conv is _to_float:  # inlined: nan and +-inf give nan for v - v, every finite number 0.0
+            lines += ["    if t != '':", "        v = float(t)",
+                      "        if v - v: raise ValueError('not a finite number')", f"        d[{key!r}] = v"]
+        else:
+            expr = inline.get(conv)
+            if expr is None:
+                names[f"_c{k}"] = conv
+                expr = f"_c{k}({{t}})"
+            lines.append(f"    if t != '': d[{key!r}] = {expr.format(t='t')}")
+        if required:
+            lines.append("    else: raise ValueError('required')")
+    lines.append("    return d")
+    cache: dict[str, _dt.datetime] = names["_ep"]
+
+    def epoch(text: str) -> _dt.datetime:  # the same second appears in many rows: type it once
+        value = cache[text] = _to_epoch(text)
+        return value
+
+    names["_epoch"] = epoch
+    exec("\n".join(lines), names)  # noqa: S102 - code built above from the field table only
+    return names["convert"]
+
+
+def _int64(value: int) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise OverflowError("wider than 64 bits")
+    return value
+
+
+def _typed_documents(path: Path, fields: Fields) -> list[dict[str, Any]]:
+    """Every row of a CSV (or .csv.gz) typed as :func:`_rows` types it, as fast as Python allows.
+
+    On any problem the file is read again with the checked reader :func:`_rows`, whose
+    :class:`DatasetError` names the file, the line and the field.
+    """
+    try:
+        raw = gzip.open(path, "rt", encoding="utf-8", newline="") if path.name.endswith(".gz") \
+            else open(path, encoding="utf-8", newline="")
+        with raw as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None or any(col not in header for col in fields):
+                raise ValueError("header")
+            convert = _row_converter(fields, header)
+            return [convert(row) for row in reader]
+    except Exception:  # noqa: BLE001 - the checked reader says what is wrong, and where
+        line = 1
+        for line, _ in _rows(path, fields):
+            pass
+        for number, doc in _rows(path, fields):  # a value BSON cannot hold (the checked reader's
+            for key, value in doc.items():        # types allow it)
+                if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+                    raise DatasetError(f"{path}: line {number}: field {key!r} = {value} is wider than a "
+                                       "64-bit integer, which BSON cannot store; "
+                                       + _RESTORE.format(name=path.name) + ".") from None
+        raise DatasetError(f"{path}: line {line}: cannot read the file; "
+                           + _RESTORE.format(name=path.name) + ".") from None
+
+
 def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], Any],
                  parent: str | None = None) -> Callable[[Path, int | None], Iterator[dict[str, Any]]]:
     """A source reading ``file``; with ``parent``, keep only the rows of ``n`` parent keys."""
 
     def source(folder: Path, n: int | None) -> Iterator[dict[str, Any]]:
         path = _verify(folder, file)
+        docs = _typed_documents(path, fields)  # read once: every row checked before any is used
         chosen = None
         if parent is not None and n is not None:
-            chosen = _pick((doc[parent] for _, doc in _rows(path, fields) if parent in doc), n)
-        for _, doc in _rows(path, fields):
+            chosen = _pick((doc[parent] for doc in docs if parent in doc), n)
+        for doc in docs:
             if chosen is not None and doc.get(parent) not in chosen:
                 continue
             yield {"_id": make_id(doc), **doc}
@@ -484,35 +570,185 @@ def _batches(docs: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
         yield batch
 
 
+#: how long a load's lock is held without a sign of life (a crashed kernel's lock expires then)
+LOCK_LEASE_S = 60.0
+#: how long a load waits for another load of the same collection to finish before refusing
+LOCK_WAIT_S = 120.0
+_RENAME_COPIES: dict[Any, bool] = {}
+
+
+def _rename_copies(db: Any) -> bool:
+    """True where ``renameCollection`` copies the documents (SecantusDB: about 5 s per 139k), so a
+    staging collection costs a second write; False on a real MongoDB (a metadata change) and on
+    the mock (a dictionary move). Asked once per client (``buildInfo``)."""
+    client = getattr(db, "client", None)
+    key = id(client)
+    if key not in _RENAME_COPIES:
+        try:
+            _RENAME_COPIES[key] = "secantusVersion" in client.admin.command("buildInfo")
+        except Exception:  # noqa: BLE001 - the mock has no buildInfo: its rename is free
+            _RENAME_COPIES[key] = False
+    return _RENAME_COPIES[key]
+
+
+class _LoadLock:
+    """One writer at a time per target collection: a lease document in the workbook's registry.
+
+    ``{_id: "$loading:<target>", owner, expires}``; the ``_id`` index makes taking it atomic
+    (a second insert fails with a duplicate key). The holder renews the lease while it writes; a
+    lease that expired (its kernel crashed) is taken over. A load that finds the lock taken waits
+    for it (the other load finishes, then this one runs: both end with a complete collection) and
+    refuses with a clear :class:`DatasetError` after :data:`LOCK_WAIT_S`.
+    """
+
+    def __init__(self, db: Any, targets: Sequence[str]) -> None:
+        from .safety import REGISTRY
+
+        self.registry = db[REGISTRY]
+        self.db_name = getattr(db, "name", "?")
+        self.ids = [f"$loading:{t}" for t in sorted(set(targets))]  # sorted: no two loads deadlock
+        self.owner = f"{uuid.uuid4().hex}"
+        self.held: list[str] = []
+        self.renewed = 0.0
+
+    def _now(self) -> _dt.datetime:
+        return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+
+    def acquire(self) -> None:
+        from pymongo.errors import DuplicateKeyError
+
+        for lock_id in self.ids:
+            deadline = time.monotonic() + LOCK_WAIT_S
+            pause = 0.02
+            while True:
+                now = self._now()
+                lease = {"owner": self.owner, "expires": now + _dt.timedelta(seconds=LOCK_LEASE_S)}
+                try:
+                    self.registry.insert_one({"_id": lock_id, **lease})
+                    break
+                except DuplicateKeyError:
+                    pass
+                # the holder crashed: its lease ran out, take it over (atomically: one taker wins)
+                if self.registry.find_one_and_update({"_id": lock_id, "expires": {"$lt": now}},
+                                                     {"$set": lease}) is not None:
+                    break
+                if time.monotonic() > deadline:
+                    holder = self.registry.find_one({"_id": lock_id}) or {}
+                    self.release()
+                    target = lock_id.split(":", 1)[1]
+                    raise DatasetError(
+                        f"another load is writing {target!r} in database {self.db_name!r} and has not "
+                        f"finished within {LOCK_WAIT_S:.0f} s; nothing was changed. Wait for it (another "
+                        f"notebook or kernel loading the same data) and run this cell again. If no other "
+                        f"load is running (a kernel that crashed mid-load), its lock expires at "
+                        f"{holder.get('expires', now):%H:%M:%S} UTC.")
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+            self.held.append(lock_id)
+        self.renewed = time.monotonic()
+
+    def renew(self) -> None:
+        """Extend the lease (at most every few seconds: one round trip)."""
+        if self.held and time.monotonic() - self.renewed > LOCK_LEASE_S / 6:
+            self.registry.update_many({"_id": {"$in": self.held}, "owner": self.owner},
+                                      {"$set": {"expires": self._now() + _dt.timedelta(seconds=LOCK_LEASE_S)}})
+            self.renewed = time.monotonic()
+
+    def release(self) -> None:
+        if self.held:
+            self.registry.delete_many({"_id": {"$in": self.held}, "owner": self.owner})
+            self.held = []
+
+
+class _Staging(dict):
+    """``{target: collection to write}`` yielded by :func:`staged_load` (a dict, plus ``renew``)."""
+
+    lock: _LoadLock
+
+    def renew(self) -> None:
+        """Tell other loads this one is still writing (call between batches of a long load)."""
+        self.lock.renew()
+
+
 @contextmanager
-def staged_load(db: Any, targets: Sequence[str]) -> Iterator[dict[str, Any]]:
+def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False) -> Iterator[dict[str, Any]]:
     """All or nothing: fill staging collections, then rename each over its target.
 
-    Yields ``{target: staging collection}`` (each ``<target>__staging``, empty). When the block
-    ends without error, every staging collection is renamed onto its target (``dropTarget=True``);
-    on any error they are dropped and every target is left exactly as it was. Target and staging
-    names are refused first if somebody else created them (``helpers.safety.workbook_collection``).
+    Yields ``{target: collection}``. By default each is a staging collection of its own
+    (``<target>__staging_<8 hex>``, empty): when the block ends without error every staging
+    collection is renamed onto its target (``dropTarget=True``); on any error they are dropped and
+    every target is left exactly as it was.
+
+    ``validated=True`` says the caller checked its whole input before this block (as
+    :func:`load_dataset` does), so the only failure left is the server's own. Then staging is used
+    only where renaming costs nothing (a real MongoDB, the mock); where ``renameCollection`` copies
+    the documents (SecantusDB) the targets are emptied and written directly, and on an error the
+    documents written are dropped: no half-loaded collection remains.
+
+    One load at a time per target (a lock document in the registry; see :class:`_LoadLock`): two
+    kernels loading the same data both end with a complete collection. Target and staging names
+    are refused first if somebody else created them (``helpers.safety.workbook_collection``).
     Used by :func:`load_dataset` and ``helpers.outlier.load_outlier_posts``.
     """
-    staging: dict[str, str] = {}
     for target in targets:  # the safety contract first: refuse foreign collections before touching anything
         workbook_collection(db, target)
-        staging[target] = f"{target}__staging"
-        workbook_collection(db, staging[target])
+    in_place = validated and _rename_copies(db)
+    lock = _LoadLock(db, targets)
+    lock.acquire()
+    staging: dict[str, str] = {}
     try:
         for target in targets:
+            if in_place:
+                staging[target] = target
+            else:
+                staging[target] = f"{target}__staging_{uuid.uuid4().hex[:8]}"
+                workbook_collection(db, staging[target])
             db.drop_collection(staging[target])
             db.create_collection(staging[target])
-        yield {target: db[staging[target]] for target in targets}
-        for target in targets:
-            db[staging[target]].rename(target, dropTarget=True)
+        yielded = _Staging({target: db[staging[target]] for target in targets})
+        yielded.lock = lock
+        yield yielded
+        if not in_place:
+            for target in targets:
+                db[staging[target]].rename(target, dropTarget=True)
+                _forget(db, staging[target])
     except BaseException:
-        for target in targets:
+        for name in staging.values():
             try:
-                db.drop_collection(staging[target])
+                db.drop_collection(name)
+                if name not in targets:
+                    _forget(db, name)
             except Exception:  # pragma: no cover - keep the original error
                 pass
         raise
+    finally:
+        try:
+            lock.release()
+        except Exception:  # pragma: no cover - the lease expires on its own
+            pass
+
+
+def _forget(db: Any, name: str) -> None:
+    """Remove a staging collection's registry entry once it is gone (renamed or dropped)."""
+    from .safety import REGISTRY
+
+    db[REGISTRY].delete_one({"_id": name})
+
+
+def _check_documents(name: str, source: Any, docs: list[dict[str, Any]]) -> None:
+    """What the server would refuse mid-load, refused before the first write: a repeated ``_id``."""
+    seen: set[Any] = set()
+    for number, doc in enumerate(docs, start=1):
+        key = doc.get("_id")
+        try:
+            if key in seen:
+                file = getattr(source, "file", name)
+                first = next(i for i, d in enumerate(docs, start=1) if d.get("_id") == key)
+                raise DatasetError(f"{datasets_dir() / file}: records {first} and {number} of dataset {name!r} "
+                                   f"have the same _id {key!r}; " + _RESTORE.format(name=file) + ".")
+            seen.add(key)
+        except TypeError:  # an unhashable _id (a dict): the server checks it
+            pass
 
 
 def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
@@ -532,16 +768,22 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
         n = spec.small
     targets = _targets(spec, collection)
     start = time.perf_counter()
+    # 1. read, type and check everything before the first write: a bad file changes nothing
+    produced = spec.source(datasets_dir(), n)
+    parts = [list(docs) for docs in (produced if len(targets) > 1 else (produced,))]
+    for docs in parts:
+        _check_documents(name, spec.source, docs)
     counts = {target: 0 for target in targets}
-    with staged_load(db, targets) as staging:
-        produced = spec.source(datasets_dir(), n)
-        parts = produced if len(targets) > 1 else (produced,)
+    # 2. write: staged where renaming is free, straight into the emptied target where it copies
+    with staged_load(db, targets, validated=True) as staging:
         progress = tqdm(desc=f"loading {name}", unit=" docs", delay=1.0,
                         disable=not settings.progress_bars(), leave=False)
         with progress:
             for target, docs in zip(targets, parts):
-                for batch in _batches(docs, BATCH_SIZE):
+                for i in range(0, len(docs), BATCH_SIZE):
+                    batch = docs[i:i + BATCH_SIZE]
                     staging[target].insert_many(batch, ordered=True)
                     counts[target] += len(batch)
                     progress.update(len(batch))
+                    staging.renew()
     return LoadResult(name, scale, counts, round(time.perf_counter() - start, 3))

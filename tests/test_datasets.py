@@ -160,7 +160,7 @@ def test_load_small(db, name: str) -> None:
     if name in EXACT:
         coll = next(iter(SMALL_COUNTS[name]))
         assert db[coll].find_one({"_id": EXACT[name]["_id"]}) == EXACT[name]
-    assert not [c for c in db.list_collection_names() if c.endswith("__staging")]
+    assert not [c for c in db.list_collection_names() if "__staging" in c]
 
 
 @pytest.mark.parametrize("name", ["nyc_planes", "authors_books", "posts"])
@@ -267,7 +267,7 @@ def test_bad_input_raises_and_keeps_the_target(db, tmp_path, monkeypatch, corrup
     for part in expected:
         assert part in message, message
     assert _docs(db[target]) == before
-    assert f"{target}__staging" not in db.list_collection_names()
+    assert not [c for c in db.list_collection_names() if "__staging" in c]
 
 
 def test_seventeen_planes_flew_for_two_carriers_in_2013(db) -> None:
