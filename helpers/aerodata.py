@@ -60,6 +60,8 @@ _ID_RE = re.compile(r"(?P<airline>[A-Z0-9]{3})(?:_(?P<icao24>[0-9a-f]{6})(?:_(?P
                     % SEQ_DIGITS)
 _CALLSIGN_RE = re.compile(r"([A-Z]{3})[0-9]")  # ICAO airline callsign: designator + flight number
 _MAX_TS = 4_102_444_800  # 2100-01-01: later timestamps are typos, not reports
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # the widest integer BSON stores
+CALLSIGN_MAX = 8  # an ADS-B identification message carries 8 characters
 
 
 # ------------------------------------------------------------------------------------------
@@ -251,8 +253,17 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
     if callsign is not None:
         if not isinstance(callsign, str):
             return None, f"bad callsign: {callsign!r} is not text"
-        if callsign.strip():
-            clean["callsign"] = callsign.strip().upper()
+        callsign = callsign.strip()
+        if len(callsign) > CALLSIGN_MAX:  # never echo it: it may be megabytes
+            return None, (f"bad callsign: {len(callsign):,} characters; an ADS-B callsign has at most "
+                          f"{CALLSIGN_MAX}")
+        if not callsign.isascii():
+            try:
+                callsign.encode("utf-8")
+            except UnicodeEncodeError as e:  # a lone surrogate: BSON strings are UTF-8
+                return None, f"bad callsign: {callsign!r} is not valid Unicode text ({e.reason})"
+        if callsign:
+            clean["callsign"] = callsign.upper()
     clean["timestamp"] = int(t)
     clean["lat"], clean["lon"] = message["lat"], message["lon"]
     for key in ("altitude", "groundspeed", "track", "vertical_rate"):
@@ -260,6 +271,8 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
             v = _number(message[key])
             if v is None:
                 return None, f"bad {key}: {message[key]!r} is not a finite number"
+            if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
+                return None, f"bad {key}: {v!r} is wider than a 64-bit integer, the widest BSON stores"
             clean[key] = v
     return clean, None
 

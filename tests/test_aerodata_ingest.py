@@ -1,0 +1,57 @@
+"""helpers.aerodata.ingest under hostile input (issue 14 item 8), on every backend.
+
+A value BSON cannot hold (an integer wider than 64 bits, a 17 MB callsign, text that is not
+UTF-8) used to abort the whole batch (0 of 5 stored). Each such message is now rejected with its
+reason like every other bad message, and the rest of the batch is stored.
+"""
+from __future__ import annotations
+
+import pytest
+
+from helpers import aerodata as ad
+
+GOOD = [{"icao24": "4b1805", "callsign": "SWR12A", "timestamp": 1533099600 + i, "lat": 47.4 + i / 100,
+         "lon": 8.5, "altitude": 3000.0 + i} for i in range(3)]
+HOSTILE = [
+    ({**GOOD[0], "timestamp": 1533099700, "altitude": 2 ** 70}, "bad altitude"),
+    ({**GOOD[0], "timestamp": 1533099701, "vertical_rate": -(2 ** 64)}, "bad vertical_rate"),
+    ({**GOOD[0], "timestamp": 1533099702, "callsign": "A" * (17 * 1024 * 1024)}, "bad callsign"),
+    ({**GOOD[0], "timestamp": 1533099703, "callsign": "SWR\ud80012"}, "bad callsign"),
+]
+
+
+def _interleaved() -> list:
+    out = []
+    for good, (bad, _) in zip(GOOD + GOOD[:1], HOSTILE):
+        out += [good, bad]
+    return out
+
+
+def test_a_value_bson_cannot_hold_rejects_that_message_only(db):
+    batch = _interleaved()  # good, bad, good, bad, good, bad, good (a repeat), bad
+    result = ad.ingest(db, batch)
+    assert result.inserted == 3 and result.duplicates == 1
+    assert [r.index for r in result.rejected] == [1, 3, 5, 7]
+    assert [r.reason.split(":")[0] for r in result.rejected] == [why for _, why in HOSTILE]
+    assert all(r.message is batch[r.index] for r in result.rejected)
+    coll = db[ad.COLLECTION]
+    assert coll.count_documents({"recordType": ad.REPORT}) == 3
+    assert coll.count_documents({"recordType": ad.AIRCRAFT}) == 1  # parents created once
+    assert coll.count_documents({"recordType": ad.AIRLINE}) == 1
+    again = ad.ingest(db, batch)  # idempotent
+    assert (again.inserted, again.duplicates, len(again.rejected)) == (0, 4, 4)
+
+
+@pytest.mark.parametrize("value", [2 ** 63 - 1, -(2 ** 63), 1e300])
+def test_the_widest_numbers_bson_holds_are_accepted(db, value):
+    result = ad.ingest(db, [{**GOOD[0], "altitude": value}])
+    assert result.inserted == 1 and result.rejected == []
+    assert db[ad.COLLECTION].find_one({"recordType": ad.REPORT})["altitude"] == value
+
+
+def test_one_batch_of_many_with_one_bad_message(db):
+    """The rejection does not cost the other 999 messages of its batch."""
+    many = [{**GOOD[0], "timestamp": 1533000000 + i} for i in range(1_000)]
+    many[500] = {**many[500], "groundspeed": 10 ** 30}
+    result = ad.ingest(db, many)
+    assert (result.inserted, [r.index for r in result.rejected]) == (999, [500])
