@@ -56,6 +56,7 @@ QUERY_BATCH = 100_000  # first batch of each query: one round trip while the ans
 
 _AIRLINE_RE = re.compile(r"[A-Z0-9]{3}")
 _ICAO24_RE = re.compile(r"[0-9a-f]{6}")
+_ICAO24_ANY_CASE = re.compile(r"[0-9a-fA-F]{6}")
 _ID_RE = re.compile(r"(?P<airline>[A-Z0-9]{3})(?:_(?P<icao24>[0-9a-f]{6})(?:_(?P<seq>[0-9]{%d}))?)?"
                     % SEQ_DIGITS)
 _CALLSIGN_RE = re.compile(r"([A-Z]{3})[0-9]")  # ICAO airline callsign: designator + flight number
@@ -234,7 +235,7 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
     icao24 = message.get("icao24")
     if icao24 is None or icao24 == "":
         return None, "no icao24: every report needs the aircraft's 24-bit address"
-    if not isinstance(icao24, str) or not re.fullmatch(r"[0-9a-fA-F]{6}", icao24.strip()):
+    if not isinstance(icao24, str) or not _ICAO24_ANY_CASE.fullmatch(icao24.strip()):
         return None, f"bad icao24: {icao24!r} is not a 6-digit hex address"
     ts = message.get("timestamp")
     if ts is None:
@@ -290,10 +291,11 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     ``make_id(airline, icao24, timestamp)``; its airline (from the callsign's ICAO prefix, known from
     the shipped OpenFlights table, else :data:`NO_AIRLINE`) and aircraft documents are created on
     first sight (never twice). Re-sending a message never duplicates a report: it is
-    counted in ``duplicates``. A malformed message is counted in ``rejected`` with its reason and the
-    rest of the batch goes on. Per batch: one query for the parents already stored, one insert of
-    the new ones (if any), one unordered insert of the reports (the ``_id`` index refuses the
-    duplicates, code 11000: no read before the write). Introduced in notebook 04.
+    counted in ``duplicates``. A malformed message (or a value BSON cannot hold) is counted in
+    ``rejected`` with its reason and the rest of the batch goes on. Per batch, two commands: one
+    unordered insert of the batch's airlines and aircraft, one of its reports; the ``_id`` index
+    refuses what is already stored (code 11000), so there is no read before the writes.
+    Introduced in notebook 04.
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"ingest: batch_size={batch_size!r} must be a positive integer (default 1000)")
@@ -328,15 +330,19 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
 
 
 def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) -> None:
-    """One batch of ``ingest``: validate, key, create missing parents, insert the reports (notebook 04)."""
+    """One batch of ``ingest``: validate, key, insert the batch's parents, insert the reports (notebook 04)."""
     reports: dict[str, dict[str, Any]] = {}
     parents: dict[str, dict[str, Any]] = {}
+    airline_codes: dict[Any, str] = {}  # callsign -> airline code, once per callsign in the batch
     for index, message in batch:
         clean, reason = validate_message(message)
         if clean is None:
             result.rejected.append(Rejected(index, reason or "invalid", message))
             continue
-        code = airline_of_callsign(clean.get("callsign"))
+        callsign = clean.get("callsign")
+        code = airline_codes.get(callsign)
+        if code is None:
+            code = airline_codes[callsign] = airline_of_callsign(callsign)
         icao24 = clean["icao24"]
         rid = make_id(code, icao24, clean["timestamp"])
         if rid in reports:  # the same message twice in one batch
@@ -345,19 +351,16 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) 
         reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean}
         if code not in parents:
             parents[code] = _airline_doc(code)
-        aid = make_id(code, icao24)
+        aid = f"{code}_{icao24}"  # make_id(code, icao24): both parts checked just above
         if aid not in parents:
             parents[aid] = {"_id": aid, "recordType": AIRCRAFT, "airline": code, "icao24": icao24,
                             **({"callsign": clean["callsign"]} if "callsign" in clean else {}),
                             "first_seen": clean["timestamp"]}
     if not reports:
         return
-    # which parents exist already: one query on the {recordType, _id} index (recordType first, so
-    # an engine without indexes rejects the report documents at the first field it tests)
-    known = {d["_id"] for d in coll.find({"recordType": {"$in": [AIRLINE, AIRCRAFT]},
-                                          "_id": {"$in": sorted(parents)}}, {"_id": 1}, batch_size=QUERY_BATCH)}
-    missing = [parents[pid] for pid in sorted(set(parents) - known)]
-    created, _ = insert_new(coll, missing)  # a parent another writer just created is no error
+    # the parents this batch needs, inserted unordered: the _id index refuses those already
+    # stored (by an earlier batch or another writer), so each is created once, with no read first
+    created, _ = insert_new(coll, [parents[pid] for pid in sorted(parents)])
     result.airlines_created += sum(1 for d in created if d["recordType"] == AIRLINE)
     result.aircraft_created += sum(1 for d in created if d["recordType"] == AIRCRAFT)
     inserted, duplicates = insert_new(coll, [reports[rid] for rid in sorted(reports)])
