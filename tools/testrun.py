@@ -84,7 +84,8 @@ def main(extra: list[str]) -> int:
         nbs = notebooks()
         test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
         stack.callback(_drop_database, uri, test_db)
-        nbval_options = ["--nbval", "-q", "-p", "no:randomly", "--nbval-current-env",
+        # kernels over ipc sockets (no port to race for) with a bounded retry: tools/nbval_kernels.py
+        nbval_options = ["--nbval", "-q", "-p", "no:randomly", "-p", "tools.nbval_kernels", "--nbval-current-env",
                          "--nbval-sanitize-with", "notebooks/sanitize.cfg"]
         nbval = [*nbval_options, *nbs]
         if nbs:
