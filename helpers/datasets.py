@@ -350,17 +350,15 @@ def _typed_documents(path: Path, fields: Fields) -> list[dict[str, Any]]:
             convert = _row_converter(fields, header)
             return [convert(row) for row in reader]
     except Exception:  # noqa: BLE001 - the checked reader says what is wrong, and where
-        line = 1
-        for line, _ in _rows(path, fields):
-            pass
-        for number, doc in _rows(path, fields):  # a value BSON cannot hold (the checked reader's
-            for key, value in doc.items():        # types allow it)
+        # the checked reader raises its DatasetError at the first bad row; rows before it are
+        # checked for a value BSON cannot hold (the checked reader's types allow it)
+        for number, doc in _rows(path, fields):
+            for key, value in doc.items():
                 if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
                     raise DatasetError(f"{path}: line {number}: field {key!r} = {value} is wider than a "
                                        "64-bit integer, which BSON cannot store; "
                                        + _RESTORE.format(name=path.name) + ".") from None
-        raise DatasetError(f"{path}: line {line}: cannot read the file; "
-                           + _RESTORE.format(name=path.name) + ".") from None
+        raise DatasetError(f"{path}: cannot read the file; " + _RESTORE.format(name=path.name) + ".") from None
 
 
 def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], Any],

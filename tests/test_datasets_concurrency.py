@@ -143,3 +143,30 @@ def test_a_repeated_id_in_a_file_is_refused_before_any_write(db, monkeypatch):
     with pytest.raises(DatasetError, match="records 4 and 17 .* same _id"):
         load_dataset("nyc_carriers", db)
     assert _ids(db.nyc_carriers) == before
+
+
+def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db, tmp_path, monkeypatch):
+    import shutil
+
+    from helpers.datasets import DATASETS_DIR, _sha256
+
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    for name in ("nyc_planes.csv", "checksums.sha256"):
+        shutil.copyfile(DATASETS_DIR / name, folder / name)
+    path = folder / "nyc_planes.csv"
+    lines = path.read_text(encoding="utf-8").split("\n")
+    fields = lines[9].split(",")
+    fields[7] = str(2 ** 64)  # seats: an integer, wider than BSON's int64
+    lines[9] = ",".join(fields)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    sums = folder / "checksums.sha256"
+    sums.write_text("\n".join(f"{_sha256(path)}  nyc_planes.csv" if line.endswith("  nyc_planes.csv") else line
+                              for line in sums.read_text(encoding="utf-8").splitlines()) + "\n", encoding="utf-8")
+    load_dataset("nyc_planes", db, scale=3)
+    before = _ids(db.nyc_planes)
+    monkeypatch.setenv("WORKBOOK_DATASETS", str(folder))
+    with pytest.raises(DatasetError, match=r"nyc_planes.csv: line 10: field 'seats' = 18446744073709551616 is wider"):
+        load_dataset("nyc_planes", db)
+    assert _ids(db.nyc_planes) == before
+    assert _leftovers(db) == ([], [])
