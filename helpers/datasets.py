@@ -43,6 +43,7 @@ import hashlib
 import json
 import time
 import uuid
+import weakref
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -572,7 +573,7 @@ def _batches(docs: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
 LOCK_LEASE_S = 60.0
 #: how long a load waits for another load of the same collection to finish before refusing
 LOCK_WAIT_S = 120.0
-_RENAME_COPIES: dict[Any, bool] = {}
+_RENAME_COPIES: dict[int, tuple[Any, bool]] = {}
 
 
 def _rename_copies(db: Any) -> bool:
@@ -580,13 +581,18 @@ def _rename_copies(db: Any) -> bool:
     staging collection costs a second write; False on a real MongoDB (a metadata change) and on
     the mock (a dictionary move). Asked once per client (``buildInfo``)."""
     client = getattr(db, "client", None)
-    key = id(client)
-    if key not in _RENAME_COPIES:
-        try:
-            _RENAME_COPIES[key] = "secantusVersion" in client.admin.command("buildInfo")
-        except Exception:  # noqa: BLE001 - the mock has no buildInfo: its rename is free
-            _RENAME_COPIES[key] = False
-    return _RENAME_COPIES[key]
+    known = _RENAME_COPIES.get(id(client))
+    if known is not None and known[0]() is client:  # the same client, not a new one at a reused id
+        return known[1]
+    try:
+        copies = "secantusVersion" in client.admin.command("buildInfo")
+    except Exception:  # noqa: BLE001 - the mock has no buildInfo: its rename is free
+        copies = False
+    try:
+        _RENAME_COPIES[id(client)] = (weakref.ref(client), copies)
+    except TypeError:  # pragma: no cover - a client without weak references: ask each time
+        pass
+    return copies
 
 
 class _LoadLock:

@@ -170,3 +170,10 @@ def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db,
         load_dataset("nyc_planes", db)
     assert _ids(db.nyc_planes) == before
     assert _leftovers(db) == ([], [])
+
+
+def test_staging_only_where_a_rename_is_free(backend):
+    """SecantusDB's renameCollection copies the documents: loads there write the target directly."""
+    db = backend.client[backend.db.name] if backend.info.engine != "mongomock-ng" else backend.db
+    assert ds._rename_copies(db) is (backend.info.engine == "SecantusDB")
+    assert ds._rename_copies(db) is ds._rename_copies(db)  # asked once per client
