@@ -13,6 +13,9 @@ Introduced in notebook 00. Every other module asks these functions; none reads `
 ``CI``                 set: no progress bars (outputs stay comparable): :func:`progress_bars`
 ``REDIS_URL``          the Redis server of notebook 07: :func:`redis_url`
 =====================  ==========================================================================
+
+The one variable read elsewhere is ``WORKBOOK_VENV`` (where ``workbook.py`` creates the virtual
+environment): ``workbook.py`` reads it before the environment, and so this package, exists.
 """
 from __future__ import annotations
 
