@@ -4,18 +4,55 @@ Introduced in notebook 00 (the banner shows the server's URI, redacted). ``helpe
 it to show and scrub a URI, ``helpers.settings`` to name a student's database after the login, and
 ``helpers.redis_backend`` to show and scrub ``REDIS_URL`` (``redis://`` and ``rediss://`` URLs carry
 their password in the same user-info part).
+
+What is hidden: the password; the value of every option pymongo treats as sensitive
+(``pymongo.common.SENSITIVE_OPTIONS_FOR_REPR``: ``tlsCertificateKeyFilePassword``,
+``proxyUsername``, ``proxyPassword``) and of ``authMechanismProperties``, their aliases
+(``sslPEMKeyPassword``) and any option whose name says password, secret, token or key; every
+option pymongo does not know (it may be credential text typed in the wrong place); and a whole
+string that is not a ``mongodb://``, ``mongodb+srv://``, ``redis://`` or ``rediss://`` URL (a
+forgotten scheme leaves ``user:password@host``, which nothing could redact reliably).
 """
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus
 
-__all__ = ["UriParts", "parse", "user_name", "redact", "secrets", "scrub"]
+__all__ = ["UriParts", "parse", "user_name", "redact", "secrets", "scrub", "is_uri", "UNPARSABLE",
+           "SENSITIVE_OPTIONS"]
 
 #: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
 _SCHEME = re.compile(r"^((?:mongodb(?:\+srv)?|rediss?)://)", re.I)
-_SECRET_OPTIONS = re.compile(r"(?i)((?:^|[?&])(?:password|secret|token|authMechanismProperties)[^=&]*=)[^&]*")
+_MONGODB = re.compile(r"^mongodb(?:\+srv)?://", re.I)
+_SECRET_WORDS = re.compile(r"(?i)pass|secret|token|credential|auth|key(?!file)|pem")
+
+
+def _pymongo_sensitive() -> frozenset[str]:
+    try:
+        from pymongo import common
+    except ImportError:  # pragma: no cover - pymongo is a dependency
+        return frozenset()
+    return frozenset(getattr(common, "SENSITIVE_OPTIONS_FOR_REPR", ()))
+
+
+def _pymongo_known() -> frozenset[str]:
+    try:
+        from pymongo import common
+    except ImportError:  # pragma: no cover
+        return frozenset()
+    return frozenset(getattr(common, "URI_OPTIONS_VALIDATOR_MAP", {}))
+
+
+#: option names (lower case) whose values are never shown: pymongo's own list, and more
+SENSITIVE_OPTIONS = _pymongo_sensitive() | {
+    "tlscertificatekeyfilepassword", "sslpemkeypassword", "sslclientcertificatekeypassword",
+    "proxyusername", "proxypassword", "authmechanismproperties", "password"}
+#: option names shown in clear: those pymongo knows, minus the sensitive ones
+_SAFE_OPTIONS = _pymongo_known() - SENSITIVE_OPTIONS
+#: what a string that is not a MongoDB URI shows as (it is never echoed)
+UNPARSABLE = "<hidden: not a mongodb://, mongodb+srv:// or redis:// URL>"
+_HIDDEN = "****"
 
 
 class UriParts(NamedTuple):
@@ -27,24 +64,43 @@ class UriParts(NamedTuple):
     rest: str
 
 
-def parse(uri: str) -> UriParts | None:
-    """The URI's user info, or None when it has none (or is not a ``mongodb://`` or ``redis://`` URI).
+def _split(uri: str) -> tuple[str, str | None, str, str | None] | None:
+    """``(scheme, userinfo or None, hosts and path, query or None)``, or None when not a MongoDB URI.
 
     The user info ends at the *last* '@' before the query: a password may itself contain
-    unescaped '@', '/' or ':' (pymongo then refuses the URI, and the error must not show it).
+    unescaped '@', '/', ':' or '?' (pymongo then refuses the URI, and the error must not show it).
+    The query starts at the first '?' after a '/' (pymongo requires the '/').
     """
     uri = uri.strip()
     m = _SCHEME.match(uri)
     if not m:
         return None
     rest = uri[m.end():]
-    query = rest.find("?")
-    at = rest.rfind("@", 0, query if query >= 0 else len(rest))
-    if at < 0:
+    slash = rest.find("/")
+    query_at = rest.find("?", slash) if slash >= 0 else -1
+    at = rest.rfind("@", 0, query_at if query_at >= 0 else len(rest))
+    userinfo = rest[:at] if at >= 0 else None
+    after = rest[at + 1:]
+    q = after.find("?", after.find("/")) if "/" in after else -1
+    if q >= 0:
+        return m.group(1), userinfo, after[:q], after[q + 1:]
+    return m.group(1), userinfo, after, None
+
+
+def is_uri(uri: str | None) -> bool:
+    """True when ``uri`` starts with ``mongodb://`` or ``mongodb+srv://``."""
+    return bool(uri) and _MONGODB.match(uri.strip()) is not None
+
+
+def parse(uri: str) -> UriParts | None:
+    """The URI's user info, or None when it has none (or is not a ``mongodb://`` or ``redis://`` URI)."""
+    split = _split(uri)
+    if split is None or split[1] is None:
         return None
-    userinfo, after = rest[:at], rest[at + 1:]
+    scheme, userinfo, hosts, query = split
     user, sep, password = userinfo.partition(":")
-    return UriParts(m.group(1), user, password if sep else None, after)
+    return UriParts(scheme, user, password if sep else None,
+                    hosts + ("?" + query if query is not None else ""))
 
 
 def user_name(uri: str | None) -> str | None:
@@ -55,25 +111,67 @@ def user_name(uri: str | None) -> str | None:
     return unquote(parts.user)
 
 
+def _option(piece: str) -> tuple[str, str | None]:
+    """How one ``key=value`` piece of the query shows: ``(shown, secret or None)``."""
+    key, eq, value = piece.partition("=")
+    name = key.lower()
+    if not eq:
+        return (_HIDDEN, piece) if piece else (piece, None)  # a bare word may be credential text
+    if name in _SAFE_OPTIONS and not (_SECRET_WORDS.search(name) and name not in ("authsource", "authmechanism")):
+        return piece, None
+    if name in SENSITIVE_OPTIONS or _SECRET_WORDS.search(name):
+        return f"{key}={_HIDDEN}", value
+    return _HIDDEN, piece  # unknown to pymongo: the name itself may be credential text
+
+
+def _query_pieces(query: str) -> list[str]:
+    return re.split(r"[&;]", query)
+
+
 def redact(uri: str) -> str:
-    """The URI with any password replaced by ``****`` (and secret query options too)."""
-    uri = uri.strip()
-    parts = parse(uri)
-    if parts is not None and parts.password is not None:
-        uri = f"{parts.scheme}{parts.user}:****@{parts.rest}"
-    return _SECRET_OPTIONS.sub(r"\1****", uri)
+    """The URI with the password, every sensitive or unknown option hidden (``****``).
+
+    A string that is not a ``mongodb://`` / ``mongodb+srv://`` URI is not shown at all (:data:`UNPARSABLE`).
+    """
+    split = _split(uri)
+    if split is None:
+        return UNPARSABLE
+    scheme, userinfo, hosts, query = split
+    out = scheme
+    if userinfo is not None:
+        user, sep, _password = userinfo.partition(":")
+        out += user + (":" + _HIDDEN if sep else "") + "@"
+    out += hosts
+    if query is not None:
+        delim = ";" if ";" in query and "&" not in query else "&"
+        out += "?" + delim.join(_option(p)[0] for p in _query_pieces(query))
+    return out
 
 
 def secrets(uri: str) -> list[str]:
-    """Every secret in ``uri`` (password, secret options), as written and decoded, longest first."""
-    parts = parse(uri)
-    found = []
-    if parts is not None and parts.password:
-        found += [parts.password, unquote(parts.password)]
-    for m in _SECRET_OPTIONS.finditer(uri):
-        value = uri[m.end():].split("&", 1)[0]
-        found += [value, unquote(value)]
-    return sorted({s for s in found if s}, key=len, reverse=True)
+    """Every secret in ``uri`` (password, hidden options, or the whole of an unparsable string),
+    as written and decoded, longest first."""
+    found: list[str] = []
+    split = _split(uri)
+    if split is None:
+        text = uri.strip()
+        found.append(text)
+        head = text.split("?", 1)[0]
+        if "@" in head:  # a forgotten scheme: user:password@host
+            userinfo = head.rsplit("@", 1)[0].split("://", 1)[-1]
+            found += [userinfo, userinfo.partition(":")[2]]
+    else:
+        _scheme, userinfo, _hosts, query = split
+        if userinfo is not None and ":" in userinfo:
+            found.append(userinfo.partition(":")[2])
+        for piece in _query_pieces(query or ""):
+            secret = _option(piece)[1]
+            if secret:
+                found.append(secret)
+    decoded = []
+    for s in found:
+        decoded += [s, unquote(s), unquote_plus(s)]
+    return sorted({s for s in decoded if s}, key=len, reverse=True)
 
 
 def scrub(text: str, uri: str) -> str:
@@ -86,5 +184,5 @@ def scrub(text: str, uri: str) -> str:
             if secret in text:
                 return "details hidden: they would show the password"
             continue
-        text = text.replace(secret, "****")
+        text = text.replace(secret, _HIDDEN)
     return text

@@ -1,6 +1,8 @@
 """Tests of helpers/uri.py: the one URI parser, and redaction."""
 from __future__ import annotations
 
+import pytest
+
 from helpers import uri
 
 
@@ -34,3 +36,42 @@ def test_redis_urls_are_redacted_the_same_way():
         "rediss://default:****@cache.example.net:6380/0"
     assert uri.redact("redis://localhost:6379/0") == "redis://localhost:6379/0"
     assert uri.scrub("AUTH s3cret failed", "redis://:s3cret@h/") == "AUTH **** failed"
+
+
+# --- issue 14 item 1: every option pymongo treats as sensitive, any delimiter, and unparsable URIs
+
+
+@pytest.mark.parametrize("option", ["tlsCertificateKeyFilePassword", "proxyPassword", "proxyUsername",
+                                    "sslPEMKeyPassword", "TLSCERTIFICATEKEYFILEPASSWORD",
+                                    "authMechanismProperties", "secretToken"])
+@pytest.mark.parametrize("delim", ["&", ";"])
+def test_every_sensitive_option_is_redacted(option, delim):
+    raw = f"mongodb://h:27017/?tls=true{delim}{option}=Hunter2Secret{delim}appName=lab"
+    shown = uri.redact(raw)
+    assert "Hunter2Secret" not in shown
+    assert "appName=lab" in shown and "tls=true" in shown  # harmless options stay readable
+    assert "Hunter2Secret" in uri.secrets(raw)
+    assert "Hunter2Secret" not in uri.scrub(f"error near Hunter2Secret in {raw}", raw)
+
+
+def test_pymongo_own_sensitive_list_is_covered():
+    from pymongo import common
+
+    for option in getattr(common, "SENSITIVE_OPTIONS_FOR_REPR", ()):
+        assert "zz-secret" not in uri.redact(f"mongodb://h/?{option}=zz-secret")
+
+
+def test_an_unknown_option_may_be_credential_text_and_is_hidden():
+    raw = "mongodb://h/?retryWrites=true&hunter2&pssword=zz-typo-secret"
+    shown = uri.redact(raw)
+    assert "hunter2" not in shown and "zz-typo-secret" not in shown and "retryWrites=true" in shown
+
+
+@pytest.mark.parametrize("raw", ["ana:Hunter2Secret@db.example.net:27017",
+                                 "mongodb:/ana:Hunter2Secret@db.example.net",
+                                 "mongo://ana:Hunter2Secret@db.example.net",
+                                 "  Hunter2Secret  "])
+def test_an_unparsable_uri_is_never_echoed(raw):
+    shown = uri.redact(raw)
+    assert "Hunter2Secret" not in shown
+    assert "Hunter2Secret" not in uri.scrub(f"bad: {raw.strip()}", raw)
