@@ -159,6 +159,15 @@ def _check_comment(post_id: Any, comment: Any) -> None:
             f"comment, or keep its large part (an attachment) in GridFS and store a reference.")
 
 
+def _check_post_id(post_id: Any) -> Any:
+    """Refuse a query operator where a post's ``_id`` goes: ``{"$gt": 0}`` would match some post and
+    write into it."""
+    if isinstance(post_id, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in post_id):
+        raise TypeError(f"post_id={post_id!r} is a query operator, not a post's _id; pass the _id value "
+                        f"itself (e.g. 17). Nothing was read or written.")
+    return post_id
+
+
 def _not_found(db: Any, post_id: Any) -> PostNotFoundError:
     return PostNotFoundError(
         f"no post with _id={post_id!r} in collection {POSTS!r} of database {db.name!r}; nothing was "
@@ -263,6 +272,7 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
     ``PostNotFoundError`` for a missing post; in every case nothing is written.
     Introduced in notebook 02 (the outlier pattern).
     """
+    _check_post_id(post_id)
     threshold = _check_threshold(threshold)
     _check_comment(post_id, comment)
     comment = dict(comment)
@@ -388,6 +398,7 @@ def read_comments(db: Any, post_id: Any) -> list[Any]:
     One query when ``hasOverflow`` is false (the common case), one more when it is true.
     Raises ``PostNotFoundError`` for a missing post. Introduced in notebook 02.
     """
+    _check_post_id(post_id)
     post = db[POSTS].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
     if post is None:
         raise _not_found(db, post_id)
@@ -402,6 +413,7 @@ def read_post(db: Any, post_id: Any) -> dict[str, Any]:
 
     Same costs as :func:`read_comments`: one query, plus one for a flagged post.
     """
+    _check_post_id(post_id)
     post = db[POSTS].find_one({"_id": post_id})
     if post is None:
         raise _not_found(db, post_id)

@@ -511,3 +511,17 @@ def test_overflow_collection_recorded_whoever_creates_it(server_db):
         assert OVERFLOW in reset_workbook(db)
         assert OVERFLOW not in db.list_collection_names()
         assert load_outlier_posts(db, [{"_id": 1, "comments": [{"n": 1}, {"n": 2}]}], threshold=1)["posts_overflow"] == 1
+
+
+# --- issue 14 item 5 (second half): a post id is a value, never a query operator
+
+@pytest.mark.parametrize("bad", [{"$gt": 0}, {"$ne": None}, {"$exists": True}, {"$in": [1, 2]}])
+def test_an_operator_is_not_a_post_id(db, bad):
+    posts = workbook_collection(db, "posts")
+    posts.insert_many([{"_id": 1, "title": "a", "comments": []}, {"_id": 2, "title": "b", "comments": []}])
+    before = _snapshot(db)
+    for call in (lambda: add_comment(db, bad, {"text": "x"}, threshold=2), lambda: read_comments(db, bad),
+                 lambda: read_post(db, bad)):
+        with pytest.raises(TypeError, match="operator"):
+            call()
+    assert _snapshot(db) == before

@@ -410,3 +410,44 @@ def test_costs_name_what_they_count_and_the_server_work(db, backend):
         assert paths["docs examined"] == 1 + below
     else:  # the engine scans the collection for the regex (docs/ENGINES.md)
         assert paths["docs examined"] == 1 + n
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 14 item 5: ids are values, never expressions or operators
+
+def test_dollar_ids_are_literals_in_every_pattern(db):
+    rows = [("$root", None, "Root"), ("$$ROOT", "$root", "Mid"), ("$a.b", "$$ROOT", "Leaf"),
+            ("x", "$root", "X"), ("$literal", "x", "Y")]
+    ref = Reference(rows)
+    trees_ = build(db, rows)
+    for label, tree in trees_.items():
+        tree.move("$$ROOT", "x")  # the subtree below gets the new ancestors from a pipeline
+        ref.parent["$$ROOT"] = "x"
+        for n, *_ in rows:
+            assert answers(tree, n) == ref.answers(n), (label, n)
+        if hasattr(tree, "graph_ancestors"):
+            assert tree.graph_ancestors("$a.b") == ref.ancestors("$a.b")
+            assert tree.graph_descendants("$root") == ref.descendants("$root")
+        tree.move("$$ROOT", "$root")
+        ref.parent["$$ROOT"] = "$root"
+    stored = trees_["AncestorsArray"].collection.find_one({"_id": "$a.b"})
+    assert stored["ancestors"] == ["$root", "$$ROOT"]  # never None (a field path read as missing)
+
+
+@pytest.mark.parametrize("bad", [{"$gt": 0}, {"$ne": None}, {"$in": [1, 2]}, {"$regex": "."}])
+def test_an_operator_is_not_a_node_id(db, bad):
+    for cls in PATTERNS:
+        tree = cls(db[f"op_{cls.__name__}"])
+        tree.load(ROWS)
+        before = snapshot(tree)
+        calls = [("parent", (bad,)), ("children", (bad,)), ("ancestors", (bad,)), ("descendants", (bad,)),
+                 ("move", (bad, 1)), ("move", (3, bad)), ("rename", (bad, "x")), ("is_ancestor", (bad, 3)),
+                 ("is_ancestor", (3, bad))]
+        if hasattr(tree, "graph_ancestors"):
+            calls += [("graph_ancestors", (bad,)), ("graph_descendants", (bad,)), ("graph_walk", (bad,))]
+        for method, args in calls:
+            kwargs = {"up": True} if method == "graph_walk" else {}
+            with pytest.raises(TreeError, match="operator"):
+                getattr(tree, method)(*args, **kwargs)
+        assert snapshot(tree) == before
+        tree.collection.drop()
