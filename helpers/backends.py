@@ -186,7 +186,6 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
     from .safety import REGISTRY, track_collection
 
     name = f"workbook_probe_{uuid.uuid4().hex[:8]}"
-    had_registry = REGISTRY in db.list_collection_names()
     coll = track_collection(db, name)
     caps: dict[str, bool] = {}
     try:
@@ -308,9 +307,8 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
     finally:
         db.drop_collection(name)
         db.drop_collection(f"{name}_geo")
+        # remove only its own entries: never the registry, which another kernel may have filled meanwhile
         db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c", f"{name}_geo"]}})
-        if not had_registry:  # leave the database as it was found
-            db.drop_collection(REGISTRY)
     return Capabilities(**caps)
 
 

@@ -38,7 +38,7 @@ def is_workbook_collection(db: Any, name: str) -> bool:
 
 def workbook_collections(db: Any) -> list[str]:
     """The recorded workbook collections of ``db`` that exist now, sorted."""
-    recorded = {d["_id"] for d in db[REGISTRY].find({}, {"_id": 1})}
+    recorded = {d["_id"] for d in db[REGISTRY].find({}, {"_id": 1}) if isinstance(d["_id"], str)}
     return sorted(recorded & _existing(db))
 
 
@@ -90,13 +90,18 @@ def reset_workbook(db: Any) -> list[str]:
 
     Returns the names dropped, sorted. Collections the workbook did not create are left alone,
     and no other database is touched. Used by every notebook's setup and by the instructor's reset.
+
+    Only the registry entries read here are removed, never the registry itself: another kernel may
+    record a collection while this runs, and its entry must survive (or its next load would be
+    refused as foreign). An entry that cannot name a collection (not a string) is removed too.
     """
-    recorded = sorted(d["_id"] for d in db[REGISTRY].find({}, {"_id": 1}))
+    recorded = [d["_id"] for d in db[REGISTRY].find({}, {"_id": 1})]
     existing = _existing(db)
     dropped = []
-    for name in recorded:
+    for name in sorted(n for n in recorded if isinstance(n, str)):
         if name in existing:
             db.drop_collection(name)
             dropped.append(name)
-    db.drop_collection(REGISTRY)
+    if recorded:
+        db[REGISTRY].delete_many({"_id": {"$in": recorded}})
     return dropped

@@ -44,3 +44,44 @@ def test_workbook_never_claims_an_existing_foreign_collection(db):
 def test_registry_name_is_reserved(db):
     with pytest.raises(ValueError):
         workbook_collection(db, "workbook_registry")
+
+
+# --- issue 14 item 3: a probe never removes or rewrites what it did not create
+
+def test_the_capability_probe_keeps_what_another_kernel_recorded_meanwhile(db, backend, monkeypatch):
+    from helpers import backends
+
+    real = backends._probe_transactions
+
+    def another_kernel_loads_meanwhile(db_, coll):  # runs inside the probe, after its first look
+        workbook_collection(db, "posts").insert_one({"_id": 1})
+        return real(db_, coll)
+
+    monkeypatch.setattr(backends, "_probe_transactions", another_kernel_loads_meanwhile)
+    backends._probe(db, backend.info.name == "mock")
+    assert is_workbook_collection(db, "posts")
+    assert workbook_collections(db) == ["posts"]
+    assert reset_workbook(db) == ["posts"]  # reset still finds it, so a reload is not refused
+    workbook_collection(db, "posts").insert_one({"_id": 2})
+
+
+def test_reset_keeps_what_another_kernel_records_while_it_runs(db, monkeypatch):
+    from helpers import safety
+
+    workbook_collection(db, "a").insert_one({"_id": 1})
+    real_drop = db.drop_collection
+    calls = []
+
+    def drop_and_let_another_kernel_record(name, *args, **kwargs):
+        out = real_drop(name, *args, **kwargs)
+        if not calls:
+            calls.append(name)
+            safety._record(db, "b")  # another kernel: records "b", about to create it
+        return out
+
+    monkeypatch.setattr(db, "drop_collection", drop_and_let_another_kernel_record)
+    assert reset_workbook(db) == ["a"]
+    monkeypatch.undo()
+    assert is_workbook_collection(db, "b") and not is_workbook_collection(db, "a")
+    db["b"].insert_one({"_id": 1})
+    assert workbook_collection(db, "b") is not None  # not refused as foreign

@@ -26,3 +26,25 @@ def test_no_progress_yet_says_where_it_is_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "none.json"))
     assert progress.progress() == {}
     assert str(tmp_path / "none.json") in progress.report()
+
+
+# --- issue 14 item 9: a corrupt progress file is a sentence, not a traceback
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("content, says", [("{\"02_outlier\": {\"2.1\": tru", "line 1"),
+                                           ("[1, 2]", "not {notebook"),
+                                           ("{\"02\": {\"2.1\": \"yes\"}}", "not {notebook"),
+                                           (b"\xff\xfe garbage", "cannot be read")])
+def test_a_corrupt_progress_file_is_explained(tmp_path, monkeypatch, content, says):
+    path = tmp_path / "p.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(path))
+    with pytest.raises(progress.ProgressError, match=says):
+        progress.progress()
+    env = {**os.environ, "WORKBOOK_PROGRESS": str(path)}
+    done = subprocess.run([sys.executable, "-m", "tools.cli", "progress"], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert str(path) in done.stderr and "delete it" in done.stderr
