@@ -39,15 +39,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def secantus_process() -> Iterator[str]:
-    """Start ``secantusd-py`` on a free loopback port (in-memory storage); yield its URI."""
+def secantus_process(*, storage_path: str = ":memory:", auth: bool = False) -> Iterator[str]:
+    """Start ``secantusd-py`` on a free loopback port (in-memory storage); yield its URI.
+
+    ``storage_path``: a folder kept across restarts (users are created without ``auth``, then the
+    server is restarted with ``auth=True``, which requires SCRAM authentication).
+    """
     exe = Path(sys.executable).with_name("secantusd-py")
     port = free_port()
     if os.name == "nt":
         exe = exe.with_suffix(".exe")
     log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server can never block on it
     proc = subprocess.Popen([str(exe) if exe.exists() else "secantusd-py", "--host", "127.0.0.1",
-                             "--port", str(port), "--storage-path", ":memory:", "--log-level", "WARNING"],
+                             "--port", str(port), "--storage-path", storage_path, "--log-level", "WARNING",
+                             *(["--auth"] if auth else [])],
                             stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.monotonic() + 30

@@ -123,3 +123,39 @@ def redis_keys(redis_conn):
     keys = KeySpace(redis_conn.client, f"wbtest_{uuid.uuid4().hex[:10]}:")
     yield keys
     keys.drop()
+
+
+#: logins of the ``auth_server`` (SecantusDB with SCRAM authentication): user -> (password, roles)
+AUTH_USERS = {
+    "teacher": ("teacher-Pw-1", ["root"]),
+    "rwany": ("rwany-Pw-1", ["readWriteAnyDatabase"]),
+    "student": ("student-Pw-1", [{"role": "readWrite", "db": "schema_workbook_student_0001"}]),
+}
+
+
+@pytest.fixture(scope="session")
+def auth_server(tmp_path_factory):
+    """A SecantusDB process that requires authentication: ``(login(user) -> URI, admin client)``.
+
+    Users are created on a first, open start; the server is then restarted with ``--auth``.
+    """
+    import pymongo
+
+    from engines.embedded import secantus_process
+
+    data = str(tmp_path_factory.mktemp("secantus_auth"))
+    with secantus_process(storage_path=data) as uri:
+        client = pymongo.MongoClient(uri)
+        for user, (pwd, roles) in AUTH_USERS.items():
+            client.admin.command("createUser", user, pwd=pwd, roles=roles)
+        client.close()
+    with secantus_process(storage_path=data, auth=True) as uri:
+        hostport = uri.split("//", 1)[1].rstrip("/")
+
+        def login(user: str, password: str | None = None) -> str:
+            pwd = password if password is not None else AUTH_USERS[user][0]
+            return f"mongodb://{user}:{pwd}@{hostport}/?authSource=admin"
+
+        admin = pymongo.MongoClient(login("teacher"))
+        yield login, admin
+        admin.close()
