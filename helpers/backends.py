@@ -372,33 +372,97 @@ def _probe_transactions(db: Any, coll: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 # the three ways to connect
 
-def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, str, str]:
-    import pymongo
-    from pymongo.errors import ConfigurationError, PyMongoError
+#: the URI options that name a file pymongo must read (a missing one is named, not a traceback)
+_FILE_OPTIONS = ("tlscafile", "tlscertificatekeyfile", "tlscrlfile", "sslcafile", "sslpemkeyfile", "sslcrlfile")
+_OFFLINE = "Or run offline: unset MONGODB_URI (or set WORKBOOK_BACKEND=embedded or mock)."
 
+
+def _malformed(shown: str, detail: str) -> BackendError:
+    return BackendError(
+        f"MONGODB_URI={shown} is not a valid MongoDB connection string ({detail}).\n"
+        f"Fix: write it as mongodb://user:password@host:27017/?authSource=admin or "
+        f"mongodb+srv://user:password@cluster.example.net/; a password containing @ : / ? # [ ] or % "
+        f"must be percent-encoded (urllib.parse.quote_plus).\n" + _OFFLINE)
+
+
+def _check_uri(uri: str) -> None:
+    """What can be told before connecting: not a MongoDB URI at all, or a file it names is missing."""
+    from pathlib import Path
+
+    if not _uri.is_uri(uri):
+        raise _malformed(_uri.UNPARSABLE, "it must start with mongodb:// or mongodb+srv://; it is not "
+                                          "shown, in case it holds a password")
+    for key, value in _uri.options(uri):
+        if key.lower() in _FILE_OPTIONS and not Path(value).expanduser().is_file():
+            raise BackendError(
+                f"MONGODB_URI={redact_uri(uri)} names {key}={value}, which does not exist or is not a "
+                f"file (seen from {Path.cwd()}).\nFix: give the full path of the file your server's "
+                f"administrator sent you (for Atlas, drop {key}: it needs none), or remove the option.\n"
+                + _OFFLINE)
+
+
+def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, str, str]:
+    """Connect and ask ``buildInfo``; a failure says which it is: a malformed URI, a missing file
+    it names, authentication failed, or the server cannot be reached (each a :class:`BackendError`)."""
+    import warnings
+
+    import pymongo
+    from pymongo.errors import ConfigurationError, OperationFailure, PyMongoError
+
+    _check_uri(uri)
     shown = redact_uri(uri)
+
+    def detail_of(e: BaseException) -> str:
+        return _uri.scrub(f"{type(e).__name__}: {e}", uri).split(", Timeout:")[0].split(", full error:")[0][:300]
+
+    client = None
     try:
-        client = pymongo.MongoClient(
-            uri,
-            serverSelectionTimeoutMS=CONNECT_TIMEOUT_MS,
-            connectTimeoutMS=CONNECT_TIMEOUT_MS,
-            socketTimeoutMS=None,
-            appname="schema-workbook",
-            event_listeners=[attach_listener_client()],
-        )
+        with warnings.catch_warnings(record=True) as caught:  # pymongo's option warnings, scrubbed below
+            warnings.simplefilter("always")
+            client = pymongo.MongoClient(
+                uri,
+                serverSelectionTimeoutMS=CONNECT_TIMEOUT_MS,
+                connectTimeoutMS=CONNECT_TIMEOUT_MS,
+                socketTimeoutMS=None,
+                appname="schema-workbook",
+                event_listeners=[attach_listener_client()],
+            )
+    except ConfigurationError as e:
+        if "DNS" in str(e) or "resolve" in str(e):  # mongodb+srv:// whose name does not resolve
+            raise BackendError(
+                f"Cannot reach the MongoDB server in MONGODB_URI={shown}: its host name does not resolve "
+                f"({detail_of(e)}).\nFix: check the cluster's host name (Atlas: Connect > Drivers) and "
+                f"the network.\n" + _OFFLINE) from None
+        raise _malformed(shown, detail_of(e)) from None
+    except (ValueError, TypeError, KeyError) as e:
+        raise _malformed(shown, detail_of(e)) from None
+    except OSError as e:  # a file named by an option, unreadable
+        raise BackendError(f"MONGODB_URI={shown}: a file it names cannot be read ({detail_of(e)}).\n"
+                           f"Fix: check the tls...File options' paths.\n" + _OFFLINE) from None
+    for w in caught:
+        warnings.warn(f"MONGODB_URI: {_uri.scrub(str(w.message), uri)}", UserWarning, stacklevel=3)
+    try:
         build = client.admin.command("buildInfo")
-    except (PyMongoError, ConfigurationError, ValueError) as e:
-        if "client" in locals():
-            client.close()
-        detail = _uri.scrub(f"{type(e).__name__}: {e}", uri)
-        detail = detail.split(", Timeout:")[0][:300]
+    except OperationFailure as e:
+        client.close()
+        if e.code == 18 or "authentication failed" in str(e).lower():
+            user = _uri.user_name(uri)
+            raise BackendError(
+                f"The MongoDB server in MONGODB_URI={shown} was reached, but authentication failed "
+                f"(user {user!r}: {detail_of(e)}).\nFix: check the user name, the password and "
+                f"authSource (a user created in the admin database needs ?authSource=admin); a password "
+                f"containing @ : / ? # [ ] or % must be percent-encoded (urllib.parse.quote_plus).\n"
+                + _OFFLINE) from None
+        raise BackendError(f"The MongoDB server in MONGODB_URI={shown} refused the first command "
+                           f"({detail_of(e)}).\n" + _OFFLINE) from None
+    except (PyMongoError, OSError) as e:
+        client.close()
         raise BackendError(
             f"Cannot reach the MongoDB server in MONGODB_URI={shown} within "
-            f"{CONNECT_TIMEOUT_MS / 1000:.0f} s ({detail}).\n"
-            f"Fix: check that the server is running and reachable (host, port, user, password, "
-            f"network access list on Atlas), or start one with `docker compose up -d mongo` "
-            f"and set MONGODB_URI=mongodb://localhost:27017.\n"
-            f"Or run offline: unset MONGODB_URI (or set WORKBOOK_BACKEND=embedded or mock)."
+            f"{CONNECT_TIMEOUT_MS / 1000:.0f} s ({detail_of(e)}).\n"
+            f"Fix: check that the server is running and reachable (host, port, network access list on "
+            f"Atlas, TLS), or start one with `docker compose up -d mongo` and set "
+            f"MONGODB_URI=mongodb://localhost:27017.\n" + _OFFLINE
         ) from None
     engine = "SecantusDB" if "secantusVersion" in build else "MongoDB"
     version = str(build.get("version", "?"))

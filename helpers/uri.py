@@ -19,7 +19,7 @@ import re
 from typing import NamedTuple
 from urllib.parse import unquote, unquote_plus
 
-__all__ = ["UriParts", "parse", "user_name", "redact", "secrets", "scrub", "is_uri", "UNPARSABLE",
+__all__ = ["UriParts", "parse", "user_name", "redact", "secrets", "scrub", "is_uri", "options", "UNPARSABLE",
            "SENSITIVE_OPTIONS"]
 
 #: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
@@ -101,6 +101,19 @@ def parse(uri: str) -> UriParts | None:
     user, sep, password = userinfo.partition(":")
     return UriParts(scheme, user, password if sep else None,
                     hosts + ("?" + query if query is not None else ""))
+
+
+def options(uri: str) -> list[tuple[str, str]]:
+    """The URI's query options as ``(name, decoded value)``, in order (names as written)."""
+    split = _split(uri)
+    if split is None or not split[3]:
+        return []
+    out = []
+    for piece in _query_pieces(split[3]):
+        key, eq, value = piece.partition("=")
+        if eq:
+            out.append((key, unquote_plus(value)))
+    return out
 
 
 def user_name(uri: str | None) -> str | None:

@@ -175,3 +175,49 @@ def test_the_collation_probe(backend):
     assert backend.info.caps.collation is (backend.info.name != "mock")
     assert ("collations (case-insensitive indexes and queries)" in backend.info.cannot_show()) is \
         (backend.info.name == "mock")
+
+
+# --- issue 14 item 10 (+ the missing TLS file of item 9): the error says which of the failures it is
+
+def test_a_wrong_password_says_authentication_failed(auth_server):
+    login, _admin = auth_server
+    with pytest.raises(BackendError) as err:
+        connect("mongodb", uri=login("student", "Wrong-Pw-9"), db_name="wbtest_auth")
+    message = str(err.value)
+    assert "authentication failed" in message.lower() and "cannot reach" not in message.lower()
+    assert "Wrong-Pw-9" not in message and "student:****@" in message
+    conn = connect("mongodb", uri=login("teacher"), db_name="wbtest_auth_ok", probe=False)
+    conn.close()
+
+
+@pytest.mark.parametrize("uri", [
+    "127.0.0.1:27017",  # the scheme forgotten
+    "student:Hunter2Secret@127.0.0.1:27017",
+    "mongodb://a:b:Hunter2Secret@127.0.0.1/",  # an unescaped ':' in the password
+    "mongodb://127.0.0.1:99999/",
+    "mongodb://127.0.0.1/?tlsInsecure=true&tlsAllowInvalidCertificates=true",
+])
+def test_a_malformed_uri_says_it_is_malformed(uri):
+    t0 = time.monotonic()
+    with pytest.raises(BackendError) as err:
+        connect("mongodb", uri=uri, db_name="wbtest_malformed")
+    message = str(err.value)
+    assert time.monotonic() - t0 < 2  # found at once, never after a timeout
+    assert "not a valid" in message and "cannot reach" not in message.lower()
+    assert "Hunter2Secret" not in message
+
+
+@pytest.mark.parametrize("option", ["tlsCAFile", "tlsCertificateKeyFile", "tlsCRLFile"])
+def test_a_missing_tls_file_is_named(option, tmp_path):
+    missing = tmp_path / "nope.pem"
+    with pytest.raises(BackendError) as err:
+        connect("mongodb", uri=f"mongodb://127.0.0.1:{_closed_port()}/?tls=true&{option}={missing}",
+                db_name="wbtest_tls")
+    message = str(err.value)
+    assert option in message and str(missing) in message and "does not exist" in message
+
+
+def test_an_unreachable_server_says_unreachable():
+    with pytest.raises(BackendError) as err:
+        connect("mongodb", uri=f"mongodb://127.0.0.1:{_closed_port()}/", db_name="wbtest_unreach")
+    assert "cannot reach" in str(err.value).lower() and "authentication" not in str(err.value).lower()
