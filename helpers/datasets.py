@@ -41,6 +41,7 @@ import datetime as _dt
 import gzip
 import hashlib
 import json
+import re
 import time
 import uuid
 import weakref
@@ -140,12 +141,22 @@ def lesson_scale(default: str | int) -> str | int:
     return _check_scale(default) if asked == settings.DEFAULT_SCALE else asked
 
 
+#: the most parent records a generated dataset makes (each is built in memory first)
+_MOST = {"products": 100_000, "posts": 50_000, "authors_books": 1_000, "categories": 100}
+#: no dataset holds more parent records than this (a larger WORKBOOK_SCALE is a mistake)
+MAX_SCALE = max(_MOST.values())
+
+
 def _check_scale(scale: Any, where: str = "scale") -> str | int:
-    if isinstance(scale, str) and scale.strip().isdigit():
-        scale = int(scale)
+    if isinstance(scale, str) and re.fullmatch(r"[0-9]+", scale.strip()):  # ASCII digits only: int()
+        scale = int(scale.strip())  # would also take '١٠', and str.isdigit() takes '²', which int() refuses
     if isinstance(scale, bool) or not (scale in ("small", "full") or (isinstance(scale, int) and scale >= 0)):
-        raise DatasetError(f"{where} must be 'small', 'full' or a number of parent records >= 0, "
-                           f"not {scale!r}")
+        raise DatasetError(f"{where} must be 'small', 'full' or a number of parent records >= 0 "
+                           f"(digits 0-9), not {scale!r}")
+    if where == "WORKBOOK_SCALE" and isinstance(scale, int) and scale > MAX_SCALE:
+        raise DatasetError(f"WORKBOOK_SCALE={scale} is more parent records than any dataset holds (the "
+                           f"most is {MAX_SCALE:,}); use WORKBOOK_SCALE=full for every record, or a smaller "
+                           f"number")
     return scale
 
 
@@ -223,51 +234,78 @@ Fields = dict[str, tuple[Callable[[str], Any], bool, str]]
 
 
 def _rows(path: Path, fields: Fields) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, typed document without _id)`` for each row of a CSV (or .csv.gz)."""
+    """Yield ``(line number, typed document without _id)`` for each row of a CSV (or .csv.gz).
+
+    The line is the one the row starts on (a quoted field may span lines), counted from 1 with
+    the header; an error names that line, the field and what is wrong.
+    """
     name = path.name
+    fix = _RESTORE.format(name=name) + "."
+    last = 1  # the last line read completely
     try:
-        raw = gzip.open(path, "rt", encoding="utf-8", newline="") if name.endswith(".gz") \
-            else open(path, encoding="utf-8", newline="")
+        # surrogateescape: a byte that is not UTF-8 is caught on its own row, with its line
+        raw = gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape", newline="") \
+            if name.endswith(".gz") else open(path, encoding="utf-8", errors="surrogateescape", newline="")
         with raw as fh:
             reader = csv.reader(fh)
-            header = next(reader, None)
+            try:
+                header = next(reader, None)
+            except csv.Error as exc:
+                raise DatasetError(f"{path}: line {reader.line_num}: not valid CSV ({exc}); {fix}") from None
             if header is None:
-                raise DatasetError(f"{path}: line 1: the file is empty (no header); "
-                                   + _RESTORE.format(name=name) + ".")
+                raise DatasetError(f"{path}: line 1: the file is empty (no header); {fix}")
+            _check_utf8(path, 1, header, header, fix)
             missing = [col for col in fields if col not in header]
             if missing:
                 raise DatasetError(f"{path}: line 1: missing column {missing[0]!r} in the header "
-                                   f"(found {', '.join(header)}); " + _RESTORE.format(name=name) + ".")
+                                   f"(found {', '.join(header)}); {fix}")
             index = [(header.index(col), col, conv, req, key)
                      for col, (conv, req, key) in fields.items()]
-            for row in reader:
-                line = reader.line_num
+            last = reader.line_num
+            while True:
+                try:
+                    row = next(reader, None)
+                except csv.Error as exc:
+                    raise DatasetError(f"{path}: line {last + 1}: not valid CSV ({exc}); {fix}") from None
+                if row is None:
+                    break
+                line, last = last + 1, reader.line_num
+                if not row:
+                    raise DatasetError(f"{path}: line {line}: an empty line; every line after the header "
+                                       f"is one row of {len(header)} fields; {fix}")
+                _check_utf8(path, line, header, row, fix)
                 if len(row) != len(header):
                     raise DatasetError(f"{path}: line {line}: {len(row)} fields instead of "
-                                       f"{len(header)} (field {header[min(len(row), len(header)) - 1]!r}); "
-                                       + _RESTORE.format(name=name) + ".")
+                                       f"{len(header)} (field {header[min(len(row), len(header)) - 1]!r}); {fix}")
                 doc: dict[str, Any] = {}
                 for i, col, conv, req, key in index:
                     text = row[i]
                     if text == "":
                         if req:
-                            raise DatasetError(f"{path}: line {line}: field {col!r} is empty but "
-                                               "required; " + _RESTORE.format(name=name) + ".")
+                            raise DatasetError(f"{path}: line {line}: field {col!r} is empty but required; {fix}")
                         continue
                     try:
                         doc[key] = conv(text)
                     except (ValueError, OverflowError) as exc:
                         raise DatasetError(
                             f"{path}: line {line}: field {col!r} = {text!r} is not "
-                            f"{_TYPE_NAMES.get(conv, 'valid')} ({exc}); " + _RESTORE.format(name=name) + "."
+                            f"{_TYPE_NAMES.get(conv, 'valid')} ({exc}); {fix}"
                         ) from None
                 yield line, doc
     except DatasetError:
         raise
-    except (EOFError, OSError, zlib.error, UnicodeDecodeError, csv.Error) as exc:
-        where = f"line {reader.line_num + 1}" if "reader" in locals() else "line 1"
-        raise DatasetError(f"{path}: {where}: cannot read the file, it is truncated or corrupt "
-                           f"({type(exc).__name__}: {exc}); " + _RESTORE.format(name=name) + ".") from None
+    except (EOFError, OSError, zlib.error, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: line {last + 1}: cannot read the file, it is truncated or corrupt: "
+                           f"the data stop after line {last} ({type(exc).__name__}: {exc}); {fix}") from None
+
+
+def _check_utf8(path: Path, line: int, header: list[str], row: list[str], fix: str) -> None:
+    for i, text in enumerate(row):
+        bad = next((ch for ch in text if "\udc80" <= ch <= "\udcff"), None)
+        if bad is not None:
+            col = header[i] if i < len(header) else f"#{i + 1}"
+            raise DatasetError(f"{path}: line {line}: field {col!r} is not valid UTF-8 (byte "
+                               f"0x{ord(bad) - 0xDC00:02x}); {fix}")
 
 
 #: public names of the checked reader, for helpers that read a shipped file directly (notebook 04)
@@ -372,10 +410,17 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
         chosen = None
         if parent is not None and n is not None:
             chosen = _pick((doc[parent] for doc in docs if parent in doc), n)
+        seen: set[Any] = set()
         for doc in docs:
             if chosen is not None and doc.get(parent) not in chosen:
                 continue
-            yield {"_id": make_id(doc), **doc}
+            _id = make_id(doc)
+            if _id in seen:  # rare: read the file again, checked, for the two lines
+                first, again = [line for line, row in _rows(path, fields) if make_id(dict(row)) == _id][:2]
+                raise DatasetError(f"{path}: lines {first} and {again}: the same _id {_id!r} twice; "
+                                   f"each row must have its own key; " + _RESTORE.format(name=file) + ".")
+            seen.add(_id)
+            yield {"_id": _id, **doc}
 
     source.file = file  # type: ignore[attr-defined]
     source.fields = fields  # type: ignore[attr-defined]
@@ -434,25 +479,68 @@ def _flight_id(doc: dict[str, Any]) -> str:
             f"{doc['carrier']}{doc['flight']} {doc['origin']}")
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _json_list_lines(path: Path, text: str, fix: str) -> list[tuple[int, Any]]:
+    """The items of a JSON list, each with the line it starts on; a key twice in one item is an error."""
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+    ws = re.compile(r"[ \t\n\r]*")
+    pos = ws.match(text, 0).end()
+    if not text.startswith("[", pos):
+        raise DatasetError(f"{path}: line {text.count(chr(10), 0, pos) + 1}: expected a JSON list of nodes; {fix}")
+    pos = ws.match(text, pos + 1).end()
+    items: list[tuple[int, Any]] = []
+    while not text.startswith("]", pos):
+        line = text.count("\n", 0, pos) + 1
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except _DuplicateKey as exc:
+            raise DatasetError(f"{path}: line {line}: node {len(items) + 1}: the key {exc.key!r} appears "
+                               f"twice; {fix}") from None
+        items.append((line, item))
+        pos = ws.match(text, pos).end()
+        if text.startswith(",", pos):
+            pos = ws.match(text, pos + 1).end()
+    return items
+
+
 def _flare(folder: Path, n: int | None) -> Iterator[dict[str, Any]]:
     path = _verify(folder, "flare.json")
+    fix = _RESTORE.format(name="flare.json") + "."
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        json.loads(text)  # the syntax first: its error names the line
     except (ValueError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", "?")
-        raise DatasetError(f"{path}: line {line}: not valid JSON ({exc}); "
-                           + _RESTORE.format(name="flare.json") + ".") from None
-    if not isinstance(items, list):
-        raise DatasetError(f"{path}: line 1: expected a JSON list of nodes; "
-                           + _RESTORE.format(name="flare.json") + ".")
-    for number, item in enumerate(items, start=1):
+        raise DatasetError(f"{path}: line {line}: not valid JSON ({exc}); {fix}") from None
+    seen: dict[int, tuple[int, int]] = {}
+    for number, (line, item) in enumerate(_json_list_lines(path, text, fix), start=1):
         for key, kind, required in (("id", int, True), ("name", str, True), ("parent", int, False),
                                     ("size", int, False)):
             value = item.get(key) if isinstance(item, dict) else None
-            if (value is None and required) or (value is not None and not isinstance(value, kind)):
-                raise DatasetError(f"{path}: node {number}: field {key!r} = {value!r} is not "
-                                   f"{'an integer' if kind is int else 'text'}; "
-                                   + _RESTORE.format(name="flare.json") + ".")
+            # bool is an int in Python, never in the data: True as an id would be stored as a boolean
+            if (value is None and required) or (value is not None and (
+                    isinstance(value, bool) or not isinstance(value, kind))):
+                raise DatasetError(f"{path}: line {line}: node {number}: field {key!r} = {value!r} is not "
+                                   f"{'an integer' if kind is int else 'text'}; {fix}")
+        if item["id"] in seen:
+            first_line, first = seen[item["id"]]
+            raise DatasetError(f"{path}: lines {first_line} and {line}: node {number} has the same id "
+                               f"{item['id']} as node {first}; node ids must be unique; {fix}")
+        seen[item["id"]] = (line, number)
         doc = {"_id": item["id"], "name": item["name"]}
         for key in ("parent", "size"):
             if key in item:
@@ -770,6 +858,9 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
     n = spec.small if scale == "small" else spec.full if scale == "full" else int(scale)
     if spec.generated and n is None:
         n = spec.small
+    if spec.generated and n > _MOST.get(name, n):
+        raise DatasetError(f"{name}: scale {n:,} is more than it generates: at most {_MOST[name]:,} "
+                           f"{spec.parent} ('full' is {spec.full:,}); nothing was loaded")
     targets = _targets(spec, collection)
     start = time.perf_counter()
     # 1. read, type and check everything before the first write: a bad file changes nothing

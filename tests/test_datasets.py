@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import re
 import hashlib
 import shutil
 from pathlib import Path
@@ -297,3 +298,101 @@ def test_read_table_is_the_checked_reader_as_a_dataframe(tmp_path, monkeypatch) 
     assert len(read_table("nyc_planes.csv", ["tailnum", "model"])) == len(planes)  # seats not read
     with pytest.raises(DatasetError, match=r"nyc_planes.csv: line 2500: field 'seats' = 'many'"):
         read_table("nyc_planes.csv", ["tailnum", "seats"])
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 14 item 9: the loader's errors name the right file and line, and odd input is a sentence
+# ------------------------------------------------------------------------------------------------
+from helpers.datasets import read_rows  # noqa: E402
+from helpers.datasets import _CARRIERS  # noqa: E402
+
+_GOOD = "carrier,name,icao\n" + "".join(f"C{i},Name {i},I{i:02d}\n" for i in range(1, 30))  # C9 on line 10
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("data, says", [
+    (_GOOD.encode().replace(b"C9,Name 9", b"C9,Name \xff9"), "line 10: field 'name' is not valid UTF-8"),
+    (_GOOD.encode().replace(b"C9,Name 9", b"C9,Name " + b"x" * 200_000), "line 10:"),
+    (_GOOD.encode().replace(b"C9,Name 9,I09\n", b"\n"), "line 10: an empty line"),
+    (_GOOD.encode().replace(b"C3,Name 3", b'C3,"Name\n3"').replace(b"C9,Name 9,I09", b"C9,Name 9"), "line 11:"),
+    (_GOOD.encode().replace(b"C9,Name 9", b"C4,Name 9"), "lines 5 and 10: the same _id 'C4'"),
+])
+def test_errors_name_the_exact_line(tmp_path, monkeypatch, data, says, gz):
+    folder = _copy(tmp_path, monkeypatch)
+    path = folder / "nyc_carriers.csv"
+    path.write_bytes(data)
+    if gz:  # the same check on a compressed file (read through the same reader)
+        if "same _id" in says:
+            return  # a whole-file property, checked on the plain file below
+        with pytest.raises(DatasetError, match=re.escape(says)):
+            list(read_rows(_gz(path), _CARRIERS))
+    _relist(folder, "nyc_carriers.csv")
+    with pytest.raises(DatasetError, match=re.escape(says)) as info:
+        if "same _id" in says:
+            from helpers.datasets import _SPECS
+            list(_SPECS["nyc_carriers"].source(folder, None))
+        else:
+            list(read_rows(path, _CARRIERS))
+    assert "nyc_carriers.csv" in str(info.value)
+
+
+def _gz(path: Path) -> Path:
+    out = path.with_name(path.name + ".gz")
+    out.write_bytes(gzip.compress(path.read_bytes()))
+    return out
+
+
+def test_a_duplicate_id_in_a_data_file_names_both_lines_and_loads_nothing(db, tmp_path, monkeypatch):
+    folder = _copy(tmp_path, monkeypatch)
+    path = folder / "nyc_carriers.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines.append(lines[3])  # the row of line 4 again, as the last line
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _relist(folder, "nyc_carriers.csv")
+    with pytest.raises(DatasetError, match=rf"nyc_carriers.csv: lines 4 and {len(lines)}: the same _id"):
+        load_dataset("nyc_carriers", db)
+    assert "nyc_carriers" not in db.list_collection_names()
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda nodes: nodes[3].update(id=True), "line 16: node 4: field 'id' = True is not an integer"),
+    (lambda nodes: nodes[3].update(parent=False), "line 16: node 4: field 'parent' = False is not an integer"),
+    (lambda nodes: nodes[3].update(id=2), "lines 6 and 16: node 4 has the same id 2 as node 2"),
+])
+def test_flare_errors_name_the_line_and_refuse_booleans(db, tmp_path, monkeypatch, edit, says):
+    import json
+
+    folder = _copy(tmp_path, monkeypatch)
+    path = folder / "flare.json"
+    nodes = json.loads(path.read_text(encoding="utf-8"))
+    edit(nodes)
+    path.write_text(json.dumps(nodes, indent=2) + "\n", encoding="utf-8")
+    _relist(folder, "flare.json")
+    with pytest.raises(DatasetError, match=re.escape(says)):
+        load_dataset("flare", db)
+    assert "flare" not in db.list_collection_names()
+
+
+def test_flare_duplicate_key_in_one_node_is_named(db, tmp_path, monkeypatch):
+    folder = _copy(tmp_path, monkeypatch)
+    path = folder / "flare.json"
+    text = path.read_text(encoding="utf-8").replace('"id": 4,', '"id": 4,\n    "id": 40,', 1)
+    path.write_text(text, encoding="utf-8")
+    _relist(folder, "flare.json")
+    with pytest.raises(DatasetError, match=r"flare.json: line \d+: node 4: the key 'id' appears twice"):
+        load_dataset("flare", db)
+
+
+@pytest.mark.parametrize("value", ["²", "١٠", "1e3", "-5", "10" * 10, str(10**9)])
+def test_workbook_scale_is_checked_before_anything_is_generated(monkeypatch, value):
+    from helpers.datasets import default_scale
+
+    monkeypatch.setenv("WORKBOOK_SCALE", value)
+    with pytest.raises(DatasetError, match="WORKBOOK_SCALE"):
+        default_scale()
+
+
+def test_a_scale_beyond_a_generated_dataset_is_refused(db):
+    with pytest.raises(DatasetError, match="posts.*at most"):
+        load_dataset("posts", db, scale=10**9)
+    assert "posts" not in db.list_collection_names()

@@ -85,3 +85,11 @@ def test_reset_keeps_what_another_kernel_records_while_it_runs(db, monkeypatch):
     assert is_workbook_collection(db, "b") and not is_workbook_collection(db, "a")
     db["b"].insert_one({"_id": 1})
     assert workbook_collection(db, "b") is not None  # not refused as foreign
+
+
+def test_a_registry_entry_that_names_no_collection_is_skipped(db):
+    workbook_collection(db, "posts").insert_one({"_id": 1})
+    db["workbook_registry"].insert_many([{"_id": 5}, {"_id": None}, {"_id": {"a": 1}}])
+    assert workbook_collections(db) == ["posts"]
+    assert reset_workbook(db) == ["posts"]
+    assert db["workbook_registry"].count_documents({}) == 0
