@@ -18,6 +18,7 @@ import contextlib
 import re
 import threading
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "close",
     "CONNECT_TIMEOUT_MS",
     "DEFAULT_DB",
+    "engine_limits",
 ]
 
 DEFAULT_DB = settings.DEFAULT_DB
@@ -74,7 +76,11 @@ class Capabilities:
     geo_index: bool  # a 2dsphere index can be created and $near runs
     collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
 
-    def as_dict(self) -> dict[str, bool]:
+
+    graph_max_depth: int | None = None  # deepest level $graphLookup reaches without maxDepth; None: no cap met
+    regex_max_length: int | None = None  # longest $regex pattern accepted; None: no cap met
+
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -146,6 +152,12 @@ class BackendInfo:
             out.append("$geoWithin with $centerSphere (it raises)")
         if not c.collation:
             out.append("collations (case-insensitive indexes and queries)")
+        if c.graph_max_depth is not None:
+            out.append(f"$graphLookup beyond depth {c.graph_max_depth} without maxDepth (the workbook's "
+                       f"tree walks continue from where it stops, at the cost of more round trips)")
+        if c.regex_max_length is not None:
+            out.append(f"regex patterns over {c.regex_max_length:,} characters (the workbook's path "
+                       f"queries use the equivalent key range instead)")
         return out
 
 
@@ -304,6 +316,12 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
         caps["transactions"] = _probe_transactions(db, coll)
         # geo: a 2dsphere index, $near order, $centerSphere
         caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
+
+
+        # the engine's limits: how deep $graphLookup walks unasked, how long a regex may be
+        coll.delete_many({})
+        caps["graph_max_depth"] = _probe_graph_max_depth(coll)
+        caps["regex_max_length"] = _probe_regex_max_length(coll)
     finally:
         db.drop_collection(name)
         db.drop_collection(f"{name}_geo")
@@ -351,6 +369,89 @@ def _probe_geo(db: Any, geo: Any) -> dict[str, bool]:
     except (OperationFailure, NotImplementedError, TypeError, ValueError):
         pass
     return out
+
+
+#: the chain the depth probe walks: deeper than any cap it can report (None = no cap up to here)
+_PROBE_CHAIN = 130
+#: the longest regex pattern the length probe tries (None = accepted)
+_PROBE_REGEX = 1 << 15
+
+
+def _probe_graph_max_depth(coll: Any) -> int | None:
+    """Walk a chain of :data:`_PROBE_CHAIN` documents with ``$graphLookup`` and no ``maxDepth``:
+    the deepest level reached, or None when the whole chain is (no cap met)."""
+    from pymongo.errors import OperationFailure
+
+    coll.insert_many([{"_id": f"c{i:04d}", "up": f"c{i - 1:04d}" if i else None} for i in range(_PROBE_CHAIN)])
+    try:
+        got = list(coll.aggregate([
+            {"$match": {"_id": f"c{_PROBE_CHAIN - 1:04d}"}},
+            {"$graphLookup": {"from": coll.name, "startWith": "$up", "connectFromField": "up",
+                              "connectToField": "_id", "as": "found", "depthField": "d"}},
+            {"$project": {"found.d": 1}}]))
+    except (OperationFailure, NotImplementedError):
+        return None
+    found = got[0]["found"] if got else []
+    if len(found) >= _PROBE_CHAIN - 1:
+        return None
+    return max((int(d["d"]) for d in found), default=0)
+
+
+def _probe_regex_max_length(coll: Any) -> int | None:
+    """The longest ``$regex`` pattern the engine accepts, by bisection, or None when a pattern of
+    :data:`_PROBE_REGEX` characters is accepted (one query on an engine without a cap)."""
+    from pymongo.errors import OperationFailure
+
+    def accepted(n: int) -> bool:
+        try:
+            coll.find_one({"_id": {"$regex": "^" + "z" * (n - 1)}}, {"_id": 1})
+            return True
+        except OperationFailure:
+            return False
+
+    if accepted(_PROBE_REGEX):
+        return None
+    lo, hi = 1, _PROBE_REGEX  # lo accepted, hi refused
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if accepted(mid) else (lo, mid)
+    return lo
+
+
+def _probe_limits(db: Any) -> tuple[int | None, int | None]:
+    """``(graph_max_depth, regex_max_length)``, measured in a throwaway collection of ``db``."""
+    from .safety import REGISTRY, track_collection
+
+    name = f"workbook_probe_{uuid.uuid4().hex[:8]}"
+    coll = track_collection(db, name)
+    try:
+        return _probe_graph_max_depth(coll), _probe_regex_max_length(coll)
+    finally:
+        db.drop_collection(name)
+        db[REGISTRY].delete_many({"_id": name})
+
+
+#: the limits of each client's engine, from its connect probe or probed on first need
+_LIMITS: "weakref.WeakKeyDictionary[Any, tuple[int | None, int | None]]" = weakref.WeakKeyDictionary()
+_LIMITS_LOCK = threading.Lock()
+
+
+def engine_limits(db: Any) -> tuple[int | None, int | None]:
+    """``(graph_max_depth, regex_max_length)`` of the engine behind ``db`` (see :class:`Capabilities`).
+
+    Known from the connect probe for a connection this module made; for any other client,
+    probed once on first need (in a throwaway collection) and remembered.
+    """
+    client = getattr(db, "client", None)
+    with _LIMITS_LOCK:
+        try:
+            return _LIMITS[client]
+        except (KeyError, TypeError):
+            pass
+    limits = _probe_limits(db)
+    with _LIMITS_LOCK, contextlib.suppress(TypeError):
+        _LIMITS[client] = limits
+    return limits
 
 
 def _probe_transactions(db: Any, coll: Any) -> bool:
@@ -561,6 +662,9 @@ def _finish(conn: Connection, name: str, engine: str, version: str, uri: str | N
                             id_range_index=False, array_field_path=False, graph_missing_start_as=False,
                             near_sorted=False, geo_center_sphere=False, geo_index=False,
                             collation=False)
+    if probe:
+        with _LIMITS_LOCK, contextlib.suppress(TypeError):
+            _LIMITS[getattr(conn.db, "client", conn.client)] = (caps.graph_max_depth, caps.regex_max_length)
     conn.info = BackendInfo(name=name, engine=engine, version=version, database=conn.db.name, uri=uri,
                             caps=caps, note=note)
     _OPEN[id(conn.client)] = conn

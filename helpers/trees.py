@@ -28,6 +28,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 from pymongo import UpdateOne
 
+from .backends import engine_limits
 from .counting import counting
 from .measure import plot_costs
 from .safety import track_collection
@@ -269,7 +270,39 @@ class _Graph(_Pattern):
         found = out[0].get("found", [])
         for d in found:
             d["depth"] = int(d["depth"])
+        cap = engine_limits(self.collection.database)[0]
+        if cap is not None and (max_depth is None or max_depth > cap):
+            found = self._beyond(node, found, up, cap, max_depth, restrict)
         return sorted(found, key=lambda d: (d["depth"], d["_id"]))
+
+    def _beyond(self, node: Any, found: list[dict], up: bool, cap: int, max_depth: int | None,
+                restrict: Mapping[str, Any] | None) -> list[dict]:
+        """The engine's ``$graphLookup`` stops at depth ``cap`` when no ``maxDepth`` is given
+        (``Capabilities.graph_max_depth``): walk on from the nodes found at that depth, one more
+        ``$graphLookup`` per ``cap + 1`` levels, until no node is left there. A node met again
+        (a true cycle) is kept once, so the cycle checks still see it."""
+        seen = {d["_id"] for d in found}
+        frontier = [d["_id"] for d in found if d["depth"] == cap]
+        offset = 0
+        while frontier:
+            offset += cap + 1
+            left = None if max_depth is None else max_depth - offset
+            if left is not None and left < 0:
+                break
+            pipeline = self.graph_pipeline(node, up=up, max_depth=left, restrict=restrict)
+            pipeline[0] = {"$match": {"_id": {"$in": frontier}}}
+            frontier = []
+            for doc in self.collection.aggregate(pipeline):
+                for d in doc.get("found", []):
+                    depth = int(d["depth"])
+                    if d["_id"] in seen:
+                        continue
+                    seen.add(d["_id"])
+                    if depth == cap:
+                        frontier.append(d["_id"])
+                    d["depth"] = depth + offset
+                    found.append(d)
+        return found
 
     def graph_ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent, from one ``$graphLookup`` (root first)."""
@@ -531,6 +564,12 @@ class MaterializedPaths(_Pattern):
     pattern = "materialized paths"
     indexes = (("path", {"unique": True}),)
 
+    def __init__(self, collection: Any) -> None:
+        super().__init__(collection)
+        # on a tree, subtree_filter gives the form its engine accepts: the regex, or the same key
+        # range when the regex is longer than the engine takes (docs/ENGINES.md, regex pattern length)
+        self.subtree_filter = self._filter_below
+
     def _check_load(self, ordered: list[Row]) -> None:
         seen = set()
         for n, p, name in ordered:
@@ -556,6 +595,26 @@ class MaterializedPaths(_Pattern):
         if children_only:
             return {"path": {"$regex": head + SEPARATOR + "[^" + SEPARATOR + "]+$"}}
         return {"path": {"$regex": head + ("(" + SEPARATOR + "|$)" if itself else SEPARATOR)}}
+
+    @staticmethod
+    def _below_range(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
+        """The same filter as :meth:`subtree_filter` written as the key range the regex stands for:
+        ``[path + "/", path + "0")`` ("0" follows "/"), for engines that refuse long regexes."""
+        within = {"$gte": path + SEPARATOR, "$lt": path + chr(ord(SEPARATOR) + 1)}
+        if children_only:  # one more segment: exactly one more separator than the path has
+            levels = path.count(SEPARATOR) + 1
+            return {"path": {**within, "$regex": "^(" + SEPARATOR + "[^" + SEPARATOR + "]+){%d}$" % levels}}
+        if itself:
+            return {"$or": [{"path": path}, {"path": within}]}
+        return {"path": within}
+
+    def _filter_below(self, path: str, **kwargs: bool) -> dict:
+        """:meth:`subtree_filter`, unless its regex is longer than the engine accepts (``regex_max_length``)."""
+        query = MaterializedPaths.subtree_filter(path, **kwargs)
+        limit = engine_limits(self.collection.database)[1]
+        if limit is not None and len(query["path"]["$regex"]) > limit:
+            return self._below_range(path, **kwargs)
+        return query
 
     def _path(self, node: Any, what: str = "node_id") -> str:
         return self._require(node, {"path": 1}, what)["path"]

@@ -451,3 +451,43 @@ def test_an_operator_is_not_a_node_id(db, bad):
                 getattr(tree, method)(*args, **kwargs)
         assert snapshot(tree) == before
         tree.collection.drop()
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 14 item 7: trees deeper than an engine's $graphLookup depth or regex length
+
+def test_a_deep_chain_gets_the_right_answer_on_every_engine(db, backend):
+    depth = 150  # SecantusDB's $graphLookup stops at 100 levels; its regexes at 1,000 characters
+    rows = [(0, None, "n0" + "x" * 10)] + [(i, i - 1, f"n{i}" + "x" * 10) for i in range(1, depth + 1)]
+    ref = Reference(rows)
+    trees_ = build(db, rows)
+    leaf, root = depth, 0
+    for label, tree in trees_.items():
+        assert tree.ancestors(leaf) == list(range(depth)), label
+        assert tree.descendants(root) == list(range(1, depth + 1)), label
+        if hasattr(tree, "graph_ancestors"):
+            assert tree.graph_ancestors(leaf) == list(range(depth)), label  # never a false CycleError
+            assert tree.graph_descendants(root) == list(range(1, depth + 1)), label
+            walk = tree.graph_walk(root, up=False)
+            assert walk == [(i, i - 1) for i in range(1, depth + 1)]
+            assert tree.graph_walk(root, up=False, max_depth=120)[-1] == (121, 120)
+            if backend.info.caps.graph_restrict:  # (SecantusDB ignores restrictSearchWithMatch: a probe says so)
+                assert len(tree.graph_walk(leaf, up=True, restrict={"_id": {"$gte": 20}})) == depth - 20
+    mp = trees_["MaterializedPaths"]
+    assert len(mp._path(leaf)) > 1_000
+    mp.move(75, 3)  # rewrites 76 paths, each over 1,000 characters: beyond SecantusDB's regex cap
+    ref.parent[75] = 3
+    for n in (3, 74, 75, 76, leaf):
+        assert answers(mp, n) == ref.answers(n), n
+    assert mp.children(74) == [] and mp.children(3) == [4, 75]
+
+
+def test_a_true_cycle_deeper_than_the_engine_limit_is_still_a_cycle(db):
+    n = 130
+    coll = db["deep_cycle"]
+    coll.insert_many([{"_id": i, "name": f"n{i}", "parent": (i - 1) % n} for i in range(n)])
+    tree = ParentRefs(coll)
+    with pytest.raises(CycleError):
+        tree.graph_ancestors(5)
+    with pytest.raises(CycleError):
+        tree.graph_descendants(5)
