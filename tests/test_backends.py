@@ -221,3 +221,23 @@ def test_an_unreachable_server_says_unreachable():
     with pytest.raises(BackendError) as err:
         connect("mongodb", uri=f"mongodb://127.0.0.1:{_closed_port()}/", db_name="wbtest_unreach")
     assert "cannot reach" in str(err.value).lower() and "authentication" not in str(err.value).lower()
+
+
+def test_engine_limits_are_probed_and_known_for_any_client(backend):
+    """issue 14 item 7: SecantusDB's $graphLookup stops at depth 100 and refuses regexes over 1,000
+    characters; the mock meets no cap (docs/ENGINES.md)."""
+    caps = backend.info.caps
+    expected = {"SecantusDB": (100, 1000), "mongomock-ng": (None, None)}.get(backend.info.engine)
+    if expected is not None:
+        assert (caps.graph_max_depth, caps.regex_max_length) == expected
+    assert backends.engine_limits(backend.db) == (caps.graph_max_depth, caps.regex_max_length)
+    if backend.info.name != "mock":  # a client the workbook did not make: probed on first need
+        import pymongo
+
+        other = pymongo.MongoClient(backend.client.address and f"mongodb://{backend.client.address[0]}:"
+                                                                f"{backend.client.address[1]}/")
+        try:
+            assert backends.engine_limits(other[backend.db.name]) == (caps.graph_max_depth, caps.regex_max_length)
+            assert not [n for n in other[backend.db.name].list_collection_names() if n.startswith("workbook_probe")]
+        finally:
+            other.close()

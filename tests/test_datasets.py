@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import re
 import hashlib
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers.datasets import DATASETS_DIR, DatasetError, LoadResult, dataset_names, load_dataset
+from helpers.datasets import (
+    _CARRIERS,
+    DATASETS_DIR,
+    DatasetError,
+    LoadResult,
+    dataset_names,
+    load_dataset,
+    read_rows,
+)
 from helpers.safety import ForeignCollectionError
 
 SHIPPED = {
@@ -303,8 +311,6 @@ def test_read_table_is_the_checked_reader_as_a_dataframe(tmp_path, monkeypatch) 
 # ------------------------------------------------------------------------------------------------
 # issue 14 item 9: the loader's errors name the right file and line, and odd input is a sentence
 # ------------------------------------------------------------------------------------------------
-from helpers.datasets import read_rows  # noqa: E402
-from helpers.datasets import _CARRIERS  # noqa: E402
 
 _GOOD = "carrier,name,icao\n" + "".join(f"C{i},Name {i},I{i:02d}\n" for i in range(1, 30))  # C9 on line 10
 

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from helpers.exercises import record_progress
 from tools import progress
 from tools.repo import ROOT
@@ -29,8 +31,6 @@ def test_no_progress_yet_says_where_it_is_kept(tmp_path, monkeypatch):
 
 
 # --- issue 14 item 9: a corrupt progress file is a sentence, not a traceback
-
-import pytest  # noqa: E402
 
 
 @pytest.mark.parametrize("content, says", [("{\"02_outlier\": {\"2.1\": tru", "line 1"),

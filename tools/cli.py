@@ -108,13 +108,6 @@ def _class(sub: str, rest: list[str]) -> int:
                                  f"{scrub(str(e), settings.mongodb_uri() or '')[:300]}); nothing more was done.") from None
     finally:
         client.close()
-    if cmd == "html":
-        out = Path(rest[0]) if rest else ROOT / "site"
-        pages = html.build_html(out)
-        print(f"wrote {len(pages)} pages; open {pages[0]}")
-        return 0
-    print(__doc__)
-    return 2
 
 
 if __name__ == "__main__":
