@@ -133,8 +133,13 @@ def test_every_label_comes_from_a_probe(backend):
 
     info = backend.info
     yes_no = [k for k, v in info.caps.as_dict().items() if isinstance(v, bool)]
-    perfect = dataclasses.replace(info, caps=dataclasses.replace(info.caps, **{k: True for k in yes_no}))
+    limits = ("graph_max_depth", "regex_max_length")  # numeric: None is "no cap met"
+    perfect = dataclasses.replace(info, caps=dataclasses.replace(
+        info.caps, **{k: True for k in yes_no}, **{k: None for k in limits}))
     assert perfect.cannot_show() == [] and perfect.warnings() == []
+    for name in limits:  # a cap met has its own label, naming the number the probe found
+        capped = dataclasses.replace(perfect, caps=dataclasses.replace(perfect.caps, **{name: 100}))
+        assert len(capped.cannot_show()) == 1 and "100" in capped.cannot_show()[0], name
     for name in yes_no:
         if name == "indexes":
             continue

@@ -48,3 +48,11 @@ def test_a_corrupt_progress_file_is_explained(tmp_path, monkeypatch, content, sa
                           env=env, cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert str(path) in done.stderr and "delete it" in done.stderr
+
+
+def test_a_folder_the_cli_cannot_write_is_a_sentence(tmp_path):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("a file where the student copies should go")
+    done = subprocess.run([sys.executable, "-m", "tools.cli", "student-copies", str(blocker / "out")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "not_a_folder" in done.stderr

@@ -110,5 +110,16 @@ def _class(sub: str, rest: list[str]) -> int:
         client.close()
 
 
+def run(argv: list[str]) -> int:
+    """:func:`main`, with a file the command cannot read or write said in a sentence, not a traceback."""
+    try:
+        return main(argv)
+    except OSError as e:
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"{where}{e.strerror or e}. Check the path and its permissions, then run the command again.",
+              file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(sys.argv[1:]))
