@@ -75,8 +75,14 @@ def test_class_drop_refuses_a_students_login_and_drops_nothing(auth_server, clas
     code, out, err = _class_cli(monkeypatch, capsys, login(user), "drop", alice, "--yes")
     assert code == 2 and "instructor" in err
     assert admin[alice]["posts"].count_documents({}) == 1 and admin[bob]["posts"].count_documents({}) == 1
-    with pytest.raises(classdb.ClassError):
-        classdb.drop_workbook_databases(__import__("pymongo").MongoClient(login(user)), [alice])
+    import pymongo
+
+    student = pymongo.MongoClient(login(user))
+    try:
+        with pytest.raises(classdb.ClassError):
+            classdb.drop_workbook_databases(student, [alice])
+    finally:
+        student.close()
     assert admin[alice]["posts"].count_documents({}) == 1
     code, out, err = _class_cli(monkeypatch, capsys, login(user), "list")  # a sentence, not a traceback
     assert code == 2 and "listDatabases" in err and "Traceback" not in err
