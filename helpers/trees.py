@@ -99,6 +99,20 @@ def _check_ids(**ids: Any) -> None:
         _check_id(value, what)
 
 
+def _checking_ids(fn: Callable, what: tuple[str, ...]) -> Callable:
+    """``fn`` with its id arguments checked first; its source (``inspect.getsource``) stays ``fn``'s."""
+    import functools
+
+    @functools.wraps(fn)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for name, value in zip(what, args):
+            _check_id(value, name)
+        return fn(self, *args, **kwargs)
+
+    checked._checks_ids = True  # type: ignore[attr-defined]
+    return checked
+
+
 def _check_rows(rows: Rows) -> list[Row]:
     """Validate ``(node_id, parent_id, name)`` rows as a forest; return them parents first."""
     rows = list(rows)
@@ -147,6 +161,21 @@ class _Pattern:
 
     pattern = "?"
     indexes: tuple[tuple[str, dict], ...] = ()
+
+    #: the public methods whose positional arguments are node ids, and what each argument is called
+    _ID_ARGS = {"parent": ("node_id",), "children": ("node_id",), "ancestors": ("node_id",),
+                "descendants": ("node_id",), "is_ancestor": ("a", "b"), "move": ("node_id", "new_parent_id"),
+                "rename": ("node_id",), "graph_pipeline": ("node_id",), "graph_walk": ("node_id",),
+                "graph_ancestors": ("node_id",), "graph_descendants": ("node_id",), "subtree_sizes": ()}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every public method that takes node ids refuses a query operator first (:func:`_check_id`)."""
+        super().__init_subclass__(**kwargs)
+        for name, what in _Pattern._ID_ARGS.items():
+            fn = getattr(cls, name, None)
+            if fn is None or not callable(fn) or getattr(fn, "_checks_ids", False) or not what:
+                continue
+            setattr(cls, name, _checking_ids(fn, what))
 
     def __init__(self, collection: Any) -> None:
         if not hasattr(collection, "find_one") or not hasattr(collection, "database"):
@@ -219,7 +248,6 @@ class _Pattern:
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b`` (a node is not its own ancestor): walk up from ``b``."""
-        _check_ids(a=a, b=b)
         if a in self._ancestors_of(b, "b"):
             return True
         self._require(a, what="a")
@@ -227,7 +255,6 @@ class _Pattern:
 
     def rename(self, node: Any, new_name: str) -> None:
         """Set the node's name: one write (nothing else holds the name)."""
-        _check_id(node)
         _check_name(new_name)
         if self.collection.update_one({"_id": node}, {"$set": {"name": new_name}}).matched_count == 0:
             raise self._unknown(node)
@@ -244,7 +271,6 @@ class _Graph(_Pattern):
     def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
                        restrict: Mapping[str, Any] | None = None) -> list[dict]:
         """The aggregation that walks up (ancestors) or down (descendants) from ``node`` in one round trip."""
-        _check_id(node)
         spec = {"from": self.collection.name, **(self.up if up else self.down), "as": "found",
                 "depthField": "depth"}
         if max_depth is not None:
@@ -306,7 +332,6 @@ class _Graph(_Pattern):
 
     def graph_ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent, from one ``$graphLookup`` (root first)."""
-        _check_id(node)
         found = self._graph(node, True)
         self._check_chain(node, found)
         return [d["_id"] for d in reversed(found)]
@@ -320,7 +345,6 @@ class _Graph(_Pattern):
 
     def graph_descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree, from one ``$graphLookup``."""
-        _check_id(node)
         found = self._graph(node, False)
         if any(d["_id"] == node for d in found):
             raise CycleError(f"the references below {node!r} form a cycle; fix the data")
@@ -342,12 +366,10 @@ class ParentRefs(_Graph):
 
     def parent(self, node: Any) -> Any:
         """The parent's id (None for a root): one read of the node."""
-        _check_id(node)
         return self._require(node, {"parent": 1})["parent"]
 
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: one query on the ``parent`` index."""
-        _check_id(node)
         kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
         if not kids:
             self._require(node)  # a leaf, or an unknown id?
@@ -355,7 +377,6 @@ class ParentRefs(_Graph):
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: one read per level, walking up."""
-        _check_id(node)
         chain: list[Any] = []
         parent = self._require(node, {"parent": 1})["parent"]
         while parent is not None:
@@ -372,7 +393,6 @@ class ParentRefs(_Graph):
 
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree below: one query per level (``parent $in`` the level above)."""
-        _check_id(node)
         found: list[Any] = []
         seen = {node}
         frontier = [node]
@@ -389,7 +409,6 @@ class ParentRefs(_Graph):
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Make ``new_parent`` (None: a root) the parent of ``node``: one write, whatever the subtree."""
-        _check_ids(node_id=node, new_parent_id=new_parent)
         chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
         self._check_new_parent(node, new_parent, chain)
         if self.collection.update_one({"_id": node}, {"$set": {"parent": new_parent}}).matched_count == 0:
@@ -421,7 +440,6 @@ class ChildRefs(_Graph):
 
     def parent(self, node: Any) -> Any:
         """The parent's id (None for a root): one query on the ``children`` index (two for a root)."""
-        _check_id(node)
         doc = self.collection.find_one({"children": node}, {"_id": 1})
         if doc is None:
             self._require(node)  # a root, or an unknown id?
@@ -430,12 +448,10 @@ class ChildRefs(_Graph):
 
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: one read of the node."""
-        _check_id(node)
         return sorted(self._require(node, {"children": 1})["children"])
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: one query per level, walking up."""
-        _check_id(node)
         chain: list[Any] = []
         current = node
         while True:
@@ -451,7 +467,6 @@ class ChildRefs(_Graph):
 
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: one query per level (``_id $in`` the level above)."""
-        _check_id(node)
         found: list[Any] = []
         seen = {node}
         frontier = [node]
@@ -471,7 +486,6 @@ class ChildRefs(_Graph):
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Pull ``node`` from its old parent's array and push it onto the new one's: two writes."""
-        _check_ids(node_id=node, new_parent_id=new_parent)
         chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
         self._check_new_parent(node, new_parent, chain)
         self._require(node)
@@ -498,12 +512,10 @@ class AncestorsArray(_Pattern):
 
     def parent(self, node: Any) -> Any:
         """The parent's id (None for a root): one read of the node."""
-        _check_id(node)
         return self._require(node, {"parent": 1})["parent"]
 
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: one query on the ``parent`` index."""
-        _check_id(node)
         kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
         if not kids:
             self._require(node)
@@ -511,12 +523,10 @@ class AncestorsArray(_Pattern):
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: one read of the node, already in order."""
-        _check_id(node)
         return list(self._require(node, {"ancestors": 1})["ancestors"])
 
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: one query on the multikey ``ancestors`` index."""
-        _check_id(node)
         found = sorted(d["_id"] for d in self.collection.find({"ancestors": node}, {"_id": 1}))
         if not found:
             self._require(node)
@@ -529,7 +539,6 @@ class AncestorsArray(_Pattern):
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: one read of both nodes."""
-        _check_ids(a=a, b=b)
         docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": [a, b]}}, {"ancestors": 1})}
         for node, what in ((a, "a"), (b, "b")):
             if node not in docs:
@@ -538,7 +547,6 @@ class AncestorsArray(_Pattern):
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Set the node's parent and ancestors, then rewrite the ancestors of every descendant."""
-        _check_ids(node_id=node, new_parent_id=new_parent)
         wanted = [node] if new_parent is None else [node, new_parent]
         docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"ancestors": 1})}
         if node not in docs:
@@ -621,7 +629,6 @@ class MaterializedPaths(_Pattern):
 
     def parent(self, node: Any) -> Any:
         """The parent's id (None for a root): read the node's path, then find the parent's path."""
-        _check_id(node)
         path = self._path(node)
         head = path.rsplit(SEPARATOR, 1)[0]
         if not head:
@@ -633,13 +640,11 @@ class MaterializedPaths(_Pattern):
 
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: read the node's path, then a regex for one more segment."""
-        _check_id(node)
         path = self._path(node)
         return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path, children_only=True), {"_id": 1}))
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
-        _check_id(node)
         path = self._path(node)
         parts = path.split(SEPARATOR)[1:-1]
         prefixes = [SEPARATOR + SEPARATOR.join(parts[: i + 1]) for i in range(len(parts))]
@@ -652,13 +657,11 @@ class MaterializedPaths(_Pattern):
 
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: read the path, then one anchored prefix regex."""
-        _check_id(node)
         path = self._path(node)
         return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}))
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
-        _check_ids(a=a, b=b)
         docs = {d["_id"]: d["path"] for d in self.collection.find({"_id": {"$in": [a, b]}}, {"path": 1})}
         for node, what in ((a, "a"), (b, "b")):
             if node not in docs:
@@ -682,7 +685,6 @@ class MaterializedPaths(_Pattern):
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Rewrite the path of the node and of every descendant (read them, then one bulk write)."""
-        _check_ids(node_id=node, new_parent_id=new_parent)
         wanted = [node] if new_parent is None else [node, new_parent]
         docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1})}
         if node not in docs:
@@ -700,7 +702,6 @@ class MaterializedPaths(_Pattern):
 
     def rename(self, node: Any, new_name: str) -> None:
         """Rename the node: its path and every path below it change (read them, then one bulk write)."""
-        _check_id(node)
         _check_name(new_name)
         old = self._path(node)
         new = old.rsplit(SEPARATOR, 1)[0] + SEPARATOR + new_name
