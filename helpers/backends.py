@@ -604,9 +604,11 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
     requested = backend
     if backend == "auto":
         backend = "mongodb" if uri else "embedded"
+    source = "the database name"  # given by the caller (e.g. `workbook.py advise --database`)
     if not db_name:  # offline engines are private; on a server, a database per student
         db_name = settings.database_name(on_server=backend == "mongodb", uri=uri)
-    _check_db_name(db_name)
+        source = "WORKBOOK_DB" if settings.database_override() else "the database name made from your login"
+    _check_db_name(db_name, source)
     if backend == "mongodb":
         if not uri:
             raise BackendError("WORKBOOK_BACKEND=mongodb needs MONGODB_URI, e.g. "
@@ -644,9 +646,9 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
     return _finish(conn, "mock", "mongomock-ng", ver, None, note, probe)
 
 
-def _check_db_name(name: str) -> None:
+def _check_db_name(name: str, source: str = "WORKBOOK_DB") -> None:
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,63}", name) or name in ("admin", "local", "config"):
-        raise BackendError(f"WORKBOOK_DB={name!r} is not usable: use letters, digits, '_' or '-' "
+        raise BackendError(f"{source} {name!r} is not usable: use letters, digits, '_' or '-' "
                            f"(at most 63), and not admin/local/config.")
 
 

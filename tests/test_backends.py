@@ -72,8 +72,9 @@ def test_redact_uri(uri, shown):
 def test_bad_backend_and_db_names_are_explained(monkeypatch):
     with pytest.raises(BackendError, match="WORKBOOK_BACKEND='sqlite'"):
         connect("sqlite")
-    with pytest.raises(BackendError, match="WORKBOOK_DB='admin'"):
-        connect("mock", db_name="admin")
+    monkeypatch.setenv("WORKBOOK_DB", "admin")
+    with pytest.raises(BackendError, match="WORKBOOK_DB 'admin'"):
+        connect("mock")
     monkeypatch.delenv("MONGODB_URI", raising=False)
     with pytest.raises(BackendError, match="needs MONGODB_URI"):
         connect("mongodb", db_name="wbtest_x")
@@ -246,3 +247,13 @@ def test_engine_limits_are_probed_and_known_for_any_client(backend):
             assert not [n for n in other[backend.db.name].list_collection_names() if n.startswith("workbook_probe")]
         finally:
             other.close()
+
+
+def test_a_bad_database_name_names_where_it_came_from(monkeypatch):
+    from helpers.backends import BackendError, connect
+
+    monkeypatch.setenv("WORKBOOK_DB", "bad name")
+    with pytest.raises(BackendError, match=r"^WORKBOOK_DB 'bad name' is not usable"):
+        connect("mock")
+    with pytest.raises(BackendError, match=r"^the database name 'admin' is not usable"):
+        connect("mock", db_name="admin")
