@@ -75,3 +75,18 @@ def test_an_unparsable_uri_is_never_echoed(raw):
     shown = uri.redact(raw)
     assert "Hunter2Secret" not in shown
     assert "Hunter2Secret" not in uri.scrub(f"bad: {raw.strip()}", raw)
+
+
+@pytest.mark.parametrize("text", ["mongodb://alice:pa/ss?word@127.0.0.1:1/?tls=false",
+                                 "mongodb://alice:pa/ss?k=v@127.0.0.1:1/",
+                                 "mongodb://alice:12/ss?word@127.0.0.1:1/"])
+def test_a_password_with_slash_and_question_mark_is_never_shown(text):
+    from helpers.backends import BackendError, connect
+
+    shown = uri.redact(text)
+    for part in ("pa", "ss", "word", "k=v"):
+        assert part not in shown.replace("mongodb", ""), shown
+    with pytest.raises(BackendError) as err:
+        connect("mongodb", uri=text, db_name="wbtest_x", probe=False)
+    for part in ("pa/ss", "?word", "12/ss", "k=v"):
+        assert part not in str(err.value), str(err.value)
