@@ -373,8 +373,9 @@ def _probe_geo(db: Any, geo: Any) -> dict[str, bool]:
 
 #: the chain the depth probe walks: deeper than any cap it can report (None = no cap up to here)
 _PROBE_CHAIN = 130
-#: the longest regex pattern the length probe tries (None = accepted)
-_PROBE_REGEX = 1 << 15
+#: the longest regex pattern the length probe tries (None = accepted): below a real MongoDB's own
+#: limit (it refuses longer patterns itself, error 51091), far above anything the workbook sends
+_PROBE_REGEX = 16_000
 
 
 def _probe_graph_max_depth(coll: Any) -> int | None:

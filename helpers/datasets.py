@@ -58,6 +58,8 @@ from .safety import workbook_collection
 
 __all__ = [
     "DatasetError",
+    "is_staging_name",
+    "staging_name",
     "LoadResult",
     "DATASETS_DIR",
     "BATCH_SIZE",
@@ -762,6 +764,19 @@ class _Staging(dict):
         self.lock.renew()
 
 
+_STAGING_NAME = re.compile(r".+__staging(?:_[0-9a-f]{8})?")
+
+
+def staging_name(target: str) -> str:
+    """A staging collection's name for ``target``: unique, so two loads never share one."""
+    return f"{target}__staging_{uuid.uuid4().hex[:8]}"
+
+
+def is_staging_name(name: str) -> bool:
+    """True for a load's staging collection (``<target>__staging_<8 hex>``): not a collection of the learner's."""
+    return bool(_STAGING_NAME.fullmatch(name))
+
+
 @contextmanager
 def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False) -> Iterator[dict[str, Any]]:
     """All or nothing: fill staging collections, then rename each over its target.
@@ -793,7 +808,7 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False) -> 
             if in_place:
                 staging[target] = target
             else:
-                staging[target] = f"{target}__staging_{uuid.uuid4().hex[:8]}"
+                staging[target] = staging_name(target)
                 workbook_collection(db, staging[target])
             db.drop_collection(staging[target])
             db.create_collection(staging[target])

@@ -33,12 +33,14 @@ on its insert, sees the marker and takes a new number, so its comment is stored 
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, NamedTuple
 
 import bson
 from bson.errors import InvalidDocument
+from bson.regex import Regex
 from pymongo import ReturnDocument
 from pymongo.errors import (
     AutoReconnect,
@@ -164,6 +166,9 @@ def _check_post_id(post_id: Any) -> Any:
     write into it."""
     if isinstance(post_id, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in post_id):
         raise TypeError(f"post_id={post_id!r} is a query operator, not a post's _id; pass the _id value "
+                        f"itself (e.g. 17). Nothing was read or written.")
+    if isinstance(post_id, (re.Pattern, Regex)):  # in a filter a regex matches any post whose _id fits
+        raise TypeError(f"post_id={post_id!r} is a regular expression, not a post's _id; pass the _id value "
                         f"itself (e.g. 17). Nothing was read or written.")
     return post_id
 

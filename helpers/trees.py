@@ -24,8 +24,10 @@ empty or contains ``/``) raises a :class:`TreeError` with what to do, before any
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
+from bson.regex import Regex
 from pymongo import UpdateOne
 
 from .backends import engine_limits
@@ -82,6 +84,9 @@ def _check_name(name: Any, what: str = "new_name") -> str:
 
 
 def _is_operator(value: Any) -> bool:
+    """A query operator or a regular expression: in a filter either matches other nodes."""
+    if isinstance(value, (re.Pattern, Regex)):
+        return True
     return isinstance(value, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in value)
 
 
@@ -89,7 +94,7 @@ def _check_id(value: Any, what: str = "node_id") -> Any:
     """Refuse a query operator (``{"$gt": 0}``) where a node id goes: in a filter it would match other
     nodes, and a write would land on whichever matched first."""
     if _is_operator(value):
-        raise TreeError(f"{what}={value!r} is a query operator, not a node id: pass the _id value itself "
+        raise TreeError(f"{what}={value!r} is a query operator or a regular expression, not a node id: pass the _id value itself "
                         f"(e.g. 3 or 'books'); nothing was read or written")
     return value
 

@@ -6,6 +6,7 @@ import uuid
 import pytest
 
 from helpers.backends import connect
+from helpers.datasets import staging_name
 from helpers.safety import workbook_collection
 from tools import classdb
 
@@ -58,7 +59,7 @@ def class_dbs(auth_server):
     alice, bob = f"schema_workbook_wbtest{tag}_alice", f"schema_workbook_wbtest{tag}_bob"
     for n in (alice, bob):
         workbook_collection(admin[n], "posts").insert_one({"_id": 1, "by": n})
-        workbook_collection(admin[n], "posts__staging")  # recorded by a load: not a collection of hers
+        workbook_collection(admin[n], staging_name("posts"))  # recorded by a load: not a collection of hers
     admin[bob]["bobs_own_notes"].insert_one({"_id": 1})
     yield alice, bob
     for n in (alice, bob):

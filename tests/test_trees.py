@@ -5,8 +5,10 @@ moves and renames, and compares every answer with a plain in-memory reference tr
 """
 from __future__ import annotations
 
+import re
 import uuid
 
+import bson
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -434,7 +436,8 @@ def test_dollar_ids_are_literals_in_every_pattern(db):
     assert stored["ancestors"] == ["$root", "$$ROOT"]  # never None (a field path read as missing)
 
 
-@pytest.mark.parametrize("bad", [{"$gt": 0}, {"$ne": None}, {"$in": [1, 2]}, {"$regex": "."}])
+@pytest.mark.parametrize("bad", [{"$gt": 0}, {"$ne": None}, {"$in": [1, 2]}, {"$regex": "."}, re.compile("."),
+                                 bson.regex.Regex(".")])
 def test_an_operator_is_not_a_node_id(db, bad):
     for cls in PATTERNS:
         tree = cls(db[f"op_{cls.__name__}"])

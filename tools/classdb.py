@@ -18,13 +18,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from helpers.datasets import is_staging_name
 from helpers.safety import REGISTRY, reset_workbook
 from helpers.settings import DB_PREFIX
 
 __all__ = ["ClassError", "workbook_databases", "drop_plan", "check_instructor", "instructor_privileges",
            "drop_workbook_databases"]
 
-_STAGING = "__staging"
 _PROBE = "workbook_probe_"
 _UNAUTHORIZED = 13
 
@@ -54,7 +54,7 @@ def _workbook_collections(db: Any) -> list[str]:
     """What the learner made: recorded, existing, not a load's staging copy or a probe's leftover."""
     recorded = {n for n in db[REGISTRY].distinct("_id") if isinstance(n, str)}
     return sorted(n for n in recorded & set(db.list_collection_names())
-                  if not n.endswith(_STAGING) and not n.startswith(_PROBE))
+                  if not is_staging_name(n) and not n.startswith(_PROBE))
 
 
 def workbook_databases(client: Any) -> list[dict[str, Any]]:
