@@ -75,6 +75,7 @@ class Capabilities:
     geo_center_sphere: bool  # $geoWithin: {$centerSphere: ...} works
     geo_index: bool  # a 2dsphere index can be created and $near runs
     collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
+    transaction_isolation: bool = False  # a write inside an open transaction is invisible to others until commit
 
 
     graph_max_depth: int | None = None  # deepest level $graphLookup reaches without maxDepth; None: no cap met
@@ -135,6 +136,9 @@ class BackendInfo:
             out.append("the server's own 16 MiB rejection (a labelled client-side check stands in)")
         if not c.transactions:
             out.append("multi-document transactions")
+        elif not c.transaction_isolation:
+            out.append("transaction isolation: a write inside an open transaction is visible to other readers "
+                       "before it commits (abort still undoes it)")
         if not c.graph_restrict:
             out.append("$graphLookup restrictSearchWithMatch (accepted, ignored)")
         if not c.graph_missing_start_as:
@@ -314,6 +318,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             coll.delete_one({"_id": "big"})
         # transactions (a standalone mongod refuses them; Atlas and replica sets have them)
         caps["transactions"] = _probe_transactions(db, coll)
+        caps["transaction_isolation"] = caps["transactions"] and _probe_transaction_isolation(db, coll)
         # geo: a 2dsphere index, $near order, $centerSphere
         caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
 
@@ -467,6 +472,25 @@ def _probe_transactions(db: Any, coll: Any) -> bool:
         ok = coll.count_documents({"_id": "txn"}) == 1
         coll.delete_one({"_id": "txn"})
         return ok
+    except (PyMongoError, NotImplementedError, AttributeError, TypeError):
+        return False
+
+
+def _probe_transaction_isolation(db: Any, coll: Any) -> bool:
+    """A document inserted in an open transaction is not seen by a read outside it, and abort undoes it."""
+    from pymongo.errors import PyMongoError
+
+    try:
+        with db.client.start_session() as session:
+            session.start_transaction()
+            try:
+                coll.insert_one({"_id": "txn_iso"}, session=session)
+                seen_outside = coll.count_documents({"_id": "txn_iso"})
+            finally:
+                session.abort_transaction()
+        left = coll.count_documents({"_id": "txn_iso"})
+        coll.delete_one({"_id": "txn_iso"})
+        return seen_outside == 0 and left == 0
     except (PyMongoError, NotImplementedError, AttributeError, TypeError):
         return False
 

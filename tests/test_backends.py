@@ -104,12 +104,12 @@ PINNED = {
                          max_document_size=False, transactions=True, graph_restrict=True, slice_projection=False,
                          bare_regex_indexed=True, id_range_index=False, array_field_path=True,
                          graph_missing_start_as=False, near_sorted=True, geo_center_sphere=False, geo_index=True,
-                         collation=False),
+                         collation=False, transaction_isolation=False),
     "SecantusDB": dict(indexes=True, explain=True, explain_regex=False, bson_size=True, json_schema=True,
                        max_document_size=True, transactions=True, graph_restrict=False, slice_projection=True,
                        bare_regex_indexed=False, id_range_index=False, array_field_path=False,
                        graph_missing_start_as=True, near_sorted=False, geo_center_sphere=True, geo_index=True,
-                       collation=True),
+                       collation=True, transaction_isolation=True),
 }
 
 
@@ -120,7 +120,7 @@ def test_capabilities_match_backends_md(backend):
     assert info.database in info.banner() and "WORKBOOK_BACKEND" in info.banner()
     yes_no = {k: v for k, v in caps.as_dict().items() if isinstance(v, bool)}  # the pass/fail probes
     if info.engine == "MongoDB":
-        assert all(v for k, v in yes_no.items() if k != "transactions"), caps
+        assert all(v for k, v in yes_no.items() if k not in ("transactions", "transaction_isolation")), caps
     else:
         assert yes_no == PINNED[info.engine]
     # the probes clean up after themselves: no probe collection and no registry entry is left
