@@ -11,7 +11,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
 from .embedded import free_port
 
@@ -33,20 +33,9 @@ def redis_process() -> Iterator[str]:
     exe = redis_server()
     if exe is None:
         raise RuntimeError(REDIS_MISSING)
-    port = free_port()
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", folder,
-                                 "--daemonize", "no", "--logfile", ""], stdout=log, stderr=log, cwd=folder)
+        proc, port = _start(exe, folder, log)
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    raise RuntimeError(f"redis-server did not start on port {port}: "
-                                       f"{log.read().decode(errors='replace')[-2000:]}")
-                time.sleep(0.05)
             yield f"redis://127.0.0.1:{port}/0"
         finally:
             proc.terminate()
@@ -54,3 +43,31 @@ def redis_process() -> Iterator[str]:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def _pong(port: int) -> bool:
+    """True when the server on ``port`` answers PING (ours, not another program's)."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+        sock.sendall(b"PING\r\n")
+        return sock.recv(16).startswith(b"+PONG")
+    return False
+
+
+def _start(exe: str, folder: str, log: Any, attempts: int = 3) -> tuple[subprocess.Popen, int]:
+    """Start redis-server on a free port; another port when a program took the chosen one first."""
+    reasons = []
+    for _ in range(attempts):
+        port = free_port()
+        proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", folder,
+                                 "--daemonize", "no", "--logfile", ""], stdout=log, stderr=log, cwd=folder)
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            if _pong(port) and proc.poll() is None:
+                return proc, port
+            time.sleep(0.05)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        log.seek(0)
+        reasons.append(f"port {port}: {log.read().decode(errors='replace')[-500:].strip() or 'no answer'}")
+    raise RuntimeError("redis-server did not start: " + " | ".join(reasons))
