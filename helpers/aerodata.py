@@ -5,12 +5,13 @@ Introduced in notebook 04 (``notebooks/04_single_collection_aerodata.ipynb``). O
 
     DAL                          recordType 1: the airline (ICAO designator)
     DAL_a36f7e                   recordType 2: an aircraft of that airline (icao24 address)
-    DAL_a36f7e_1533099600        recordType 3: one position report (message number)
+    DAL_a36f7e_1533099600000     recordType 3: one position report (message number)
 
-The message number is the report's UTC epoch second, zero-padded to 10 digits, so that string
-order is number order (``_0000000002`` sorts before ``_0000000010``) and re-sending the same
-message produces the same ``_id`` (never a duplicate). Every part has a fixed width (3, 6, 10
-characters), so a prefix like ``^DAL`` can never leak into a longer airline code.
+The message number is the report's UTC time in epoch milliseconds, zero-padded to 13 digits, so
+that string order is number order (``_0000000000002`` sorts before ``_0000000000010``), re-sending
+the same message produces the same ``_id`` (never a duplicate), and two reports of one aircraft in
+the same second (a raw feed hears a position about twice a second) keep two keys. Every part has a
+fixed width (3, 6, 13 characters), so a prefix like ``^DAL`` can never leak into a longer airline code.
 
 Aircraft whose callsign does not start with a known airline designator (private flights,
 registrations as callsigns, operators missing from OpenFlights) are filed under the airline
@@ -27,9 +28,9 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from pymongo import UpdateOne
+from pymongo import ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from . import settings
@@ -43,12 +44,16 @@ __all__ = [
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
+    "GEO_FIELD", "EARTH_RADIUS_KM", "message_number", "geo_point", "distance_km", "nearest",
+    "aerodata_schema", "apply_validator", "invalid_documents",
 ]
 
 COLLECTION = "aerodata"
 NO_AIRLINE = "000"  # aircraft with no known airline: not a possible ICAO designator (those are letters)
-SEQ_DIGITS = 10  # epoch seconds fit in 10 digits until the year 2286
+SEQ_DIGITS = 13  # epoch milliseconds fit in 13 digits until the year 2286
 AIRLINE, AIRCRAFT, REPORT = 1, 2, 3  # recordType values
+GEO_FIELD = "geoPoint"  # a report's position as GeoJSON: {type: "Point", coordinates: [lon, lat]}
+EARTH_RADIUS_KM = 6378.1  # the radius the MongoDB manual uses to turn km into $centerSphere radians
 #: the message fields a report document keeps, under the same names
 REPORT_FIELDS = ("icao24", "callsign", "timestamp", "lat", "lon", "altitude", "groundspeed", "track",
                  "vertical_rate")
@@ -78,10 +83,11 @@ class IdParts(NamedTuple):
 
 def make_id(airline: str, icao24: str | None = None, seq: int | None = None) -> str:
     """``make_id("DAL")`` -> ``"DAL"``; ``("DAL", "a36f7e")`` -> ``"DAL_a36f7e"``;
-    ``("DAL", "a36f7e", 2)`` -> ``"DAL_a36f7e_0000000002"``. The inverse of :func:`parse_id`.
+    ``("DAL", "a36f7e", 2)`` -> ``"DAL_a36f7e_0000000000002"``. The inverse of :func:`parse_id`.
 
     ``airline``: 3 upper-case letters or digits; ``icao24``: 6 lower-case hex digits; ``seq``: the
-    message number, an integer 0 <= seq < 10**10, zero-padded so string order is number order.
+    message number (:func:`message_number`: epoch milliseconds), an integer 0 <= seq < 10**13,
+    zero-padded so string order is number order.
     Introduced in notebook 04.
     """
     if not isinstance(airline, str) or not _AIRLINE_RE.fullmatch(airline):
@@ -99,7 +105,7 @@ def make_id(airline: str, icao24: str | None = None, seq: int | None = None) -> 
         return f"{airline}_{icao24}"
     if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 10 ** SEQ_DIGITS:
         raise ValueError(f"make_id: seq={seq!r} must be an integer from 0 to {10 ** SEQ_DIGITS - 1} "
-                         f"(the report's epoch second)")
+                         f"(the report's epoch millisecond, message_number(timestamp))")
     return f"{airline}_{icao24}_{seq:0{SEQ_DIGITS}d}"
 
 
@@ -226,7 +232,7 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
     """Check one message; return ``(clean message, None)`` or ``(None, reason)``.
 
     Required: ``icao24`` (6 hex digits, any case: stored lower-case), ``timestamp`` (UTC epoch
-    seconds, a number from 0 to 2100-01-01; fractions are truncated to the second), ``lat`` in
+    seconds, a number from 0 to 2100-01-01; fractions kept to the nearest millisecond), ``lat`` in
     [-90, 90], ``lon`` in [-180, 180]. Optional: ``callsign`` (text, spaces stripped) and the numbers
     ``altitude``, ``groundspeed``, ``track``, ``vertical_rate``. Introduced in notebook 04.
     """
@@ -265,7 +271,8 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
                 return None, f"bad callsign: {callsign!r} is not valid Unicode text ({e.reason})"
         if callsign:
             clean["callsign"] = callsign.upper()
-    clean["timestamp"] = int(t)
+    ms = round(t * 1000)  # kept to the millisecond
+    clean["timestamp"] = ms // 1000 if ms % 1000 == 0 else ms / 1000
     clean["lat"], clean["lon"] = message["lat"], message["lon"]
     for key in ("altitude", "groundspeed", "track", "vertical_rate"):
         if message.get(key) is not None:
@@ -278,6 +285,37 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
     return clean, None
 
 
+def message_number(timestamp: float) -> int:
+    """A report's message number in its ``_id``: the timestamp in epoch milliseconds (notebook 04).
+
+    Idempotent (a re-sent message gets the same number) and distinct for two reports of one aircraft
+    in the same second; ``1533099600`` -> ``1533099600000``, ``1533099600.5`` -> ``1533099600500``.
+    """
+    return round(timestamp * 1000)
+
+
+def geo_point(lon: float, lat: float, *, region: tuple[float, float, float, float] | None = None
+              ) -> dict[str, Any]:
+    """A GeoJSON point, ``{"type": "Point", "coordinates": [lon, lat]}``: LONGITUDE FIRST.
+
+    Refuses a latitude outside [-90, 90] or a longitude outside [-180, 180]. With ``region`` (a box
+    ``(min_lon, min_lat, max_lon, max_lat)``, e.g. the bounds of the data), also refuses a point
+    outside it whose swapped coordinates would be inside: the (lat, lon) mix-up that stays on the
+    globe. Introduced in notebook 04.
+    """
+    for name, v, lim in (("lon", lon, 180), ("lat", lat, 90)):
+        if _number(v) is None or not -lim <= v <= lim:
+            raise ValueError(f"geo_point: {name}={v!r} is not a number in [-{lim}, {lim}]; GeoJSON is "
+                             f"[longitude, latitude]: did you pass (lat, lon)?")
+    if region is not None:
+        lo_x, lo_y, hi_x, hi_y = region
+        inside = lo_x <= lon <= hi_x and lo_y <= lat <= hi_y
+        if not inside and lo_x <= lat <= hi_x and lo_y <= lon <= hi_y:
+            raise ValueError(f"geo_point: ({lon}, {lat}) is outside the region {region} but ({lat}, {lon}) "
+                             f"is inside: longitude and latitude look swapped (GeoJSON is [lon, lat])")
+    return {"type": "Point", "coordinates": [lon, lat]}
+
+
 def ensure_indexes(db: Any, collection: str = COLLECTION) -> str:
     """Create the ``{recordType: 1, _id: 1}`` index (``_id`` is always indexed); return its name."""
     return track_collection(db, collection).create_index([("recordType", 1), ("_id", 1)])
@@ -287,8 +325,9 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
            progress: bool = False) -> IngestResult:
     """Store position-report messages in the single ``aerodata`` collection; works on an empty database.
 
-    Each good message becomes a report document (``recordType`` 3, the message's field names) keyed
-    ``make_id(airline, icao24, timestamp)``; its airline (from the callsign's ICAO prefix, known from
+    Each good message becomes a report document (``recordType`` 3, the message's field names, and its
+    position as GeoJSON in ``geoPoint``) keyed ``make_id(airline, icao24, message_number(timestamp))``;
+    its airline (from the callsign's ICAO prefix, known from
     the shipped OpenFlights table, else :data:`NO_AIRLINE`) and aircraft documents are created on
     first sight (never twice). Re-sending a message never duplicates a report: it is
     counted in ``duplicates``. A malformed message (or a value BSON cannot hold) is counted in
@@ -344,11 +383,12 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) 
         if code is None:
             code = airline_codes[callsign] = airline_of_callsign(callsign)
         icao24 = clean["icao24"]
-        rid = make_id(code, icao24, clean["timestamp"])
+        rid = make_id(code, icao24, message_number(clean["timestamp"]))
         if rid in reports:  # the same message twice in one batch
             result.duplicates += 1
             continue
-        reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean}
+        reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean,
+                        GEO_FIELD: geo_point(clean["lon"], clean["lat"])}
         if code not in parents:
             parents[code] = _airline_doc(code)
         aid = f"{code}_{icao24}"  # make_id(code, icao24): both parts checked just above
@@ -481,11 +521,12 @@ def parse_stratux(text: str | bytes) -> dict[str, Any]:
     ts: float | None = None
     stamp = raw.get("Timestamp")
     if isinstance(stamp, str):
-        m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)", stamp.strip())
+        m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", stamp.strip())
         if m:
             try:
-                when = _dt.datetime.fromisoformat(m[1] + ("+00:00" if m[2] == "Z" else m[2]))
-                ts = int(when.timestamp())
+                when = _dt.datetime.fromisoformat(m[1] + ("+00:00" if m[3] == "Z" else m[3]))
+                ms = int((m[2] or "0")[:3].ljust(3, "0"))  # kept to the millisecond
+                ts = int(when.timestamp()) + ms / 1000 if ms else int(when.timestamp())
             except ValueError:
                 ts = None
     valid = raw.get("Position_valid", True) is not False
@@ -579,31 +620,162 @@ def keys_in_bounds(sorted_keys: Sequence[str], bounds: tuple[str, str]) -> int:
     return bisect.bisect_left(sorted_keys, hi) - bisect.bisect_left(sorted_keys, lo)
 
 
-def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
-                   collection: str = COLLECTION) -> dict[str, int]:
-    """Move an aircraft and all its reports to another airline's key space.
+def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
+                 during_move: Callable[[], Any] | None = None) -> tuple[int, int]:
+    """One round of :func:`rekey_aircraft`: copy what is under ``old`` now, then delete exactly those ids."""
+    lo, hi = prefix_bounds(old)  # the aircraft and its reports: one range of the {recordType, _id} index
+    docs = list(coll.find({"recordType": {"$in": [AIRCRAFT, REPORT]}, "_id": {"$gte": lo, "$lt": hi}},
+                          sort=[("_id", 1)], batch_size=QUERY_BATCH, session=session))
+    if not docs:
+        return 0, 0
+    copies = []
+    for d in docs:
+        parts = parse_id(d["_id"])
+        copies.append(ReplaceOne({"_id": make_id(new_airline, parts.icao24, parts.seq)},
+                                 {**{k: v for k, v in d.items() if k != "_id"}, "airline": new_airline},
+                                 upsert=True))  # idempotent: a re-run after a crash rewrites the same copy
+    coll.bulk_write(copies, ordered=False, session=session)
+    if during_move is not None:
+        during_move()
+    deleted = coll.delete_many({"_id": {"$in": [d["_id"] for d in docs]}}, session=session).deleted_count
+    return len(copies), deleted
 
-    ``_id`` is immutable, so every document is inserted under its new key and the old one deleted:
-    the cost grows with the aircraft's history. Returns the documents moved. Introduced in notebook 04.
+
+def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
+                   collection: str = COLLECTION, transaction: bool = False,
+                   during_move: Callable[[], Any] | None = None) -> dict[str, int]:
+    """Move an aircraft and all its reports to another airline's key space, losing nothing.
+
+    ``_id`` is immutable, so every document is copied under its new key and the old one deleted: the
+    cost grows with the aircraft's history. Safe against the two failures of "insert all, then delete
+    the old range": the delete names exactly the ids copied (a report that arrives during the move is
+    never deleted uncopied: the next round moves it), and the copy is an upsert, so re-running after a
+    crash finishes the move without duplicates. ``transaction=True`` (where the backend has
+    transactions) runs each round in one transaction: no reader ever sees both copies, and a crash
+    leaves the old keys alone. ``during_move``: called once between the first copy and its delete (a
+    stand-in for another writer, used by notebook 04 and the tests). Returns the documents copied and
+    deleted and the rounds it took. Introduced in notebook 04.
     """
     coll = track_collection(db, collection)
     old = make_id(old_airline, icao24)
-    docs = list(coll.find({"_id": prefix_regex(old)}, sort=[("_id", 1)], batch_size=QUERY_BATCH))
-    if not docs:
-        raise ValueError(f"rekey_aircraft: no aircraft {old!r} in {collection!r}; check the airline and icao24")
     if new_airline not in (NO_AIRLINE,) and new_airline not in airline_table():
         raise ValueError(f"rekey_aircraft: new_airline={new_airline!r} is not in the OpenFlights table")
+    lo, hi = prefix_bounds(old)
+    if coll.find_one({"recordType": {"$in": [AIRCRAFT, REPORT]}, "_id": {"$gte": lo, "$lt": hi}}, {"_id": 1}) is None:
+        raise ValueError(f"rekey_aircraft: no aircraft {old!r} in {collection!r}; check the airline and icao24")
     coll.bulk_write([UpdateOne({"_id": new_airline},
                                {"$setOnInsert": {k: v for k, v in _airline_doc(new_airline).items() if k != "_id"}},
                                upsert=True)])
-    moved = []
-    for d in docs:
-        parts = parse_id(d["_id"])
-        moved.append({**d, "_id": make_id(new_airline, parts.icao24, parts.seq), "airline": new_airline})
-    coll.insert_many(moved, ordered=True)
-    # the old keys form one contiguous range of the _id index: from the aircraft to its last report read
-    deleted = coll.delete_many({"_id": {"$gte": docs[0]["_id"], "$lte": docs[-1]["_id"]}}).deleted_count
-    return {"inserted": len(moved), "deleted": deleted}
+    totals = {"inserted": 0, "deleted": 0, "rounds": 0}
+    hook = during_move
+    while True:
+        if transaction:
+            with db.client.start_session() as session:
+                copied, deleted = session.with_transaction(
+                    lambda s: _rekey_round(coll, old, new_airline, s, hook))
+        else:
+            copied, deleted = _rekey_round(coll, old, new_airline, None, hook)
+        hook = None
+        if not copied:
+            return totals
+        totals["inserted"] += copied
+        totals["deleted"] += deleted
+        totals["rounds"] += 1
+        if totals["rounds"] > 100:  # a writer that keeps filing reports under the old key
+            raise RuntimeError(f"rekey_aircraft: reports keep arriving under {old!r}; route new reports to "
+                               f"{new_airline!r} first, then run rekey_aircraft again")
+
+
+# ------------------------------------------------------------------------------------------
+# Schema validation (notebook 04, section 4.10)
+# ------------------------------------------------------------------------------------------
+def aerodata_schema() -> dict[str, Any]:
+    """The ``$jsonSchema`` of ``aerodata``: one ``oneOf`` branch per ``recordType`` (notebook 04).
+
+    Airline: a 3-character ``_id`` and a name. Aircraft: ``AAA_hhhhhh`` and its icao24. Report: the
+    full key, a timestamp, ``lat`` in [-90, 90], ``lon`` in [-180, 180] and a GeoJSON point.
+    """
+    num = ["double", "int", "long", "decimal"]
+    return {"$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "recordType", "airline"],
+        "properties": {"recordType": {"enum": [AIRLINE, AIRCRAFT, REPORT]},
+                       "airline": {"bsonType": "string", "pattern": "^[A-Z0-9]{3}$"}},
+        "oneOf": [
+            {"title": "airline", "required": ["name"],
+             "properties": {"recordType": {"enum": [AIRLINE]}, "_id": {"bsonType": "string", "pattern": "^[A-Z0-9]{3}$"},
+                            "name": {"bsonType": "string", "minLength": 1}}},
+            {"title": "aircraft", "required": ["icao24"],
+             "properties": {"recordType": {"enum": [AIRCRAFT]},
+                            "_id": {"bsonType": "string", "pattern": "^[A-Z0-9]{3}_[0-9a-f]{6}$"},
+                            "icao24": {"bsonType": "string", "pattern": "^[0-9a-f]{6}$"}}},
+            {"title": "position report", "required": ["icao24", "timestamp", "lat", "lon", GEO_FIELD],
+             "properties": {
+                 "recordType": {"enum": [REPORT]},
+                 "_id": {"bsonType": "string", "pattern": "^[A-Z0-9]{3}_[0-9a-f]{6}_[0-9]{%d}$" % SEQ_DIGITS},
+                 "icao24": {"bsonType": "string", "pattern": "^[0-9a-f]{6}$"},
+                 "timestamp": {"bsonType": num, "minimum": 0},
+                 "lat": {"bsonType": num, "minimum": -90, "maximum": 90},
+                 "lon": {"bsonType": num, "minimum": -180, "maximum": 180},
+                 GEO_FIELD: {"bsonType": "object", "required": ["type", "coordinates"],
+                             "properties": {"type": {"enum": ["Point"]},
+                                            "coordinates": {"bsonType": "array", "minItems": 2, "maxItems": 2,
+                                                            "items": {"bsonType": num}}}},
+             }},
+        ],
+    }}
+
+
+def apply_validator(db: Any, *, level: str = "strict", action: str = "error",
+                    collection: str = COLLECTION) -> dict[str, Any]:
+    """Put :func:`aerodata_schema` on the collection with ``collMod`` (existing documents are not checked).
+
+    ``level``: "strict" (every insert and update) or "moderate" (updates of documents that already
+    break the rules pass); ``action``: "error" (refuse, code 121) or "warn" (accept and log). Returns
+    the collection's validation options as the server lists them. Introduced in notebook 04.
+    """
+    if level not in ("strict", "moderate", "off") or action not in ("error", "warn"):
+        raise ValueError(f"apply_validator: level={level!r} must be 'strict', 'moderate' or 'off'; "
+                         f"action={action!r} must be 'error' or 'warn'")
+    track_collection(db, collection)
+    db.command("collMod", collection, validator=aerodata_schema(), validationLevel=level,
+               validationAction=action)
+    info = db.command("listCollections", filter={"name": collection})["cursor"]["firstBatch"][0]
+    opts = info.get("options", {})
+    return {"validationLevel": opts.get("validationLevel"), "validationAction": opts.get("validationAction")}
+
+
+def invalid_documents(db: Any, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
+    """The documents that break :func:`aerodata_schema` (a query: ``{$nor: [schema]}``), in ``_id`` order."""
+    return list(db[collection].find({"$nor": [aerodata_schema()]}, sort=[("_id", 1)]))
+
+
+# ------------------------------------------------------------------------------------------
+# Geo (notebook 04, section 4.11)
+# ------------------------------------------------------------------------------------------
+def distance_km(a: Sequence[float], b: Sequence[float]) -> float:
+    """Great-circle distance in km between two ``[lon, lat]`` points, on MongoDB's sphere (6378.1 km)."""
+    (lon1, lat1), (lon2, lat2) = map(lambda p: (math.radians(p[0]), math.radians(p[1])), (a, b))
+    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
+
+
+def nearest(coll: Any, point: Sequence[float], k: int, *, max_km: float, near_sorted: bool = True
+            ) -> list[dict[str, Any]]:
+    """The ``k`` reports nearest to ``point`` (``[lon, lat]``) within ``max_km``, nearest first.
+
+    One ``$near`` query (``$maxDistance`` in metres, on the 2dsphere index). A server returns them
+    nearest first, so ``limit(k)`` is enough; where ``near_sorted`` is False (an engine whose
+    ``$near`` order is not by distance, probed as ``caps.near_sorted``) it fetches every report within
+    ``max_km`` and sorts them client-side by :func:`distance_km`. Introduced in notebook 04.
+    """
+    query = {"recordType": REPORT, GEO_FIELD: {"$near": {"$geometry": {"type": "Point", "coordinates": list(point)},
+                                                          "$maxDistance": max_km * 1000}}}
+    if near_sorted:
+        return list(coll.find(query).limit(k))
+    found = list(coll.find(query, batch_size=QUERY_BATCH))
+    found.sort(key=lambda d: (distance_km(point, d[GEO_FIELD]["coordinates"]), d["_id"]))
+    return found[:k]
 
 
 def _hash64(key: str) -> int:

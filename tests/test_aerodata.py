@@ -63,7 +63,7 @@ def test_the_article_keys():
 
 @pytest.mark.parametrize("args, word", [
     (("dal",), "airline"), (("DALX",), "airline"), (("DAL", "A36F7E"), "icao24"), (("DAL", "a36f7"), "icao24"),
-    (("DAL", None, 3), "seq"), (("DAL", "a36f7e", -1), "seq"), (("DAL", "a36f7e", 10 ** 10), "seq"),
+    (("DAL", None, 3), "seq"), (("DAL", "a36f7e", -1), "seq"), (("DAL", "a36f7e", 10 ** ad.SEQ_DIGITS), "seq"),
     (("DAL", "a36f7e", True), "seq"), (("DAL", "a36f7e", 1.0), "seq"),
 ])
 def test_make_id_rejects_bad_parts_naming_them(args, word):
@@ -71,7 +71,7 @@ def test_make_id_rejects_bad_parts_naming_them(args, word):
         ad.make_id(*args)
 
 
-@pytest.mark.parametrize("key", ["", "DAL_", "DAL_a36f7e_2", "DAL_A36F7E", "DA", 42, "DAL_a36f7e_00000000001"])
+@pytest.mark.parametrize("key", ["", "DAL_", "DAL_a36f7e_2", "DAL_A36F7E", "DA", 42, "DAL_a36f7e_" + "0" * (ad.SEQ_DIGITS + 1)])
 def test_parse_id_rejects_foreign_keys(key):
     with pytest.raises(ValueError, match="not an aerodata _id"):
         ad.parse_id(key)
@@ -114,7 +114,7 @@ def _expected_airline(callsign: str) -> str:  # the rule restated plainly
 
 
 def _strip(doc):
-    return {k: v for k, v in doc.items() if k not in ("_id", "recordType", "airline")}
+    return {k: v for k, v in doc.items() if k not in ("_id", "recordType", "airline", ad.GEO_FIELD)}
 
 
 @pytest.fixture
@@ -258,7 +258,7 @@ def test_stratux_round_trip_and_rejection(db):
     assert (back["lat"], back["lon"]) == (m["lat"], m["lon"]) and back["altitude"] == round(m["altitude"])
     assert ad.parse_stratux(text.replace('"Timestamp":"2018', '"Timestamp":"20x8'))["timestamp"] is None
     nanos = json.dumps({**raw, "Timestamp": "2018-08-01T05:00:00.937200261Z"})
-    assert ad.parse_stratux(nanos)["timestamp"] == 1533099600
+    assert ad.parse_stratux(nanos)["timestamp"] == 1533099600.937  # kept to the millisecond
     invalid = json.dumps({**raw, "Position_valid": False})
     r = ad.ingest(db, [ad.parse_stratux(text), ad.parse_stratux(invalid)])
     assert r.inserted == 1 and r.rejected[0].reason.startswith("no lat")
@@ -289,11 +289,112 @@ def test_rekey_moves_everything(loaded):
     db, _ = loaded
     n = len(ad.reports(db, "EWG", "3c56ed"))
     moved = ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH")
-    assert moved == {"inserted": n + 1, "deleted": n + 1}
+    assert moved == {"inserted": n + 1, "deleted": n + 1, "rounds": 1}
     assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n
     assert ad.aircraft(db, "DLH", "3c56ed")["airline"] == "DLH"
     with pytest.raises(ValueError, match="no aircraft"):
         ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH")
+
+
+def _late_report(db, airline, icao24, when):
+    """A report filed under the old key while a move runs (earlier than the last one: out of order)."""
+    doc = {**ad.reports(db, airline, icao24)[0]}
+    doc["_id"] = ad.make_id(airline, icao24, ad.message_number(when))
+    doc["timestamp"] = when
+    db[ad.COLLECTION].insert_one(doc)
+    return doc["_id"]
+
+
+@pytest.mark.parametrize("transaction", [False, True])
+def test_rekey_keeps_a_report_that_arrives_during_the_move(loaded, transaction, backend):
+    db, _ = loaded
+    if transaction and not backend.info.caps.transactions:
+        pytest.skip("this backend has no transactions")
+    before = ad.reports(db, "EWG", "3c56ed")
+    when = before[0]["timestamp"] + 0.5  # inside the old range: "delete the range" would take it uncopied
+    moved = ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH", transaction=transaction,
+                              during_move=lambda: _late_report(db, "EWG", "3c56ed", when))
+    after = ad.reports(db, "DLH", "3c56ed")
+    assert ad.reports(db, "EWG", "3c56ed") == [] and ad.aircraft(db, "EWG", "3c56ed") is None
+    assert len(after) == len(before) + 1 and when in [d["timestamp"] for d in after]
+    assert moved["rounds"] == 2 and moved["inserted"] == moved["deleted"] == len(before) + 2
+
+
+@pytest.mark.parametrize("transaction", [False, True])
+def test_rekey_after_a_crash_between_copy_and_delete_finishes_without_duplicates(loaded, transaction, backend):
+    db, _ = loaded
+    caps = backend.info.caps
+    if transaction and not caps.transactions:
+        pytest.skip("this backend has no transactions")
+    n = len(ad.reports(db, "EWG", "3c56ed"))
+
+    def crash():
+        raise KeyboardInterrupt("the writer dies here")
+
+    with pytest.raises(KeyboardInterrupt):
+        ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH", transaction=transaction, during_move=crash)
+    old, new = len(ad.reports(db, "EWG", "3c56ed")), len(ad.reports(db, "DLH", "3c56ed"))
+    assert old == n  # nothing lost
+    if transaction and caps.json_schema:  # a server: the aborted transaction wrote nothing
+        assert new == 0
+    ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH", transaction=transaction)  # run again: finishes the move
+    assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n
+
+
+def test_same_second_reports_keep_two_keys_and_resends_stay_duplicates(db):
+    m = {**SAMPLE[0], "timestamp": 1533099600.2}
+    twin = {**m, "timestamp": 1533099600.7, "lat": m["lat"] + 0.001}
+    first = ad.ingest(db, [m, twin])
+    assert first.inserted == 2 and first.duplicates == 0
+    again = ad.ingest(db, [twin, m])
+    assert again.inserted == 0 and again.duplicates == 2
+    got = ad.reports(db, ad.airline_of_callsign(m["callsign"]), m["icao24"])
+    assert [d["timestamp"] for d in got] == [1533099600.2, 1533099600.7]
+    assert [d[ad.GEO_FIELD]["coordinates"] for d in got] == [[m["lon"], m["lat"]], [twin["lon"], twin["lat"]]]
+
+
+def test_geo_point_catches_the_coordinate_order_trap():
+    zurich = (8.54917, 47.4647)
+    assert ad.geo_point(*zurich) == {"type": "Point", "coordinates": [8.54917, 47.4647]}
+    swiss = (5.9, 45.8, 10.5, 47.9)
+    assert ad.geo_point(*zurich, region=swiss)["coordinates"] == [8.54917, 47.4647]
+    with pytest.raises(ValueError, match="swapped"):
+        ad.geo_point(47.4647, 8.54917, region=swiss)
+    with pytest.raises(ValueError, match=r"\(lat, lon\)"):
+        ad.geo_point(8.5, 147.4)
+    assert ad.distance_km((8.0, 47.0), (8.0, 48.0)) == pytest.approx(111.3, abs=0.1)
+
+
+def test_nearest_is_nearest_first_on_every_backend(loaded, backend):
+    db, _ = loaded
+    caps = backend.info.caps
+    coll = db[ad.COLLECTION]
+    coll.create_index([(ad.GEO_FIELD, "2dsphere")])
+    here = [8.54917, 47.4647]
+    got = ad.nearest(coll, here, 5, max_km=30, near_sorted=caps.near_sorted)
+    want = sorted((m for m in SAMPLE if ad.distance_km(here, (m["lon"], m["lat"])) <= 30),
+                  key=lambda m: ad.distance_km(here, (m["lon"], m["lat"])))[:5]
+    assert len(got) == 5
+    assert [(d["icao24"], d["timestamp"]) for d in got] == [(m["icao24"], m["timestamp"]) for m in want]
+
+
+def test_validator_refuses_bad_documents_and_keeps_ingest_working(db, backend):
+    caps = backend.info.caps
+    if not caps.json_schema:
+        pytest.skip("this backend does not validate ($jsonSchema)")
+    from pymongo.errors import WriteError
+    ad.ingest(db, SAMPLE[:50])
+    assert ad.invalid_documents(db) == []
+    assert ad.apply_validator(db) == {"validationLevel": "strict", "validationAction": "error"}
+    good = ad.ingest(db, SAMPLE[50:120])
+    assert good.inserted == 70 and good.rejected == []
+    bad = {**db[ad.COLLECTION].find_one({"recordType": 3}), "_id": "SWR_4b1805_0000000000001", "lat": 91.0}
+    with pytest.raises(WriteError) as e:
+        db[ad.COLLECTION].insert_one(bad)
+    assert e.value.code == 121 and "schemaRulesNotSatisfied" in str(e.value.details["errInfo"])
+    ad.apply_validator(db, action="warn")
+    db[ad.COLLECTION].insert_one(bad)  # accepted, and logged
+    assert [d["_id"] for d in ad.invalid_documents(db)] == [bad["_id"]]
 
 
 def test_shard_simulation():
