@@ -45,7 +45,7 @@ __all__ = [
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
     "GEO_FIELD", "EARTH_RADIUS_KM", "message_number", "geo_point", "distance_km", "nearest",
-    "aerodata_schema", "apply_validator", "invalid_documents",
+    "aerodata_schema", "apply_validator", "invalid_documents", "why_refused",
 ]
 
 COLLECTION = "aerodata"
@@ -623,9 +623,11 @@ def keys_in_bounds(sorted_keys: Sequence[str], bounds: tuple[str, str]) -> int:
 def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
                  during_move: Callable[[], Any] | None = None) -> tuple[int, int]:
     """One round of :func:`rekey_aircraft`: copy what is under ``old`` now, then delete exactly those ids."""
-    lo, hi = prefix_bounds(old)  # the aircraft and its reports: one range of the {recordType, _id} index
-    docs = list(coll.find({"recordType": {"$in": [AIRCRAFT, REPORT]}, "_id": {"$gte": lo, "$lt": hi}},
-                          sort=[("_id", 1)], batch_size=QUERY_BATCH, session=session))
+    lo, hi = prefix_bounds(old + "_")  # its reports: one range of the {recordType, _id} index (fast everywhere)
+    aircraft_doc = coll.find_one({"_id": old}, session=session)
+    docs = ([aircraft_doc] if aircraft_doc else []) + list(coll.find(
+        {"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, sort=[("_id", 1)], batch_size=QUERY_BATCH,
+        session=session))
     if not docs:
         return 0, 0
     copies = []
@@ -660,8 +662,9 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
     old = make_id(old_airline, icao24)
     if new_airline not in (NO_AIRLINE,) and new_airline not in airline_table():
         raise ValueError(f"rekey_aircraft: new_airline={new_airline!r} is not in the OpenFlights table")
-    lo, hi = prefix_bounds(old)
-    if coll.find_one({"recordType": {"$in": [AIRCRAFT, REPORT]}, "_id": {"$gte": lo, "$lt": hi}}, {"_id": 1}) is None:
+    lo, hi = prefix_bounds(old + "_")
+    if coll.find_one({"_id": old}, {"_id": 1}) is None and \
+            coll.find_one({"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, {"_id": 1}) is None:
         raise ValueError(f"rekey_aircraft: no aircraft {old!r} in {collection!r}; check the airline and icao24")
     coll.bulk_write([UpdateOne({"_id": new_airline},
                                {"$setOnInsert": {k: v for k, v in _airline_doc(new_airline).items() if k != "_id"}},
@@ -743,6 +746,36 @@ def apply_validator(db: Any, *, level: str = "strict", action: str = "error",
     info = db.command("listCollections", filter={"name": collection})["cursor"]["firstBatch"][0]
     opts = info.get("options", {})
     return {"validationLevel": opts.get("validationLevel"), "validationAction": opts.get("validationAction")}
+
+
+def why_refused(err_info: Mapping[str, Any]) -> list[str]:
+    """The gist of a code-121 ``errInfo``: one line per rule broken, in the branch of the document's own
+    ``recordType`` (the other ``oneOf`` branches fail on ``recordType`` alone and are left out).
+    Introduced in notebook 04."""
+    titles = [b.get("title", str(i)) for i, b in enumerate(aerodata_schema()["$jsonSchema"]["oneOf"])]
+    out: list[str] = []
+
+    def leaves(node: Any, where: str, prop: str | None) -> Iterable[str]:
+        if isinstance(node, list):
+            for n in node:
+                yield from leaves(n, where, prop)
+        elif isinstance(node, Mapping):
+            prop = node.get("propertyName", prop)
+            if "missingProperties" in node:
+                yield f"{where}: missing {', '.join(node['missingProperties'])}"
+            elif "reason" in node:
+                value = f" ({node['consideredValue']!r})" if "consideredValue" in node else ""
+                yield f"{where}: {prop or 'document'} {node.get('operatorName', '')}: {node['reason']}{value}"
+            for key in ("details", "propertiesNotSatisfied", "schemaRulesNotSatisfied", "itemsNotSatisfied"):
+                if key in node:
+                    yield from leaves(node[key], where, prop)
+            for branch in node.get("schemasNotSatisfied", []):
+                lines = list(leaves(branch.get("details", []), titles[branch.get("index", 0)], None))
+                if not any(": recordType " in line for line in lines):
+                    yield from lines
+
+    out.extend(leaves(err_info.get("details", {}), "document", None))
+    return out
 
 
 def invalid_documents(db: Any, *, collection: str = COLLECTION) -> list[dict[str, Any]]:

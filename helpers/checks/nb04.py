@@ -65,3 +65,42 @@ def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
     if abs(answer - want) > 0.01 * want:
         return f"{human_bytes(answer)} is more than 1% away from the size of a week of reports"
     return None
+
+
+@exercise("4.4", hint="a $geoWithin with $centerSphere (radians: km / ad.EARTH_RADIUS_KM), or within_km(ZRH, 10) "
+                      "of section 4.11; collect the icao24 of the reports it returns")
+def near_zurich(answer: Any, *, aerodata: Any, point: Any) -> str | None:
+    """The icao24 of every aircraft with a report within 10 km of ``point``, recomputed client-side."""
+    from ..aerodata import GEO_FIELD, distance_km
+
+    if not isinstance(answer, (set, frozenset, list, tuple)) or not all(isinstance(a, str) for a in answer):
+        return "give a set of icao24 strings"
+    center = point["coordinates"] if isinstance(point, dict) else point
+    inner, outer = set(), set()  # a report right on the 10 km edge may fall either way on another sphere model
+    for r in aerodata.find({"recordType": 3}, {"icao24": 1, GEO_FIELD: 1}):
+        d = distance_km(center, r[GEO_FIELD]["coordinates"])
+        if d <= 9.99:
+            inner.add(r["icao24"])
+        if d <= 10.01:
+            outer.add(r["icao24"])
+    got = set(answer)
+    if not inner <= got:
+        return f"{len(inner - got)} aircraft heard within 10 km are missing"
+    if not got <= outer:
+        return f"{len(got - outer)} of your aircraft were never heard within 10 km (longitude first?)"
+    return None
+
+
+@exercise("4.5", hint="build each message's key by the second with ad.make_id(airline, icao24, int(timestamp)) and "
+                      "count the keys that are not new")
+def lost_by_second(answer: Any, *, messages: Any) -> str | None:
+    """How many of ``messages`` a key by the epoch second refuses as duplicates."""
+    from ..aerodata import airline_of_callsign
+
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        return f"give a whole number of messages, not {answer!r}"
+    keys = [(airline_of_callsign(m.get("callsign")), m["icao24"], int(m["timestamp"])) for m in messages]
+    want = len(keys) - len(set(keys))
+    if answer != want:
+        return f"{answer} is not the number of messages whose key by the second was taken already"
+    return None
