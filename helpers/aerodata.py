@@ -625,21 +625,29 @@ def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
     """One round of :func:`rekey_aircraft`: copy what is under ``old`` now, then delete exactly those ids."""
     lo, hi = prefix_bounds(old + "_")  # its reports: one range of the {recordType, _id} index (fast everywhere)
     aircraft_doc = coll.find_one({"_id": old}, session=session)
-    docs = ([aircraft_doc] if aircraft_doc else []) + list(coll.find(
-        {"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, sort=[("_id", 1)], batch_size=QUERY_BATCH,
-        session=session))
+    reports = list(coll.find({"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, sort=[("_id", 1)],
+                             batch_size=QUERY_BATCH, session=session))
+    docs = ([aircraft_doc] if aircraft_doc else []) + reports
     if not docs:
         return 0, 0
     copies = []
     for d in docs:
         parts = parse_id(d["_id"])
-        copies.append(ReplaceOne({"_id": make_id(new_airline, parts.icao24, parts.seq)},
-                                 {**{k: v for k, v in d.items() if k != "_id"}, "airline": new_airline},
-                                 upsert=True))  # idempotent: a re-run after a crash rewrites the same copy
-    coll.bulk_write(copies, ordered=False, session=session)
+        copies.append({**d, "_id": make_id(new_airline, parts.icao24, parts.seq), "airline": new_airline})
+    try:  # unordered: a copy left by a crashed earlier run is refused (11000) and counts as copied
+        coll.insert_many(copies, ordered=False, session=session)
+    except BulkWriteError as e:
+        if any(w.get("code") != 11000 for w in e.details.get("writeErrors", [])):
+            raise
     if during_move is not None:
         during_move()
-    deleted = coll.delete_many({"_id": {"$in": [d["_id"] for d in docs]}}, session=session).deleted_count
+    deleted = 0
+    if aircraft_doc:
+        deleted += coll.delete_one({"_id": old}, session=session).deleted_count
+    if reports:  # exactly the ids copied; the range in front lets every engine narrow it with an index
+        ids = [d["_id"] for d in reports]
+        deleted += coll.delete_many({"recordType": REPORT, "_id": {"$gte": ids[0], "$lte": ids[-1], "$in": ids}},
+                                    session=session).deleted_count
     return len(copies), deleted
 
 
@@ -651,8 +659,7 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
     ``_id`` is immutable, so every document is copied under its new key and the old one deleted: the
     cost grows with the aircraft's history. Safe against the two failures of "insert all, then delete
     the old range": the delete names exactly the ids copied (a report that arrives during the move is
-    never deleted uncopied: the next round moves it), and the copy is an upsert, so re-running after a
-    crash finishes the move without duplicates. ``transaction=True`` (where the backend has
+    never deleted uncopied: the next round moves it), and re-running after a crash finishes the move without duplicates. ``transaction=True`` (where the backend has
     transactions) runs each round in one transaction: no reader ever sees both copies, and a crash
     leaves the old keys alone. ``during_move``: called once between the first copy and its delete (a
     stand-in for another writer, used by notebook 04 and the tests). Returns the documents copied and

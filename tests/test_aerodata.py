@@ -405,3 +405,43 @@ def test_shard_simulation():
     assert sum(spread) == 400 and max(spread) < 150
     with pytest.raises(ValueError, match="how"):
         ad.shard_writes(old, growing, 4, "round-robin")
+
+
+_KILLED_MOVER = """
+import os, sys
+from pymongo import MongoClient
+from helpers import aerodata as ad
+db = MongoClient(sys.argv[1])[sys.argv[2]]
+ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH", transaction=sys.argv[3] == "1",
+                  during_move=lambda: os._exit(9))   # the process dies between the copy and the delete
+"""
+
+
+@pytest.mark.parametrize("transaction", [False])  # True: on SecantusDB 0.7.0b3 the dead client's open
+# transaction blocks the checks that follow (measured; a real MongoDB aborts it after transactionLifetimeLimitSeconds)
+def test_rekey_survives_a_killed_process(test_uri, transaction):
+    """A real process dies between copy and delete; nothing is lost, and a re-run finishes the move."""
+    import subprocess
+    import sys
+    import uuid
+
+    from pymongo import MongoClient
+
+    name = f"wbtest_{uuid.uuid4().hex[:10]}"
+    client = MongoClient(test_uri)
+    try:
+        db = client[name]
+        ad.ingest(db, [m for m in SAMPLE if m["icao24"] == "3c56ed"])
+        n = len(ad.reports(db, "EWG", "3c56ed"))
+        proc = subprocess.run([sys.executable, "-c", _KILLED_MOVER, test_uri, name, "1" if transaction else "0"],
+                              timeout=120)
+        assert proc.returncode == 9
+        assert len(ad.reports(db, "EWG", "3c56ed")) == n  # nothing lost
+        copied = len(ad.reports(db, "DLH", "3c56ed"))
+        assert copied == (0 if transaction else n)  # a transaction that never committed wrote nothing
+        ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH")
+        assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n
+        assert db[ad.COLLECTION].count_documents({"recordType": 3}) == len(ad.reports(db, "GWI", "3c56ed")) + n
+    finally:
+        client.drop_database(name)
+        client.close()
