@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from pymongo import ReplaceOne, UpdateOne
+from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError
 
 from . import settings
@@ -682,7 +682,7 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
         if transaction:
             with db.client.start_session() as session:
                 copied, deleted = session.with_transaction(
-                    lambda s: _rekey_round(coll, old, new_airline, s, hook))
+                    lambda s, h=hook: _rekey_round(coll, old, new_airline, s, h))
         else:
             copied, deleted = _rekey_round(coll, old, new_airline, None, hook)
         hook = None
