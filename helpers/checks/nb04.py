@@ -104,3 +104,31 @@ def lost_by_second(answer: Any, *, messages: Any) -> str | None:
     if answer != want:
         return f"{answer} is not the number of messages whose key by the second was taken already"
     return None
+
+
+@exercise("4.6", hint="a dict like {'lat': {'minimum': ..., 'maximum': ...}, 'lon': {...}}: bounds around the "
+                      "receiver's region that every stored report meets, and that a swapped pair (lat near 8, "
+                      "lon near 47) does not")
+def region_rules(answer: Any, *, aerodata: Any) -> str | None:
+    """``$jsonSchema`` properties for ``lat`` and ``lon`` that accept every stored report of ``aerodata``
+    and refuse each of them with latitude and longitude swapped (checked client-side, the same on every
+    engine, by the validator subset of notebook 05)."""
+    from ..schema import SchemaError, schema_violations
+
+    if not isinstance(answer, dict) or set(answer) != {"lat", "lon"} or \
+            not all(isinstance(v, dict) for v in answer.values()):
+        return "give a dict with two keys, 'lat' and 'lon', each a $jsonSchema rule (a dict)"
+    schema = {"bsonType": "object", "properties": answer}
+    reports = list(aerodata.find({"recordType": 3}, {"_id": 1, "lat": 1, "lon": 1}).sort("_id", 1))
+    if not reports:
+        return "the collection given holds no position reports: pass the one of section 4.11"
+    try:
+        refused = [r["_id"] for r in reports if schema_violations({"lat": r["lat"], "lon": r["lon"]}, schema)]
+        swapped_ok = [r["_id"] for r in reports if not schema_violations({"lat": r["lon"], "lon": r["lat"]}, schema)]
+    except SchemaError as e:
+        return f"the rules use a keyword this check cannot evaluate ({e}); bsonType, minimum and maximum suffice"
+    if refused:
+        return f"{len(refused)} of the {len(reports)} stored reports break these rules, e.g. {refused[0]}"
+    if swapped_ok:
+        return f"{len(swapped_ok)} reports with latitude and longitude swapped still pass, e.g. {swapped_ok[0]}"
+    return None
