@@ -166,3 +166,18 @@ def test_an_empty_query_answer_names_the_bare_regex_deviation_where_it_applies(d
     assert evaluate("98.3", [0, 1], fruit=fruit)[0] == "correct"
     # a checker not flagged as comparing a query result never adds the note
     assert "bare regex" not in evaluate("98.1", 0)[1]
+
+
+def test_exercise_4_6_accepts_region_rules_and_refuses_loose_or_tight_ones(db):
+    reports = db["geo_reports"]
+    reports.insert_many([{"_id": f"r{i}", "recordType": 3, "lat": 46.0 + i / 10, "lon": 7.0 + i / 10}
+                         for i in range(10)])
+    good = {"lat": {"minimum": 40, "maximum": 55}, "lon": {"minimum": -5, "maximum": 20}}
+    assert evaluate("4.6", good, aerodata=reports)[0] == "correct"
+    loose = {"lat": {"minimum": -90, "maximum": 90}, "lon": {"minimum": -180, "maximum": 180}}
+    status, line = evaluate("4.6", loose, aerodata=reports)
+    assert status == "not right yet" and "swapped still pass" in line
+    tight = {"lat": {"minimum": 46.5, "maximum": 55}, "lon": {"minimum": -5, "maximum": 20}}
+    status, line = evaluate("4.6", tight, aerodata=reports)
+    assert status == "not right yet" and "stored reports break" in line
+    assert evaluate("4.6", {"lat": 1}, aerodata=reports)[0] == "not right yet"
