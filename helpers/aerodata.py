@@ -659,9 +659,10 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
     ``_id`` is immutable, so every document is copied under its new key and the old one deleted: the
     cost grows with the aircraft's history. Safe against the two failures of "insert all, then delete
     the old range": the delete names exactly the ids copied (a report that arrives during the move is
-    never deleted uncopied: the next round moves it), and re-running after a crash finishes the move without duplicates. ``transaction=True`` (where the backend has
-    transactions) runs each round in one transaction: no reader ever sees both copies, and a crash
-    leaves the old keys alone. ``during_move``: called once between the first copy and its delete (a
+    never deleted uncopied: the next round moves it), and re-running after a crash finishes the move
+    without duplicates. ``transaction=True`` (where the backend has transactions) runs each round in one
+    transaction: no reader sees a round half done (before the commit only the old keys exist, after it
+    only the new ones), and a crash leaves the old keys alone. ``during_move``: called once between the first copy and its delete (a
     stand-in for another writer, used by notebook 04 and the tests). Returns the documents copied and
     deleted and the rounds it took. Introduced in notebook 04.
     """
