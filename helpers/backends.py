@@ -76,6 +76,7 @@ class Capabilities:
     geo_index: bool  # a 2dsphere index can be created and $near runs
     collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
     transaction_isolation: bool = False  # a write inside an open transaction is invisible to others until commit
+    concurrent_clients: bool = False  # threads may share the engine: a server behind the wire protocol (the mock is not thread-safe)
 
 
     graph_max_depth: int | None = None  # deepest level $graphLookup reaches without maxDepth; None: no cap met
@@ -136,7 +137,9 @@ class BackendInfo:
             out.append("the server's own 16 MiB rejection (a labelled client-side check stands in)")
         if not c.transactions:
             out.append("multi-document transactions")
-        elif not c.transaction_isolation:
+        if not c.concurrent_clients:
+            out.append("concurrency: it is not thread-safe, so the demonstrations with several threads are skipped")
+        if c.transactions and not c.transaction_isolation:
             out.append("transaction isolation: a write inside an open transaction is visible to other readers "
                        "before it commits (abort still undoes it)")
         if not c.graph_restrict:
@@ -319,6 +322,11 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
         # transactions (a standalone mongod refuses them; Atlas and replica sets have them)
         caps["transactions"] = _probe_transactions(db, coll)
         caps["transaction_isolation"] = caps["transactions"] and _probe_transaction_isolation(db, coll)
+        # several threads at once need a server: a pymongo client talks to one over the wire protocol,
+        # each thread on a pooled connection; mongomock-ng's in-process collections have no locks
+        import pymongo
+
+        caps["concurrent_clients"] = isinstance(getattr(db, "client", None), pymongo.MongoClient)
         # geo: a 2dsphere index, $near order, $centerSphere
         caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
 
