@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["start_embedded", "secantus_process", "free_port"]
+__all__ = ["start_embedded", "secantus_process", "free_port", "stop_process"]
 
 
 def start_embedded() -> Any:
@@ -66,9 +66,14 @@ def secantus_process(*, storage_path: str = ":memory:", auth: bool = False) -> I
             time.sleep(0.1)
         yield f"mongodb://127.0.0.1:{port}/"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Stop a server process this module's callers started: terminate, then kill after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

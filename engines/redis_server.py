@@ -13,7 +13,7 @@ import tempfile
 import time
 from typing import Any, Iterator
 
-from .embedded import free_port
+from .embedded import free_port, stop_process
 
 __all__ = ["REDIS_MISSING", "redis_server", "redis_process"]
 
@@ -38,11 +38,7 @@ def redis_process() -> Iterator[str]:
         try:
             yield f"redis://127.0.0.1:{port}/0"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc)
 
 
 def _pong(port: int) -> bool:
