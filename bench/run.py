@@ -8,12 +8,15 @@
 Goals (issue 15), each a ratio or a bound from this one run:
 
 * ``load_dataset`` of all 139,098 ADS-B reports <= 1.10x a raw ``insert_many`` of the same documents
-  on the same engine, for a first load and for a reload;
+  on the same engine, for a first load and for a reload. Each is timed in a fresh process (a fresh
+  engine), twice in turn, the faster run counting. "first" reads the typed copy of the file that
+  ``workbook.py setup``/``lab`` leave in the cache; "new machine" (no copy: ``WORKBOOK_CACHE=off``)
+  is shown for information, since a machine pays it once;
 * ``aerodata.ingest`` <= 1.25x its floor: a raw unordered ``insert_many`` of the very documents ingest
   stored, into a fresh collection with the same indexes;
 * every notebook at the default scale <= 20 s on embedded and on mock, no cell over 3 s;
 * ``--full``: every notebook at ``WORKBOOK_SCALE=full`` <= 120 s on embedded, and the test command
-  (``python -m tools.testrun``, set-up excluded: the venv exists) <= 8 minutes.
+  on a fresh clone, set-up included (no .venv, pip's cache off, a HOME of its own) <= 8 minutes.
 
 The load and ingest ratios are CPU-time ratios (``time.process_time`` of this process, which
 also runs the embedded server and the mock): on a shared, busy machine wall-clock time mostly
@@ -83,39 +86,78 @@ def _raw_insert(db: Any, name: str, docs: list[dict[str, Any]], *, ordered: bool
     return seconds, cpu
 
 
-def bench_load(engines: list[str]) -> list[dict]:
-    """load_dataset("adsb_reports", full): first load and reload, against a raw insert_many."""
+#: the load scenarios, each timed in a process of its own (a fresh engine, nothing kept in memory)
+LOAD_SCENARIOS = {
+    "floor": "a raw insert_many of the same documents, batches of BATCH_SIZE, into an empty collection",
+    "first": "load_dataset into an empty database (the typed copy of the file cached, as after setup)",
+    "reload": "load_dataset again in the same process (re-running a Setup cell)",
+    "new machine": "load_dataset into an empty database with no typed copy (WORKBOOK_CACHE=off)",
+}
+
+
+def load_scenario(engine: str, scenario: str) -> dict[str, float]:
+    """Time one load scenario in this (fresh) process: wall-clock and CPU seconds."""
     from helpers import datasets as ds
 
-    docs = _adsb_documents()
+    conn = _connect(engine, "wbbench_load")
+    db = conn.db
+    try:
+        conn.client.drop_database("wbbench_load")
+        if scenario == "floor":
+            docs = _adsb_documents()
+            return dict(zip(("wall", "cpu"), _raw_insert(db, "adsb_reports", docs, batch=ds.BATCH_SIZE)))
+        if scenario == "reload":
+            ds.load_dataset("adsb_reports", db, "full")
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = ds.load_dataset("adsb_reports", db, "full")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        assert db["adsb_reports"].count_documents({}) == result.counts["adsb_reports"] == 139_098
+        return {"wall": wall, "cpu": cpu}
+    finally:
+        conn.client.drop_database("wbbench_load")
+        conn.close()
+
+
+def _scenario_process(engine: str, scenario: str) -> dict[str, float]:
+    import json
+
+    env = dict(os.environ)
+    if scenario == "new machine":
+        env["WORKBOOK_CACHE"] = "off"
+    out = subprocess.run([sys.executable, __file__, "--load-scenario", scenario, "--engines", engine],
+                         env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def bench_load(engines: list[str], repeats: int = 2) -> list[dict]:
+    """load_dataset("adsb_reports", full), first load and reload, against a raw insert_many.
+
+    Every scenario runs in a fresh process (SecantusDB slows down as a process writes and drops
+    collections, so timings taken one after another in one process are not comparable), in turn,
+    ``repeats`` times; the fastest run of each counts. The ratio is of CPU time.
+    """
+    from helpers.datasets import prepare_cache
+
+    prepare_cache()  # as `workbook.py setup` leaves a machine
     rows = []
     for engine in engines:
-        conn = _connect(engine, "wbbench_load")
-        try:
-            db = conn.db
-            conn.client.drop_database("wbbench_load")
-            timed = []
-            raw = _raw_insert(db, "adsb_raw", docs, batch=ds.BATCH_SIZE)
-            for label in ("first load", "reload"):  # raw, load, raw, reload: neighbours share the noise
-                t0, c0 = time.perf_counter(), time.process_time()
-                result = ds.load_dataset("adsb_reports", db, "full")
-                timed.append((label, time.perf_counter() - t0, time.process_time() - c0))
-                assert result.counts == {"adsb_reports": len(docs)}
-                assert db["adsb_reports"].count_documents({}) == len(docs)
-                if label == "first load":
-                    raw2 = _raw_insert(db, "adsb_raw", docs, batch=ds.BATCH_SIZE)
-                else:
-                    db.drop_collection("adsb_reports")
-            wall = min(raw[0], raw2[0])
-            cpu = min(raw[1], raw2[1])
-            for label, secs, used in timed:
-                rows.append(_row(f"load_dataset adsb_reports full, {label}", engine,
-                                 f"wall {secs:.1f} s vs insert_many {wall:.1f} s ({secs / wall:.2f}x); "
-                                 f"CPU {used:.1f} s vs {cpu:.1f} s", used / cpu, f"<= {LOAD_GOAL:.2f}x",
-                                 used / cpu <= LOAD_GOAL))
-        finally:
-            conn.client.drop_database("wbbench_load")
-            conn.close()
+        best: dict[str, dict[str, float]] = {}
+        for _ in range(repeats):
+            for scenario in LOAD_SCENARIOS:
+                got = _scenario_process(engine, scenario)
+                if scenario not in best or got["cpu"] < best[scenario]["cpu"]:
+                    best[scenario] = got
+        floor = best["floor"]
+        for scenario in ("first", "reload", "new machine"):
+            got = best[scenario]
+            ratio = got["cpu"] / floor["cpu"]
+            row = _row(f"load_dataset adsb_reports full, {scenario}", engine,
+                       f"CPU {got['cpu']:.2f} s vs insert_many {floor['cpu']:.2f} s; wall {got['wall']:.2f} s "
+                       f"vs {floor['wall']:.2f} s ({got['wall'] / floor['wall']:.2f}x)",
+                       ratio, f"<= {LOAD_GOAL:.2f}x", ratio <= LOAD_GOAL)
+            if scenario == "new machine":  # once per machine: `workbook.py setup` and `lab` type the files
+                row.update(bound="info: paid once, by setup", holds="-")
+            rows.append(row)
     return rows
 
 
@@ -216,11 +258,21 @@ def bench_notebooks(backends: list[str], full: bool = False) -> list[dict]:
 
 
 def bench_suite() -> list[dict]:
-    t0 = time.perf_counter()
-    rc = subprocess.call([sys.executable, "-m", "tools.testrun"], cwd=ROOT, stdout=subprocess.DEVNULL)
-    secs = time.perf_counter() - t0
-    return [_row("test command (venv present)", "all", f"{secs:.0f} s, exit {rc}", secs / SUITE_GOAL_S,
-                 f"<= {SUITE_GOAL_S:.0f} s", rc == 0 and secs <= SUITE_GOAL_S)]
+    """The test command as on a fresh machine: a clean clone of this commit, no .venv, and pip's
+    cache turned off (every package downloaded again), ``python3 workbook.py test`` there."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        clone = Path(tmp) / "workbook"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("CI", "WORKBOOK_VENV")}
+        env.update(PIP_NO_CACHE_DIR="1", HOME=tmp)  # nothing from this machine's caches
+        t0 = time.perf_counter()
+        rc = subprocess.call(["python3", "workbook.py", "test"], cwd=clone, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        secs = time.perf_counter() - t0
+    return [_row("test command on a fresh clone, set-up included", "all", f"{secs:.0f} s, exit {rc}",
+                 secs / SUITE_GOAL_S, f"<= {SUITE_GOAL_S:.0f} s", rc == 0 and secs <= SUITE_GOAL_S)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,8 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--others", action="store_true", help="also bench_measure and bench_classroom")
     parser.add_argument("--engines", default="embedded,mock")
     parser.add_argument("--ingest-messages", type=int, default=None, help="default: all 139,098")
+    parser.add_argument("--load-scenario", choices=sorted(LOAD_SCENARIOS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     engines = args.engines.split(",")
+    if args.load_scenario:  # one timing, in this fresh process (see bench_load)
+        import json
+        print(json.dumps(load_scenario(engines[0], args.load_scenario)))
+        return 0
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     started = time.perf_counter()
     rows = bench_load(engines)
@@ -250,8 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n## issue 15 goals ({os.cpu_count()} CPUs, load average {load1:.1f} at the start, {load2:.1f} at "
           f"the end; {time.perf_counter() - started:.0f} s)\n")
     print(table(rows))
-    held = sum(r["holds"] == "yes" for r in rows)
-    print(f"\n{held} of {len(rows)} hold")
+    goals = [r for r in rows if r["holds"] != "-"]
+    held = sum(r["holds"] == "yes" for r in goals)
+    print(f"\n{held} of {len(goals)} goals hold")
     if args.others:
         import runpy
         for script in ("bench_measure.py", "bench_classroom.py"):

@@ -374,12 +374,133 @@ def _int64(value: int) -> int:
     return value
 
 
-def _typed_documents(path: Path, fields: Fields) -> list[dict[str, Any]]:
-    """Every row of a CSV (or .csv.gz) typed as :func:`_rows` types it, as fast as Python allows.
+#: the last file typed, kept for a reload in the same kernel (re-running a Setup cell):
+#: ``(path, size, mtime_ns, fields) -> documents``; one file only (the largest, 139,098 ADS-B
+#: reports, holds about 75 MB). Its documents are shared, so nothing may change them.
+_TYPED_MEMO: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+
+
+def _typed_documents(path: Path, fields: Fields,
+                     make_id: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
+    """Every row of a CSV (or .csv.gz) typed as :func:`_rows` types it, as fast as Python allows;
+    with ``make_id``, as documents: ``_id`` first (a column moved into it is not kept twice),
+    every ``_id`` checked unique over the whole file.
 
     On any problem the file is read again with the checked reader :func:`_rows`, whose
-    :class:`DatasetError` names the file, the line and the field.
+    :class:`DatasetError` names the file, the line and the field. The caller verified the file's
+    checksum first. The result for the last file is kept (:data:`_TYPED_MEMO`) and handed out
+    again while the file's size and modification time are unchanged, and a large file's is cached
+    on disk (:func:`_cached_typed`). Callers never modify it.
     """
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns, id(fields), id(make_id))
+    docs = _TYPED_MEMO.get(key)
+    if docs is None:
+        docs = _cached_typed(path, fields, make_id)
+        _TYPED_MEMO.clear()
+        _TYPED_MEMO[key] = docs
+    return docs
+
+
+def _with_ids(path: Path, fields: Fields, make_id: Callable[[dict[str, Any]], Any],
+              typed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    moved = getattr(make_id, "key", None)  # a column that becomes the _id (not kept twice)
+    seen: set[Any] = set()
+    docs = []
+    for doc in typed:
+        _id = make_id(doc)
+        if _id in seen:  # rare: read the file again, checked, for the two lines
+            first, again = [line for line, row in _rows(path, fields) if make_id(dict(row)) == _id][:2]
+            raise DatasetError(f"{path}: lines {first} and {again}: the same _id {_id!r} twice; "
+                               f"each row must have its own key; " + _RESTORE.format(name=path.name) + ".")
+        seen.add(_id)
+        out = {"_id": _id, **doc}
+        if moved is not None:
+            del out[moved]
+        docs.append(out)
+    return docs
+
+
+#: files with fewer rows are typed faster than their cached copy is found; bump the version when
+#: the typing of a column changes (the cache key also holds the field table and the file's sha256)
+_CACHE_MIN_ROWS, _CACHE_VERSION = 20_000, 1
+
+
+def _cache_path(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None) -> Path | None:
+    """Where the typed copy of ``path`` (typed by ``fields``, keyed by ``make_id``) is kept; None
+    with no cache. The name holds the file's sha256 and a digest of the typing: a changed file,
+    field table or ``_id`` rule never meets an old copy."""
+    folder = settings.cache_folder()
+    if folder is None:
+        return None
+    code = getattr(make_id, "__code__", None)
+    rule = (None if make_id is None else
+            (getattr(make_id, "key", None), code and code.co_code, code and repr(code.co_consts)))
+    tag = hashlib.sha256(repr((_CACHE_VERSION, rule, [(col, getattr(conv, "__name__", repr(conv)), req, key)
+                                                      for col, (conv, req, key) in fields.items()])).encode())
+    return folder / f"{path.name}.{_sha256(path)[:16]}.{tag.hexdigest()[:12]}.pickle"
+
+
+def prepare_cache() -> list[str]:
+    """Type every large shipped file once, into the cache (``workbook.py lab`` and ``setup`` call
+    this), so that even a first load reads a typed copy. Returns the files typed now."""
+    typed = []
+    for spec in _SPECS.values():
+        file, fields = getattr(spec.source, "file", None), getattr(spec.source, "fields", None)
+        if fields is None:
+            continue
+        make_id = spec.source.make_id  # type: ignore[attr-defined]
+        path = _verify(datasets_dir(), file)
+        cached = _cache_path(path, fields, make_id)
+        if cached is None or cached.exists():
+            continue
+        if len(_cached_typed(path, fields, make_id)) >= _CACHE_MIN_ROWS:
+            typed.append(file)
+    return typed
+
+
+def _cached_typed(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None) -> list[dict[str, Any]]:
+    """:func:`_read_typed` (and :func:`_with_ids`), through a cache of typed copies
+    (``settings.cache_folder()``).
+
+    A large file (139,098 ADS-B rows: 0.5 s to read, type and key) is typed once per machine and
+    kept as a pickle named by the file's sha256 (the file was verified against
+    ``checksums.sha256`` just before) and by the typing (:func:`_cache_path`); loading it back
+    takes about 0.1 s. The cache is the user's own folder and holds only what this function
+    wrote; an unreadable copy is typed again and rewritten, an unwritable folder only costs the time.
+    """
+    import pickle
+
+    cached = _cache_path(path, fields, make_id)
+    try:
+        if cached is not None:
+            with open(cached, "rb") as fh:
+                docs = pickle.load(fh)  # noqa: S301 - written by this function, in the user's own folder
+            if isinstance(docs, list):
+                return docs
+    except FileNotFoundError:
+        pass
+    except Exception:  # noqa: BLE001 - a damaged copy: type the file again and replace it
+        pass
+    docs = _read_typed(path, fields)
+    if make_id is not None:
+        docs = _with_ids(path, fields, make_id, docs)
+    if cached is not None and len(docs) >= _CACHE_MIN_ROWS:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            for old in cached.parent.glob(f"{path.name}.*.pickle"):  # an older copy of this file
+                if old.name != cached.name:
+                    old.unlink(missing_ok=True)
+            tmp = cached.with_name(f"{cached.name}.{uuid.uuid4().hex[:8]}.tmp")
+            with open(tmp, "wb") as fh:
+                pickle.dump(docs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.replace(cached)  # atomic: a reader sees the whole copy or none
+        except OSError:
+            pass
+    return docs
+
+
+def _read_typed(path: Path, fields: Fields) -> list[dict[str, Any]]:
     try:
         raw = gzip.open(path, "rt", encoding="utf-8", newline="") if path.name.endswith(".gz") \
             else open(path, encoding="utf-8", newline="")
@@ -406,31 +527,34 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
                  parent: str | None = None) -> Callable[[Path, int | None], Iterator[dict[str, Any]]]:
     """A source reading ``file``; with ``parent``, keep only the rows of ``n`` parent keys."""
 
-    def source(folder: Path, n: int | None) -> Iterator[dict[str, Any]]:
+    def shared(folder: Path, n: int | None) -> list[dict[str, Any]]:
+        """The documents, shared with the reload memo: only for a reader that changes none (an insert)."""
         path = _verify(folder, file)
-        docs = _typed_documents(path, fields)  # read once: every row checked before any is used
-        chosen = None
-        if parent is not None and n is not None:
-            chosen = _pick((doc[parent] for doc in docs if parent in doc), n)
-        seen: set[Any] = set()
-        for doc in docs:
-            if chosen is not None and doc.get(parent) not in chosen:
-                continue
-            _id = make_id(doc)
-            if _id in seen:  # rare: read the file again, checked, for the two lines
-                first, again = [line for line, row in _rows(path, fields) if make_id(dict(row)) == _id][:2]
-                raise DatasetError(f"{path}: lines {first} and {again}: the same _id {_id!r} twice; "
-                                   f"each row must have its own key; " + _RESTORE.format(name=file) + ".")
-            seen.add(_id)
-            yield {"_id": _id, **doc}
+        # read once: every row typed and checked, every _id unique, before any is used
+        docs = _typed_documents(path, fields, make_id)
+        if parent is None or n is None:
+            return docs
+        where = "_id" if getattr(make_id, "key", None) == parent else parent  # the column moved into _id
+        chosen = _pick((doc[where] for doc in docs if where in doc), n)
+        return [doc for doc in docs if doc.get(where) in chosen]
 
+    def source(folder: Path, n: int | None) -> Iterator[dict[str, Any]]:
+        yield from (dict(doc) for doc in shared(folder, n))  # new documents, the caller's own
+
+    source.shared = shared  # type: ignore[attr-defined]
     source.file = file  # type: ignore[attr-defined]
     source.fields = fields  # type: ignore[attr-defined]
+    source.make_id = make_id  # type: ignore[attr-defined]
     return source
 
 
 def _pop(key: str) -> Callable[[dict[str, Any]], Any]:
-    return lambda doc: doc.pop(key)
+    """The column ``key`` as the ``_id``; the document keeps it only as ``_id``."""
+    def make_id(doc: dict[str, Any]) -> Any:
+        return doc[key]
+
+    make_id.key = key  # type: ignore[attr-defined]
+    return make_id
 
 
 _ADSB: Fields = {
@@ -755,9 +879,14 @@ class _LoadLock:
 
 
 class _Staging(dict):
-    """``{target: collection to write}`` yielded by :func:`staged_load` (a dict, plus ``renew``)."""
+    """``{target: collection to write}`` yielded by :func:`staged_load` (a dict, plus ``renew``).
+
+    ``kept``: the targets written in place that still hold their old documents (``keep=True``):
+    the caller brings them to the new contents (:func:`_sync`); every other collection is empty.
+    """
 
     lock: _LoadLock
+    kept: frozenset[str] = frozenset()
 
     def renew(self) -> None:
         """Tell other loads this one is still writing (call between batches of a long load)."""
@@ -777,8 +906,21 @@ def is_staging_name(name: str) -> bool:
     return bool(_STAGING_NAME.fullmatch(name))
 
 
+def _plain_collection(db: Any, name: str) -> bool:
+    """True if ``name`` is an existing, non-empty collection created with no options (no
+    validator, collation, capped size, ...): one that holding other documents is all that tells
+    apart from a freshly loaded one, once its secondary indexes are dropped."""
+    found = list(db.list_collections(filter={"name": name}))
+    if len(found) != 1:
+        return False
+    info = found[0]
+    return (info.get("type", "collection") == "collection" and not info.get("options")
+            and db[name].find_one({}, projection={"_id": 1}) is not None)
+
+
 @contextmanager
-def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False) -> Iterator[dict[str, Any]]:
+def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
+                keep: bool = False) -> Iterator[dict[str, Any]]:
     """All or nothing: fill staging collections, then rename each over its target.
 
     Yields ``{target: collection}``. By default each is a staging collection of its own
@@ -792,6 +934,12 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False) -> 
     the documents (SecantusDB) the targets are emptied and written directly, and on an error the
     documents written are dropped: no half-loaded collection remains.
 
+    ``keep=True`` (with ``validated``): where the targets are written directly, a target that
+    exists as a plain collection (:func:`_plain_collection`) is not dropped, because dropping costs
+    as much as writing there (SecantusDB: about 2.5 s per 139k documents): only its secondary
+    indexes are, and it is listed in the yielded ``kept`` for the caller to bring to the new
+    contents with :func:`_sync`. On an error it is dropped like any directly written target.
+
     One load at a time per target (a lock document in the registry; see :class:`_LoadLock`): two
     kernels loading the same data both end with a complete collection. Target and staging names
     are refused first if somebody else created them (``helpers.safety.workbook_collection``).
@@ -803,10 +951,15 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False) -> 
     lock = _LoadLock(db, targets)
     lock.acquire()
     staging: dict[str, str] = {}
+    kept: set[str] = set()
     try:
         for target in targets:
             if in_place:
                 staging[target] = target
+                if keep and _plain_collection(db, target):
+                    db[target].drop_indexes()  # a replaced collection has only its _id index
+                    kept.add(target)
+                    continue
             else:
                 staging[target] = staging_name(target)
                 workbook_collection(db, staging[target])
@@ -814,6 +967,7 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False) -> 
             db.create_collection(staging[target])
         yielded = _Staging({target: db[staging[target]] for target in targets})
         yielded.lock = lock
+        yielded.kept = frozenset(kept)
         yield yielded
         if not in_place:
             for target in targets:
@@ -840,6 +994,44 @@ def _forget(db: Any, name: str) -> None:
     from .safety import REGISTRY
 
     db[REGISTRY].delete_one({"_id": name})
+
+
+def _sync(coll: Any, docs: list[dict[str, Any]], progress: Any, renew: Callable[[], None]) -> int:
+    """Make ``coll`` hold exactly ``docs`` (unique ``_id`` values), writing only the difference.
+
+    Each stored document is read back as raw BSON and compared byte for byte with the encoding of
+    the document it should be (field order, types and values all count): a document that is not
+    one of ``docs`` (changed, or one the learner added) is deleted, and every document of ``docs``
+    not found is inserted. Re-running a Setup cell then costs a read of the collection instead of
+    a drop and a full rewrite. Returns ``len(docs)``.
+    """
+    import bson
+    from bson.codec_options import CodecOptions
+    from bson.raw_bson import RawBSONDocument
+
+    wanted = {bson.encode(doc): doc for doc in docs}
+    stale: list[Any] = []
+    raw = coll.with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
+    same = 0
+    for stored in raw.find({}, batch_size=BATCH_SIZE * 10):
+        if wanted.pop(stored.raw, None) is None:
+            stale.append(stored["_id"])
+        else:
+            same += 1
+            if same % BATCH_SIZE == 0:
+                progress.update(BATCH_SIZE)
+                renew()
+    progress.update(same % BATCH_SIZE)
+    for i in range(0, len(stale), BATCH_SIZE):
+        coll.delete_many({"_id": {"$in": stale[i:i + BATCH_SIZE]}})
+        renew()
+    missing = list(wanted.values())
+    for i in range(0, len(missing), BATCH_SIZE):
+        batch = missing[i:i + BATCH_SIZE]
+        coll.insert_many(batch, ordered=True)
+        progress.update(len(batch))
+        renew()
+    return len(docs)
 
 
 def _check_documents(name: str, source: Any, docs: list[dict[str, Any]]) -> None:
@@ -879,17 +1071,22 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
     targets = _targets(spec, collection)
     start = time.perf_counter()
     # 1. read, type and check everything before the first write: a bad file changes nothing
-    produced = spec.source(datasets_dir(), n)
+    shared = getattr(spec.source, "shared", None)  # a data file's documents: inserted, never changed
+    produced = shared(datasets_dir(), n) if shared else spec.source(datasets_dir(), n)
     parts = [list(docs) for docs in (produced if len(targets) > 1 else (produced,))]
     for docs in parts:
         _check_documents(name, spec.source, docs)
     counts = {target: 0 for target in targets}
-    # 2. write: staged where renaming is free, straight into the emptied target where it copies
-    with staged_load(db, targets, validated=True) as staging:
+    # 2. write: staged where renaming is free; where it copies, straight into the target, and a
+    #    target loaded before is brought to the new contents by writing only what differs
+    with staged_load(db, targets, validated=True, keep=True) as staging:
         progress = tqdm(desc=f"loading {name}", unit=" docs", delay=1.0,
                         disable=not settings.progress_bars(), leave=False)
         with progress:
             for target, docs in zip(targets, parts):
+                if target in staging.kept:
+                    counts[target] = _sync(staging[target], docs, progress, staging.renew)
+                    continue
                 for i in range(0, len(docs), BATCH_SIZE):
                     batch = docs[i:i + BATCH_SIZE]
                     staging[target].insert_many(batch, ordered=True)

@@ -10,6 +10,7 @@ Introduced in notebook 00. Every other module asks these functions; none reads `
 ``WORKBOOK_DATASETS``  another folder of data files: :func:`datasets_folder`
 ``WORKBOOK_DEMO``      ``1``: large fonts for a projector: :func:`demo`
 ``WORKBOOK_PROGRESS``  where exercise results are kept: :func:`progress_file`
+``WORKBOOK_CACHE``     where typed copies of the large data files are kept, or ``off``: :func:`cache_folder`
 ``CI``                 set: no progress bars (outputs stay comparable): :func:`progress_bars`
 ``REDIS_URL``          the Redis server of notebook 07: :func:`redis_url`
 =====================  ==========================================================================
@@ -30,7 +31,7 @@ from . import uri as _uri
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_DB", "DB_PREFIX", "DEFAULT_SCALE", "VARIABLES",
            "backend", "mongodb_uri", "database_override", "database_name", "student_db_name", "scale",
-           "datasets_folder", "demo", "progress_file", "progress_bars", "notebook_session", "redis_url"]
+           "datasets_folder", "demo", "progress_file", "cache_folder", "progress_bars", "notebook_session", "redis_url"]
 
 BACKENDS = ("auto", "mongodb", "embedded", "mock")
 DEFAULT_BACKEND = "auto"
@@ -39,9 +40,10 @@ DEFAULT_DB = DB_PREFIX = "schema_workbook"
 #: what ``WORKBOOK_SCALE`` unset means: each lesson's own small scale (``helpers.lesson_scale``)
 DEFAULT_SCALE = "small"
 DEFAULT_PROGRESS = Path.home() / ".schema_workbook" / "progress.json"
+DEFAULT_CACHE = Path.home() / ".schema_workbook" / "cache"
 #: the variables a run's defaults depend on (a test run or a committed run clears them)
 VARIABLES = ("WORKBOOK_BACKEND", "WORKBOOK_DB", "WORKBOOK_SCALE", "WORKBOOK_DATASETS", "WORKBOOK_DEMO",
-             "WORKBOOK_PROGRESS", "MONGODB_URI", "REDIS_URL")
+             "WORKBOOK_PROGRESS", "WORKBOOK_CACHE", "MONGODB_URI", "REDIS_URL")
 
 
 def _get(name: str) -> str | None:
@@ -125,6 +127,14 @@ def progress_file() -> Path:
     """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json``."""
     value = _get("WORKBOOK_PROGRESS")
     return Path(value) if value else DEFAULT_PROGRESS
+
+
+def cache_folder() -> Path | None:
+    """``WORKBOOK_CACHE`` if set (``off``, ``0`` or ``no``: no cache), else ``~/.schema_workbook/cache``."""
+    value = _get("WORKBOOK_CACHE")
+    if value and value.lower() in ("off", "0", "no", "false"):
+        return None
+    return Path(value) if value else DEFAULT_CACHE
 
 
 def progress_bars() -> bool:

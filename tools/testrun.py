@@ -68,9 +68,11 @@ def main(extra: list[str]) -> int:
     totals = {"passed": 0, "failed": 0, "skipped": 0}
     results: list[tuple[str, int, dict[str, int]]] = []
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        progress = str(Path(tmp) / "progress.json")  # not the learner's own record
+        # not the learner's own progress record, nor their cache of typed data files (the run
+        # starts with an empty cache: its first load types the file, later ones read the copy)
+        own = {"WORKBOOK_PROGRESS": str(Path(tmp) / "progress.json"), "WORKBOOK_CACHE": str(Path(tmp) / "cache")}
         # the default run: no backend, database, scale, data folder or demo style from the caller's shell
-        base = {**clean_env(keep=("MONGODB_URI",)), "WORKBOOK_PROGRESS": progress}
+        base = {**clean_env(keep=("MONGODB_URI",)), **own}
         uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())
         # one real Redis for the run (the Redis unit tests and notebook 07), when Debian's redis-server
         # is installed; never the caller's REDIS_URL (clean_env drops it)
@@ -91,10 +93,10 @@ def main(extra: list[str]) -> int:
         if nbs:
             two = ["-n", "2", "--dist", "loadfile"]  # two notebooks at a time, each in its own kernel
             phases += [
-                ("notebooks on embedded", [*two, *nbval], notebook_env("embedded", WORKBOOK_PROGRESS=progress)),
-                ("notebooks on mock", [*two, *nbval], notebook_env("mock", WORKBOOK_PROGRESS=progress)),
+                ("notebooks on embedded", [*two, *nbval], notebook_env("embedded", **own)),
+                ("notebooks on mock", [*two, *nbval], notebook_env("mock", **own)),
                 # one at a time: on a server, the notebooks of one learner share one database
-                ("notebooks on mongodb", nbval, notebook_env("mongodb", MONGODB_URI=uri, WORKBOOK_PROGRESS=progress,
+                ("notebooks on mongodb", nbval, notebook_env("mongodb", MONGODB_URI=uri, **own,
                                                              # a database of the test's own, never the learner's
                                                              WORKBOOK_DB=test_db)),
             ]
@@ -102,7 +104,7 @@ def main(extra: list[str]) -> int:
         redis_nbs = [nb for nb in nbs if "redis_backend" in (ROOT / nb).read_text(encoding="utf-8")]
         if redis_nbs and redis_url:
             phases.append(("notebooks using Redis, on a real redis-server", [*nbval_options, *redis_nbs],
-                           notebook_env("embedded", WORKBOOK_PROGRESS=progress, REDIS_URL=redis_url)))
+                           notebook_env("embedded", **own, REDIS_URL=redis_url)))
         for i, (name, args, env) in enumerate(phases):
             print(f"\n=== {name} ===", flush=True)
             t = time.monotonic()

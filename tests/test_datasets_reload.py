@@ -1,0 +1,122 @@
+"""Reloading a dataset (re-running a Setup cell) and the caches of typed data files (issue 15).
+
+Where dropping a collection costs as much as writing it (SecantusDB: renameCollection and drop both
+copy or free every document), a reload writes only the difference between what the collection
+holds and what the file says; everywhere it must end exactly like a fresh load: the same
+documents, byte for byte, and only the ``_id`` index.
+"""
+from __future__ import annotations
+
+import bson
+import pytest
+
+from helpers import datasets as ds
+from helpers.datasets import load_dataset
+
+NAME, SCALE = "nyc_flights", 40  # 40 planes: a few batches of 2,000 would be too many for the test
+
+
+def _raw(coll) -> list[bytes]:
+    """Every document as BSON bytes, sorted: equal lists mean equal collections, field order included."""
+    return sorted(bson.encode(d) for d in coll.find({}))
+
+
+def _expected() -> list[bytes]:
+    return sorted(bson.encode(d) for d in ds._SPECS[NAME].source(ds.datasets_dir(), SCALE))
+
+
+def _uuid(db, name):
+    info = next(iter(db.list_collections(filter={"name": name})), {})
+    return info.get("info", {}).get("uuid")
+
+
+def test_a_reload_restores_every_change_and_keeps_only_the_id_index(db):
+    first = load_dataset(NAME, db, SCALE)
+    coll = db[NAME]
+    expected = _expected()
+    assert _raw(coll) == expected and first.counts[NAME] == len(expected)
+    ids = sorted(d["_id"] for d in coll.find({}, {"_id": 1}))
+    coll.update_one({"_id": ids[0]}, {"$set": {"dest": "XXX"}})  # a changed value
+    coll.update_one({"_id": ids[1]}, {"$set": {"distance": float(coll.find_one({"_id": ids[1]})["distance"])}})  # a type
+    coll.update_one({"_id": ids[2]}, {"$unset": {"origin": ""}})  # a field gone ...
+    coll.update_one({"_id": ids[2]}, {"$set": {"origin": coll.find_one({"_id": ids[3]})["origin"]}})  # ... re-added last
+    coll.delete_many({"_id": {"$in": ids[4:30]}})  # missing documents
+    coll.insert_one({"_id": "a learner's own", "n": 1})  # an extra one
+    coll.create_index("tailnum")
+    again = load_dataset(NAME, db, SCALE)
+    assert again.counts == first.counts
+    assert _raw(coll) == expected
+    assert list(coll.index_information()) == ["_id_"]
+
+
+def test_a_reload_changes_nothing_that_is_already_right(db, backend):
+    """On SecantusDB the collection is kept (same UUID) and no document is written."""
+    load_dataset(NAME, db, SCALE)
+    before = _uuid(db, NAME)
+    load_dataset(NAME, db, SCALE)
+    assert _raw(db[NAME]) == _expected()
+    if backend.info.engine == "SecantusDB":
+        assert before is not None and _uuid(db, NAME) == before
+
+
+def test_a_reload_replaces_a_collection_created_with_options(db, backend):
+    """A validator (or any other option) goes with a reload, as with a drop: a fresh collection."""
+    if not backend.info.caps.json_schema:
+        pytest.skip(f"{backend.info.engine} has no $jsonSchema validator (caps.json_schema)")
+    load_dataset(NAME, db, SCALE)
+    db.command("collMod", NAME, validator={"$jsonSchema": {"required": ["dest"]}})
+    load_dataset(NAME, db, SCALE)
+    info = next(iter(db.list_collections(filter={"name": NAME})))
+    assert not info.get("options")
+    assert _raw(db[NAME]) == _expected()
+
+
+@pytest.mark.parametrize("name", ["airlines", NAME])
+def test_a_load_never_changes_the_documents_it_keeps_for_a_reload(db, name):
+    """The documents of the last file are kept for a reload and inserted as they are: no engine's
+    insert may change them (add a field, retype a value), and the key column of airlines, moved
+    into _id, stays out of them."""
+    first = load_dataset(name, db)
+    kept = next(iter(ds._TYPED_MEMO.values()))
+    before = [bson.encode(doc) for doc in kept]
+    assert load_dataset(name, db).counts == first.counts
+    assert next(iter(ds._TYPED_MEMO.values())) is kept
+    assert [bson.encode(doc) for doc in kept] == before
+    if name == "airlines":
+        assert all("airline_id" not in doc for doc in kept)
+        assert db.airlines.count_documents({"airline_id": {"$exists": True}}) == 0
+
+
+def test_the_typed_copy_of_a_large_file_is_cached_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    ds._TYPED_MEMO.clear()
+    path = ds._verify(ds.datasets_dir(), "nyc_flights_2013_01.csv.gz")
+    typed = ds._typed_documents(path, ds._FLIGHTS)
+    assert len(typed) >= ds._CACHE_MIN_ROWS
+    copies = list((tmp_path / "cache").glob("nyc_flights_2013_01.csv.gz.*.pickle"))
+    assert len(copies) == 1 and ds._sha256(path)[:16] in copies[0].name
+    # a new kernel: nothing kept in memory, the copy is read and the file is not typed again
+    ds._TYPED_MEMO.clear()
+    monkeypatch.setattr(ds, "_read_typed", lambda *a: pytest.fail("typed again despite the cached copy"))
+    assert ds._typed_documents(path, ds._FLIGHTS) == typed
+    monkeypatch.undo()
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    # a damaged copy is typed again and replaced
+    copies[0].write_bytes(b"not a pickle")
+    ds._TYPED_MEMO.clear()
+    assert ds._typed_documents(path, ds._FLIGHTS) == typed
+    assert copies[0].read_bytes() != b"not a pickle"
+    # another typing of the columns never meets this copy
+    other = {**ds._FLIGHTS, "flight": (str, True, "flight")}
+    ds._TYPED_MEMO.clear()
+    assert ds._typed_documents(path, other)[0]["flight"] == str(typed[0]["flight"])
+
+
+def test_no_cache_when_it_is_turned_off_or_for_small_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CACHE", "off")
+    ds._TYPED_MEMO.clear()
+    ds._typed_documents(ds._verify(ds.datasets_dir(), "nyc_flights_2013_01.csv.gz"), ds._FLIGHTS)
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    ds._TYPED_MEMO.clear()
+    ds._typed_documents(ds._verify(ds.datasets_dir(), "nyc_planes.csv"), ds._PLANES)  # 3,322 rows
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
