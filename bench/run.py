@@ -268,7 +268,8 @@ def bench_suite() -> list[dict]:
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "WORKBOOK_VENV")}
         env.update(PIP_NO_CACHE_DIR="1", HOME=tmp)  # nothing from this machine's caches
         t0 = time.perf_counter()
-        rc = subprocess.call(["python3", "workbook.py", "test"], cwd=clone, env=env,
+        python = getattr(sys, "_base_executable", None) or sys.executable  # the Python outside .venv
+        rc = subprocess.call([python, "workbook.py", "test"], cwd=clone, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         secs = time.perf_counter() - t0
     return [_row("test command on a fresh clone, set-up included", "all", f"{secs:.0f} s, exit {rc}",
