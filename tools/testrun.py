@@ -28,6 +28,7 @@ from engines.embedded import secantus_process
 from engines.redis_server import REDIS_MISSING, redis_process, redis_server
 from tools.repo import ROOT, clean_env, notebook_env
 from tools.repo import notebooks as _notebooks
+from tools.worker_db import databases as worker_databases
 
 
 def _drop_database(uri: str, name: str) -> None:
@@ -85,7 +86,8 @@ def main(extra: list[str]) -> int:
         ]
         nbs = notebooks()
         test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
-        stack.callback(_drop_database, uri, test_db)
+        for name in worker_databases(test_db, 2):
+            stack.callback(_drop_database, uri, name)
         # kernels over ipc sockets (no port to race for) with a bounded retry: tools/nbval_kernels.py
         nbval_options = ["--nbval", "-q", "-p", "no:randomly", "-p", "tools.nbval_kernels", "--nbval-current-env",
                          "--nbval-sanitize-with", "notebooks/sanitize.cfg"]
@@ -95,10 +97,10 @@ def main(extra: list[str]) -> int:
             phases += [
                 ("notebooks on embedded", [*two, *nbval], notebook_env("embedded", **own)),
                 ("notebooks on mock", [*two, *nbval], notebook_env("mock", **own)),
-                # one at a time: on a server, the notebooks of one learner share one database
-                ("notebooks on mongodb", nbval, notebook_env("mongodb", MONGODB_URI=uri, **own,
-                                                             # a database of the test's own, never the learner's
-                                                             WORKBOOK_DB=test_db)),
+                # two at a time, as two learners: each worker's notebooks share a database of the
+                # test's own (tools/worker_db.py), never the learner's
+                ("notebooks on mongodb", [*two, "-p", "tools.worker_db", *nbval],
+                 notebook_env("mongodb", MONGODB_URI=uri, **own, WORKBOOK_DB=test_db)),
             ]
         # the notebooks that use Redis (their source imports redis_backend), once more on a real Redis
         redis_nbs = [nb for nb in nbs if "redis_backend" in (ROOT / nb).read_text(encoding="utf-8")]
