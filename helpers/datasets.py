@@ -15,8 +15,13 @@ What a load guarantees:
   changes nothing. Then, where renaming a collection costs nothing (a real MongoDB, the mock), the
   documents go into a staging collection of this load's own, renamed onto the target only when
   complete (``dropTarget=True``): any error leaves the target exactly as it was. Where a rename
-  copies the documents (SecantusDB), they go straight into the emptied target, and a server error
-  mid-load drops what was written: never a half-loaded collection.
+  copies the documents (SecantusDB), they go straight into the target, and a server error
+  mid-load drops what was written: never a half-loaded collection. There a reload (a Setup cell
+  run again) reads the collection back and writes only the documents that differ, byte for byte:
+  the result is the same as a fresh load, at about half the cost (dropping costs as much as writing).
+* **Typed once.** The last file's documents stay in memory for a reload, and a large file's typed
+  copy is cached per machine (``WORKBOOK_CACHE``; ``workbook.py setup`` writes it), named by the
+  file's sha256, so a load costs little more than the inserts themselves.
 * **One load at a time per collection.** Two kernels loading the same dataset into one database
   take turns (a lock document in the registry); both end with the complete collection.
 * **Same result every time.** ``_id`` values are natural keys (or generation order), so loading
