@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import table  # noqa: E402
 
 from helpers import settings  # noqa: E402
+from tools.nbval_kernels import kernel_manager_class  # noqa: E402
 from tools.repo import notebook_env, notebooks  # noqa: E402
 
 #: a benchmark may run at another scale, data folder or demo style: only the backend is chosen here
@@ -36,7 +37,7 @@ def run(paths: list[Path] | None = None, backends: tuple[str, ...] = ("embedded"
                 os.environ.update(notebook_env(backend, saved, keep=KEEP))
                 nb = nbformat.read(path, as_version=4)
                 t0 = time.perf_counter()
-                NotebookClient(nb, timeout=1800, kernel_name="python3",
+                NotebookClient(nb, timeout=1800, kernel_name="python3", kernel_manager_class=kernel_manager_class(),
                                resources={"metadata": {"path": str(path.parent)}}).execute()
                 row[f"{backend} s"] = round(time.perf_counter() - t0, 1)
             rows.append(row)

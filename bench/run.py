@@ -212,6 +212,7 @@ def run_notebook(path: Path, backend: str, keep: tuple[str, ...] = ()) -> tuple[
     import nbformat
     from nbclient import NotebookClient
 
+    from tools.nbval_kernels import kernel_manager_class
     from tools.repo import notebook_env
 
     saved = dict(os.environ)
@@ -220,7 +221,7 @@ def run_notebook(path: Path, backend: str, keep: tuple[str, ...] = ()) -> tuple[
         os.environ.clear()
         os.environ.update(notebook_env(backend, saved, keep=keep))
         t0 = time.perf_counter()
-        NotebookClient(nb, timeout=1800, kernel_name="python3", record_timing=True,
+        NotebookClient(nb, timeout=1800, kernel_name="python3", kernel_manager_class=kernel_manager_class(), record_timing=True,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
         total = time.perf_counter() - t0
     finally:

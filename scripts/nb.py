@@ -18,6 +18,7 @@ import nbformat
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.nbval_kernels import kernel_manager_class  # noqa: E402
 from tools.repo import notebook_env, notebooks  # noqa: E402
 
 # tags (nbval markers, exercise/check/solution); the Solutions heading collapsed and solution code
@@ -42,7 +43,7 @@ def execute(path: Path, backend: str = "embedded") -> None:
     os.environ.clear()
     os.environ.update(notebook_env(backend, env_backup, WORKBOOK_PROGRESS=str(Path(progress.name) / "p.json")))
     try:
-        NotebookClient(nb, timeout=900, kernel_name="python3",
+        NotebookClient(nb, timeout=900, kernel_name="python3", kernel_manager_class=kernel_manager_class(),
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         os.environ.clear()

@@ -87,3 +87,22 @@ def test_a_failed_start_is_retried_then_reported_with_each_reason(monkeypatch):
     monkeypatch.setattr(KernelManager, "start_kernel", dead)
     with pytest.raises(RuntimeError, match=r"did not start after 3 attempts[\s\S]*attempt 3: RuntimeError"):
         nbval_kernels.start_new_kernel(kernel_name="python3")
+
+
+@pytest.mark.skipif(not nbval_kernels.use_ipc(), reason="no ipc transport in ZeroMQ on Windows: TCP stays")
+def test_notebooks_run_by_nbclient_use_sockets_of_their_own_too():
+    """The student-copy tests, scripts/nb.py and the benchmarks run notebooks with nbclient: the
+    kernels they start talk over ipc as well, each in a directory of its own, and shut down after."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    client = NotebookClient(nb, kernel_name="python3", kernel_manager_class=nbval_kernels.kernel_manager_class())
+    seen = []
+    client.on_notebook_start = lambda notebook: seen.append(client.km.get_connection_info())
+    client.execute()
+    assert nb.cells[0].outputs[0]["text"].strip() == "42"
+    assert [i["transport"] for i in seen] == ["ipc"]
+    assert client.km is None  # nbclient made it, so it shut the kernel down and let it go
+    other = nbval_kernels.kernel_manager_class()(kernel_name="python3")
+    assert other.ip != seen[0]["ip"]

@@ -8,6 +8,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tools import student
+from tools.nbval_kernels import kernel_manager_class
 from tools.repo import NOTEBOOKS, notebooks
 
 NBS = notebooks()
@@ -68,7 +69,7 @@ def test_student_copy_runs_top_to_bottom_with_exercises_not_done(path, tmp_path,
     monkeypatch.delenv("MONGODB_URI", raising=False)
     monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "progress.json"))
     monkeypatch.setenv("CI", "true")
-    NotebookClient(nb, timeout=600, kernel_name="python3",
+    NotebookClient(nb, timeout=600, kernel_name="python3", kernel_manager_class=kernel_manager_class(),
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()  # raises on an error
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert text.count("not done yet") >= n_exercises >= 1

@@ -25,7 +25,7 @@ import tempfile
 import time
 from typing import Any
 
-__all__ = ["ATTEMPTS", "start_new_kernel", "use_ipc"]
+__all__ = ["ATTEMPTS", "kernel_manager_class", "start_new_kernel", "use_ipc"]
 
 ATTEMPTS = 3
 
@@ -41,6 +41,22 @@ def _ipc_prefix() -> str:
     folder = tempfile.mkdtemp(prefix="nbk", dir=base)
     atexit.register(shutil.rmtree, folder, True)
     return os.path.join(folder, "k")
+
+
+def kernel_manager_class() -> type:
+    """A jupyter_client ``KernelManager`` whose kernels talk over ipc sockets of their own (POSIX),
+    for nbclient's ``NotebookClient(nb, kernel_manager_class=...)``: the student-copy tests,
+    ``scripts/nb.py`` and the benchmarks start kernels with it, free of the port race above."""
+    from jupyter_client.manager import KernelManager
+
+    class SocketKernelManager(KernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            if use_ipc():
+                kwargs.setdefault("transport", "ipc")
+                kwargs.setdefault("ip", _ipc_prefix())
+            super().__init__(**kwargs)
+
+    return SocketKernelManager
 
 
 def start_new_kernel(startup_timeout: float = 60, kernel_name: str = "python", **kwargs: Any):
