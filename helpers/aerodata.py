@@ -249,12 +249,16 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
     t = _number(ts)
     if t is None or not 0 <= t < _MAX_TS:
         return None, f"bad timestamp: {ts!r} is not UTC epoch seconds between 1970 and 2100"
-    for key, lo, hi in (("lat", -90, 90), ("lon", -180, 180)):
-        if message.get(key) is None:
-            return None, f"no {key}: a position report needs lat and lon"
-        v = _number(message[key])
-        if v is None or not lo <= v <= hi:
-            return None, f"{key} out of range: {message[key]!r} is not a number in [{lo}, {hi}]"
+    lat, lon = message.get("lat"), message.get("lon")
+    # the common case first: two finite floats in range (v - v is 0.0 for a finite float, nan else)
+    if not (type(lat) is float and type(lon) is float and lat - lat == 0.0 and lon - lon == 0.0
+            and -90 <= lat <= 90 and -180 <= lon <= 180):
+        for key, lo, hi in (("lat", -90, 90), ("lon", -180, 180)):
+            if message.get(key) is None:
+                return None, f"no {key}: a position report needs lat and lon"
+            v = _number(message[key])
+            if v is None or not lo <= v <= hi:
+                return None, f"{key} out of range: {message[key]!r} is not a number in [{lo}, {hi}]"
     clean: dict[str, Any] = {"icao24": icao24.strip().lower()}
     callsign = message.get("callsign")
     if callsign is not None:
@@ -273,15 +277,20 @@ def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
             clean["callsign"] = callsign.upper()
     ms = round(t * 1000)  # kept to the millisecond
     clean["timestamp"] = ms // 1000 if ms % 1000 == 0 else ms / 1000
-    clean["lat"], clean["lon"] = message["lat"], message["lon"]
+    clean["lat"], clean["lon"] = lat, lon
     for key in ("altitude", "groundspeed", "track", "vertical_rate"):
-        if message.get(key) is not None:
-            v = _number(message[key])
-            if v is None:
-                return None, f"bad {key}: {message[key]!r} is not a finite number"
-            if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
-                return None, f"bad {key}: {v!r} is wider than a 64-bit integer, the widest BSON stores"
+        v = message.get(key)
+        if v is None:
+            continue
+        if type(v) is float and v - v == 0.0:  # the common case: a finite float
             clean[key] = v
+            continue
+        v = _number(v)
+        if v is None:
+            return None, f"bad {key}: {message[key]!r} is not a finite number"
+        if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
+            return None, f"bad {key}: {v!r} is wider than a 64-bit integer, the widest BSON stores"
+        clean[key] = v
     return clean, None
 
 
@@ -383,12 +392,15 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) 
         if code is None:
             code = airline_codes[callsign] = airline_of_callsign(callsign)
         icao24 = clean["icao24"]
-        rid = make_id(code, icao24, message_number(clean["timestamp"]))
+        # make_id(code, icao24, message_number(timestamp)), written out: validate_message checked
+        # icao24 and the timestamp (below 2100: fewer than 13 digits of milliseconds), and code
+        # comes from the airline table; geo_point(lon, lat) likewise (lat and lon in range)
+        rid = f"{code}_{icao24}_{message_number(clean['timestamp']):0{SEQ_DIGITS}d}"
         if rid in reports:  # the same message twice in one batch
             result.duplicates += 1
             continue
         reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean,
-                        GEO_FIELD: geo_point(clean["lon"], clean["lat"])}
+                        GEO_FIELD: {"type": "Point", "coordinates": [clean["lon"], clean["lat"]]}}
         if code not in parents:
             parents[code] = _airline_doc(code)
         aid = f"{code}_{icao24}"  # make_id(code, icao24): both parts checked just above

@@ -55,3 +55,17 @@ def test_one_batch_of_many_with_one_bad_message(db):
     many[500] = {**many[500], "groundspeed": 10 ** 30}
     result = ad.ingest(db, many)
     assert (result.inserted, [r.index for r in result.rejected]) == (999, [500])
+
+
+def test_every_stored_report_has_the_id_and_point_the_public_functions_make(db):
+    """ingest writes a report's _id and GeoJSON point out in full (its fast path); they must be
+    exactly make_id(...) and geo_point(...) of the stored fields, for ints and floats alike."""
+    messages = [{"icao24": "4B1805", "timestamp": 1533099600 + i * 0.25, "lat": 47.0 + i / 100,
+                 "lon": 8 + i, "callsign": c, "altitude": a}
+                for i, (c, a) in enumerate([("SWR12", 38000.0), ("HBZZA", 12), (None, None), ("DAL7", 1.5)])]
+    result = ad.ingest(db, messages)
+    assert result.inserted == 4 and not result.rejected
+    for doc in db[ad.COLLECTION].find({"recordType": ad.REPORT}):
+        assert doc["_id"] == ad.make_id(doc["airline"], doc["icao24"], ad.message_number(doc["timestamp"]))
+        assert doc[ad.GEO_FIELD] == ad.geo_point(doc["lon"], doc["lat"])
+        assert ad.parse_id(doc["_id"]) == (doc["airline"], doc["icao24"], ad.message_number(doc["timestamp"]))
