@@ -392,15 +392,12 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) 
         if code is None:
             code = airline_codes[callsign] = airline_of_callsign(callsign)
         icao24 = clean["icao24"]
-        # make_id(code, icao24, message_number(timestamp)), written out: validate_message checked
-        # icao24 and the timestamp (below 2100: fewer than 13 digits of milliseconds), and code
-        # comes from the airline table; geo_point(lon, lat) likewise (lat and lon in range)
-        rid = f"{code}_{icao24}_{message_number(clean['timestamp']):0{SEQ_DIGITS}d}"
+        rid = make_id(code, icao24, message_number(clean["timestamp"]))
         if rid in reports:  # the same message twice in one batch
             result.duplicates += 1
             continue
         reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean,
-                        GEO_FIELD: {"type": "Point", "coordinates": [clean["lon"], clean["lat"]]}}
+                        GEO_FIELD: geo_point(clean["lon"], clean["lat"])}
         if code not in parents:
             parents[code] = _airline_doc(code)
         aid = f"{code}_{icao24}"  # make_id(code, icao24): both parts checked just above
