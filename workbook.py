@@ -63,8 +63,8 @@ def setup() -> None:
 
 def prepare_data() -> None:
     """Type the large data files once into the workbook's cache, so a first load reads a typed copy."""
-    run([PY, "-c", "from helpers.datasets import prepare_cache as p; t = p(); "
-                   "t and print('[workbook] typed once, kept in the cache:', ', '.join(t))"])
+    run([PY, "-c", "from helpers.datasets import prepare_cache\n"
+                   "for line in prepare_cache(): print('[workbook]', line)"])
 
 
 def lab(args: list[str]) -> int:

@@ -46,6 +46,7 @@ import datetime as _dt
 import gzip
 import hashlib
 import json
+import os
 import re
 import time
 import uuid
@@ -200,7 +201,12 @@ def _verify(folder: Path, name: str) -> Path:
         raise DatasetError(f"{path}: checksum mismatch (sha256 {actual[:12]}..., expected "
                            f"{expected[:12]}...): the file was changed or truncated; "
                            + _RESTORE.format(name=name) + ".")
+    _VERIFIED[str(path)] = actual
     return path
+
+
+#: the sha256 of each file as last verified (the key of its typed documents)
+_VERIFIED: dict[str, str] = {}
 
 
 # ------------------------------------------------------------------------------------------
@@ -380,28 +386,27 @@ def _int64(value: int) -> int:
 
 
 #: the last file typed, kept for a reload in the same kernel (re-running a Setup cell):
-#: ``(path, size, mtime_ns, fields) -> documents``; one file only (the largest, 139,098 ADS-B
+#: ``(path, sha256, typing tag) -> documents``; one file only (the largest, 139,098 ADS-B
 #: reports, holds about 75 MB). Its documents are shared, so nothing may change them.
-_TYPED_MEMO: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+_TYPED_MEMO: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 
 
 def _typed_documents(path: Path, fields: Fields,
                      make_id: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
     """Every row of a CSV (or .csv.gz) typed as :func:`_rows` types it, as fast as Python allows;
     with ``make_id``, as documents: ``_id`` first (a column moved into it is not kept twice),
-    every ``_id`` checked unique over the whole file.
+    every ``_id`` checked unique over the whole file (:func:`_with_ids`).
 
     On any problem the file is read again with the checked reader :func:`_rows`, whose
-    :class:`DatasetError` names the file, the line and the field. The caller verified the file's
-    checksum first. The result for the last file is kept (:data:`_TYPED_MEMO`) and handed out
-    again while the file's size and modification time are unchanged, and a large file's is cached
-    on disk (:func:`_cached_typed`). Callers never modify it.
+    :class:`DatasetError` names the file, the line and the field. The caller verified the file
+    (:func:`_verify`), whose sha256 keys the result: the last file's stays in memory
+    (:data:`_TYPED_MEMO`), and a large file's is cached on disk (:func:`_cached_typed`).
+    Callers never modify it.
     """
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns, id(fields), id(make_id))
+    key = (str(path), _VERIFIED.get(str(path)) or _sha256(path), _typing_tag(fields, make_id))
     docs = _TYPED_MEMO.get(key)
     if docs is None:
-        docs = _cached_typed(path, fields, make_id)
+        docs = _cached_typed(path, fields, make_id, key)
         _TYPED_MEMO.clear()
         _TYPED_MEMO[key] = docs
     return docs
@@ -409,7 +414,9 @@ def _typed_documents(path: Path, fields: Fields,
 
 def _with_ids(path: Path, fields: Fields, make_id: Callable[[dict[str, Any]], Any],
               typed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    moved = getattr(make_id, "key", None)  # a column that becomes the _id (not kept twice)
+    """The typed rows as documents: ``{"_id": make_id(row), **row}`` (without the column
+    ``make_id.key`` names, when the ``_id`` is a column); a repeated ``_id`` names both lines."""
+    moved = getattr(make_id, "key", None)
     seen: set[Any] = set()
     docs = []
     for doc in typed:
@@ -426,83 +433,125 @@ def _with_ids(path: Path, fields: Fields, make_id: Callable[[dict[str, Any]], An
     return docs
 
 
-#: files with fewer rows are typed faster than their cached copy is found; bump the version when
-#: the typing of a column changes (the cache key also holds the field table and the file's sha256)
-_CACHE_MIN_ROWS, _CACHE_VERSION = 20_000, 1
+#: files with fewer rows are typed faster than their cached copy is found
+_CACHE_MIN_ROWS = 20_000
+_SOURCE_DIGEST: list[str] = []
 
 
-def _cache_path(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None) -> Path | None:
-    """Where the typed copy of ``path`` (typed by ``fields``, keyed by ``make_id``) is kept; None
-    with no cache. The name holds the file's sha256 and a digest of the typing: a changed file,
-    field table or ``_id`` rule never meets an old copy."""
-    folder = settings.cache_folder()
-    if folder is None:
-        return None
-    code = getattr(make_id, "__code__", None)
-    rule = (None if make_id is None else
-            (getattr(make_id, "key", None), code and code.co_code, code and repr(code.co_consts)))
-    tag = hashlib.sha256(repr((_CACHE_VERSION, rule, [(col, getattr(conv, "__name__", repr(conv)), req, key)
-                                                      for col, (conv, req, key) in fields.items()])).encode())
-    return folder / f"{path.name}.{_sha256(path)[:16]}.{tag.hexdigest()[:12]}.pickle"
+def _typing_tag(fields: Fields, make_id: Callable[..., Any] | None) -> str:
+    """A digest of how a file is typed: this module's own source (its converters, the ``_id``
+    rules of ``_SPECS``), the field table and the ``_id`` rule. A changed typing never meets a
+    copy typed the old way."""
+    if not _SOURCE_DIGEST:
+        _SOURCE_DIGEST.append(_sha256(Path(__file__)))
+    rule = None if make_id is None else (getattr(make_id, "__qualname__", repr(make_id)),
+                                         getattr(make_id, "key", None))
+    table = [(col, getattr(conv, "__name__", repr(conv)), req, key) for col, (conv, req, key) in fields.items()]
+    return hashlib.sha256(repr((_SOURCE_DIGEST[0], rule, table)).encode()).hexdigest()[:16]
+
+
+def _private_folder(folder: Path) -> bool:
+    """True if ``folder`` is this user's own and nobody else may write in it (POSIX; elsewhere
+    the user's profile folder is private already). A copy is read only from such a folder."""
+    if os.name != "posix":
+        return True
+    try:
+        st = folder.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def prepare_cache() -> list[str]:
     """Type every large shipped file once, into the cache (``workbook.py lab`` and ``setup`` call
-    this), so that even a first load reads a typed copy. Returns the files typed now."""
-    typed = []
+    this), so that even a first load reads a typed copy. Returns a line per file typed now, or
+    per file that could not be (the notebook loading it will say what is wrong)."""
+    said = []
     for spec in _SPECS.values():
         file, fields = getattr(spec.source, "file", None), getattr(spec.source, "fields", None)
-        if fields is None:
+        if fields is None or settings.cache_folder() is None:
             continue
         make_id = spec.source.make_id  # type: ignore[attr-defined]
-        path = _verify(datasets_dir(), file)
-        cached = _cache_path(path, fields, make_id)
-        if cached is None or cached.exists():
+        try:
+            path = _verify(datasets_dir(), file)
+            key = (str(path), _VERIFIED[str(path)], _typing_tag(fields, make_id))
+            if _cache_path(key) is not None and _cache_path(key).exists():
+                continue
+            docs = _cached_typed(path, fields, make_id, key)
+        except DatasetError as exc:
+            said.append(f"{file}: not typed ({str(exc).split(';')[0]})")
             continue
-        if len(_cached_typed(path, fields, make_id)) >= _CACHE_MIN_ROWS:
-            typed.append(file)
-    return typed
+        if len(docs) >= _CACHE_MIN_ROWS:
+            cached = _cache_path(key)
+            said.append(f"{file}: typed once, kept in {cached.parent}" if cached is not None and cached.exists()
+                        else f"{file}: typed, but the cache folder is not writable or not private")
+    return said
 
 
-def _cached_typed(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None) -> list[dict[str, Any]]:
+def _cache_path(key: tuple[str, str, str]) -> Path | None:
+    """Where the typed copy for ``key`` (path, sha256, typing tag) is kept; None with no cache."""
+    folder = settings.cache_folder()
+    if folder is None:
+        return None
+    path, digest, tag = key
+    return folder / f"{Path(path).name}.{digest[:16]}.{tag}.pickle"
+
+
+def _cached_typed(path: Path, fields: Fields, make_id: Callable[..., Any] | None,
+                  key: tuple[str, str, str]) -> list[dict[str, Any]]:
     """:func:`_read_typed` (and :func:`_with_ids`), through a cache of typed copies
-    (``settings.cache_folder()``).
+    (``settings.cache_folder()``, default ``~/.schema_workbook/cache``).
 
     A large file (139,098 ADS-B rows: 0.5 s to read, type and key) is typed once per machine and
-    kept as a pickle named by the file's sha256 (the file was verified against
-    ``checksums.sha256`` just before) and by the typing (:func:`_cache_path`); loading it back
-    takes about 0.1 s. The cache is the user's own folder and holds only what this function
-    wrote; an unreadable copy is typed again and rewritten, an unwritable folder only costs the time.
+    kept as a pickle named by the file's sha256 (verified against ``checksums.sha256`` just
+    before) and by the typing (:func:`_typing_tag`); loading it back takes about 0.1 s. A pickle
+    can run code when loaded, so a copy is read only from a folder of the user's own that nobody
+    else may write in (:func:`_private_folder`), and only from a file of the user's own; the folder
+    is created private (0700). An unreadable copy is typed again and rewritten; an unwritable
+    folder only costs the time.
     """
     import pickle
 
-    cached = _cache_path(path, fields, make_id)
-    try:
-        if cached is not None:
-            with open(cached, "rb") as fh:
-                docs = pickle.load(fh)  # noqa: S301 - written by this function, in the user's own folder
-            if isinstance(docs, list):
-                return docs
-    except FileNotFoundError:
-        pass
-    except Exception:  # noqa: BLE001 - a damaged copy: type the file again and replace it
-        pass
+    cached = _cache_path(key)
+    if cached is not None and _private_folder(cached.parent):
+        try:
+            if os.name != "posix" or (cached.stat().st_uid == os.getuid() and not cached.stat().st_mode & 0o022):
+                with open(cached, "rb") as fh:
+                    docs = pickle.load(fh)  # noqa: S301 - this user's own file, in this user's private folder
+                if isinstance(docs, list):
+                    return docs
+        except FileNotFoundError:
+            pass
+        except Exception:  # noqa: BLE001 - a damaged copy: type the file again and replace it
+            pass
     docs = _read_typed(path, fields)
     if make_id is not None:
         docs = _with_ids(path, fields, make_id, docs)
     if cached is not None and len(docs) >= _CACHE_MIN_ROWS:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            for old in cached.parent.glob(f"{path.name}.*.pickle"):  # an older copy of this file
-                if old.name != cached.name:
-                    old.unlink(missing_ok=True)
-            tmp = cached.with_name(f"{cached.name}.{uuid.uuid4().hex[:8]}.tmp")
-            with open(tmp, "wb") as fh:
-                pickle.dump(docs, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            tmp.replace(cached)  # atomic: a reader sees the whole copy or none
-        except OSError:
-            pass
+        _write_copy(cached, docs)
     return docs
+
+
+def _write_copy(cached: Path, docs: list[dict[str, Any]]) -> None:
+    import pickle
+
+    folder = cached.parent
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private_folder(folder):
+            return
+        now = time.time()
+        for old in folder.iterdir():  # another typing's copy unused for a week, a killed writer's leftover
+            age = now - old.stat().st_mtime
+            if (old.suffix == ".pickle" and old.name != cached.name and age > 7 * 86400) or \
+                    (old.suffix == ".tmp" and age > 3600):
+                old.unlink(missing_ok=True)
+        tmp = cached.with_name(f"{cached.name}.{uuid.uuid4().hex[:8]}.tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(docs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(cached)  # atomic: a reader sees the whole copy or none
+    except OSError:
+        pass
 
 
 def _read_typed(path: Path, fields: Fields) -> list[dict[str, Any]]:
@@ -1001,36 +1050,50 @@ def _forget(db: Any, name: str) -> None:
     db[REGISTRY].delete_one({"_id": name})
 
 
+#: a reload rewrites the whole collection once more documents than this differ: deleting them one
+#: by one (an ``_id`` lookup each) would cost more than dropping and writing everything again
+SYNC_MOST_CHANGED = 1_000
+
+
 def _sync(coll: Any, docs: list[dict[str, Any]], progress: Any, renew: Callable[[], None]) -> int:
     """Make ``coll`` hold exactly ``docs`` (unique ``_id`` values), writing only the difference.
 
     Each stored document is read back as raw BSON and compared byte for byte with the encoding of
-    the document it should be (field order, types and values all count): a document that is not
-    one of ``docs`` (changed, or one the learner added) is deleted, and every document of ``docs``
-    not found is inserted. Re-running a Setup cell then costs a read of the collection instead of
-    a drop and a full rewrite. Returns ``len(docs)``.
+    the document it should be (field order, types and values all count). A document that is not
+    one of ``docs`` (changed, or one the learner added) is deleted by ``_id`` (one ``DeleteOne``
+    each, in unordered bulk writes), and every document of ``docs`` not found is inserted. If
+    more than :data:`SYNC_MOST_CHANGED` stored documents differ, the reading stops and the
+    collection is dropped and written again in full instead. Either way it ends holding the same
+    documents as a fresh load; only their natural order may differ (re-inserted ones come last),
+    as it may on any MongoDB: sort when order matters. Returns ``len(docs)``.
     """
     import bson
     from bson.codec_options import CodecOptions
     from bson.raw_bson import RawBSONDocument
+    from pymongo import DeleteOne
 
     wanted = {bson.encode(doc): doc for doc in docs}
     stale: list[Any] = []
     raw = coll.with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
-    same = 0
-    for stored in raw.find({}, batch_size=BATCH_SIZE * 10):
+    for n, stored in enumerate(raw.find({}, batch_size=BATCH_SIZE * 10), start=1):
         if wanted.pop(stored.raw, None) is None:
             stale.append(stored["_id"])
-        else:
-            same += 1
-            if same % BATCH_SIZE == 0:
-                progress.update(BATCH_SIZE)
-                renew()
-    progress.update(same % BATCH_SIZE)
-    for i in range(0, len(stale), BATCH_SIZE):
-        coll.delete_many({"_id": {"$in": stale[i:i + BATCH_SIZE]}})
+            if len(stale) > SYNC_MOST_CHANGED:
+                break
+        if n % BATCH_SIZE == 0:
+            renew()
+    if len(stale) > SYNC_MOST_CHANGED:  # rewrite it all: drop, create, insert in order
+        db, name = coll.database, coll.name
+        db.drop_collection(name)
+        db.create_collection(name)
         renew()
-    missing = list(wanted.values())
+        missing = docs
+    else:
+        progress.update(len(docs) - len(wanted))
+        for i in range(0, len(stale), BATCH_SIZE):
+            coll.bulk_write([DeleteOne({"_id": _id}) for _id in stale[i:i + BATCH_SIZE]], ordered=False)
+            renew()
+        missing = list(wanted.values())
     for i in range(0, len(missing), BATCH_SIZE):
         batch = missing[i:i + BATCH_SIZE]
         coll.insert_many(batch, ordered=True)
@@ -1079,8 +1142,9 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
     shared = getattr(spec.source, "shared", None)  # a data file's documents: inserted, never changed
     produced = shared(datasets_dir(), n) if shared else spec.source(datasets_dir(), n)
     parts = [list(docs) for docs in (produced if len(targets) > 1 else (produced,))]
-    for docs in parts:
-        _check_documents(name, spec.source, docs)
+    if not shared:  # a data file's _id values were checked unique as it was typed (_with_ids)
+        for docs in parts:
+            _check_documents(name, spec.source, docs)
     counts = {target: 0 for target in targets}
     # 2. write: staged where renaming is free; where it copies, straight into the target, and a
     #    target loaded before is brought to the new contents by writing only what differs

@@ -8,7 +8,7 @@ somebody else made, never another database.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
+from typing import Any, Iterable
 
 __all__ = [
     "REGISTRY",
@@ -85,23 +85,36 @@ def track_collection(db: Any, name: str) -> Any:
     return db[name]
 
 
-def reset_workbook(db: Any) -> list[str]:
+def reset_workbook(db: Any, keep: Iterable[Any] = ()) -> list[str]:
     """Drop every collection this workbook created in ``db``, and nothing else.
 
     Returns the names dropped, sorted. Collections the workbook did not create are left alone,
     and no other database is touched. Used by every notebook's setup and by the instructor's reset.
 
+    ``keep``: collections to leave, by name or as the :class:`~helpers.datasets.LoadResult` of a
+    load (its collections). A Setup cell loads its data first and then resets everything else
+    (``reset_workbook(db, keep=loaded)``): a dataset loaded again is brought back to the file's
+    contents by :func:`~helpers.datasets.load_dataset` (on SecantusDB, where dropping and writing
+    are costly, only the documents that differ are written) instead of being dropped and written anew.
+
     Only the registry entries read here are removed, never the registry itself: another kernel may
     record a collection while this runs, and its entry must survive (or its next load would be
     refused as foreign). An entry that cannot name a collection (not a string) is removed too.
     """
+    kept: set[str] = set()
+    for item in keep:
+        if hasattr(item, "counts"):  # a LoadResult: its collections
+            kept.update(item.counts)
+        else:
+            kept.add(item)
     recorded = [d["_id"] for d in db[REGISTRY].find({}, {"_id": 1})]
     existing = _existing(db)
     dropped = []
-    for name in sorted(n for n in recorded if isinstance(n, str)):
+    for name in sorted(n for n in recorded if isinstance(n, str) and n not in kept):
         if name in existing:
             db.drop_collection(name)
             dropped.append(name)
-    if recorded:
-        db[REGISTRY].delete_many({"_id": {"$in": recorded}})
+    forget = [n for n in recorded if not (isinstance(n, str) and n in kept)]
+    if forget:
+        db[REGISTRY].delete_many({"_id": {"$in": forget}})
     return dropped

@@ -130,11 +130,16 @@ def progress_file() -> Path:
 
 
 def cache_folder() -> Path | None:
-    """``WORKBOOK_CACHE`` if set (``off``, ``0`` or ``no``: no cache), else ``~/.schema_workbook/cache``."""
+    """``WORKBOOK_CACHE`` if set, else ``~/.schema_workbook/cache``; None for ``off``, ``0``, ``no``
+    or ``false`` (no cache). ``~`` is expanded; a relative path is taken from the repository's
+    folder (the same for a notebook's kernel, which runs in ``notebooks/``, and for ``workbook.py``)."""
     value = _get("WORKBOOK_CACHE")
     if value and value.lower() in ("off", "0", "no", "false"):
         return None
-    return Path(value) if value else DEFAULT_CACHE
+    if not value:
+        return DEFAULT_CACHE
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else Path(__file__).resolve().parent.parent / path
 
 
 def progress_bars() -> bool:

@@ -18,6 +18,15 @@ from helpers.backends import Connection, connect
 BACKENDS = ["embedded", "mock", "mongodb"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache(tmp_path_factory):
+    """Typed copies of the data files in a folder of the run's own (the test command sets one
+    too), never the developer's ``~/.schema_workbook/cache``: a run starts from no copy."""
+    if not os.environ.get("WORKBOOK_CACHE"):
+        os.environ["WORKBOOK_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+
+
 @pytest.fixture(scope="session")
 def _stack():
     with contextlib.ExitStack() as stack:

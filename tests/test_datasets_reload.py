@@ -7,6 +7,9 @@ documents, byte for byte, and only the ``_id`` index.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import bson
 import pytest
 
@@ -30,7 +33,8 @@ def _uuid(db, name):
     return info.get("info", {}).get("uuid")
 
 
-def test_a_reload_restores_every_change_and_keeps_only_the_id_index(db):
+def test_a_reload_restores_every_change_and_keeps_only_the_id_index(db, monkeypatch):
+    monkeypatch.setattr(ds, "BATCH_SIZE", 7)  # several batches of deletes and inserts
     first = load_dataset(NAME, db, SCALE)
     coll = db[NAME]
     expected = _expected()
@@ -49,14 +53,42 @@ def test_a_reload_restores_every_change_and_keeps_only_the_id_index(db):
     assert list(coll.index_information()) == ["_id_"]
 
 
-def test_a_reload_changes_nothing_that_is_already_right(db, backend):
-    """On SecantusDB the collection is kept (same UUID) and no document is written."""
+def test_a_reload_changes_nothing_that_is_already_right(db, backend, monkeypatch):
+    """Where the target is written in place (SecantusDB), a reload of an unchanged collection
+    keeps it (same UUID) and writes no document to it."""
     load_dataset(NAME, db, SCALE)
     before = _uuid(db, NAME)
+    if ds._rename_copies(db):
+        from pymongo.collection import Collection
+
+        for method in ("insert_many", "insert_one", "delete_many", "delete_one", "bulk_write", "drop"):
+            real = getattr(Collection, method)
+
+            def guarded(self, *args, _real=real, _method=method, **kwargs):
+                assert self.name != NAME, f"{_method} on {NAME} during a reload that changes nothing"
+                return _real(self, *args, **kwargs)
+
+            monkeypatch.setattr(Collection, method, guarded)
+    load_dataset(NAME, db, SCALE)
+    monkeypatch.undo()
+    assert _raw(db[NAME]) == _expected()
+    if ds._rename_copies(db):
+        assert before is not None and _uuid(db, NAME) == before
+
+
+def test_a_reload_with_many_changes_rewrites_the_collection(db, backend, monkeypatch):
+    """Past SYNC_MOST_CHANGED differing documents, deleting them one by one would cost more than
+    writing everything again: the collection is dropped and loaded afresh, in the file's order."""
+    load_dataset(NAME, db, SCALE)
+    fresh_order = [d["_id"] for d in db[NAME].find({}, {"_id": 1})]
+    before = _uuid(db, NAME)
+    db[NAME].update_many({}, {"$set": {"migrated": 1}})
+    monkeypatch.setattr(ds, "SYNC_MOST_CHANGED", 5)
     load_dataset(NAME, db, SCALE)
     assert _raw(db[NAME]) == _expected()
-    if backend.info.engine == "SecantusDB":
-        assert before is not None and _uuid(db, NAME) == before
+    assert [d["_id"] for d in db[NAME].find({}, {"_id": 1})] == fresh_order  # natural order as fresh
+    if ds._rename_copies(db):
+        assert _uuid(db, NAME) != before
 
 
 def test_a_reload_replaces_a_collection_created_with_options(db, backend):
@@ -108,15 +140,49 @@ def test_the_typed_copy_of_a_large_file_is_cached_and_checked(tmp_path, monkeypa
     assert copies[0].read_bytes() != b"not a pickle"
     # another typing of the columns never meets this copy
     other = {**ds._FLIGHTS, "flight": (str, True, "flight")}
-    ds._TYPED_MEMO.clear()
     assert ds._typed_documents(path, other)[0]["flight"] == str(typed[0]["flight"])
 
 
 def test_no_cache_when_it_is_turned_off_or_for_small_files(tmp_path, monkeypatch):
+    from helpers import settings
+
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WORKBOOK_CACHE", "off")
+    assert settings.cache_folder() is None
     ds._TYPED_MEMO.clear()
     ds._typed_documents(ds._verify(ds.datasets_dir(), "nyc_flights_2013_01.csv.gz"), ds._FLIGHTS)
+    assert list(tmp_path.iterdir()) == []  # nothing written anywhere near
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     ds._TYPED_MEMO.clear()
     ds._typed_documents(ds._verify(ds.datasets_dir(), "nyc_planes.csv"), ds._PLANES)  # 3,322 rows
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes and owners are POSIX")
+def test_a_copy_in_a_folder_others_may_write_is_never_read(tmp_path, monkeypatch):
+    """A pickle runs code when loaded: a copy is read only from a private folder of the user's own."""
+    folder = tmp_path / "shared"
+    monkeypatch.setenv("WORKBOOK_CACHE", str(folder))
+    ds._TYPED_MEMO.clear()
+    path = ds._verify(ds.datasets_dir(), "nyc_flights_2013_01.csv.gz")
+    typed = ds._typed_documents(path, ds._FLIGHTS)
+    assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+    (copy,) = folder.glob("*.pickle")
+    folder.chmod(0o777)  # now anybody could have replaced the copy
+    copy.write_bytes(b"anything at all")
+    ds._TYPED_MEMO.clear()
+    monkeypatch.setattr("pickle.load", lambda *a: pytest.fail("a copy read from a folder others may write"))
+    assert ds._typed_documents(path, ds._FLIGHTS) == typed
+    assert copy.read_bytes() == b"anything at all"  # and nothing written there either
+
+
+def test_a_relative_cache_folder_is_the_same_from_any_working_folder(tmp_path, monkeypatch):
+    from helpers import settings
+
+    monkeypatch.setenv("WORKBOOK_CACHE", "some/cache")
+    monkeypatch.chdir(tmp_path)
+    here = settings.cache_folder()
+    monkeypatch.chdir(ds.datasets_dir())
+    assert settings.cache_folder() == here and here.is_absolute()
+    monkeypatch.setenv("WORKBOOK_CACHE", "~/c")
+    assert settings.cache_folder() == Path.home() / "c"

@@ -93,3 +93,16 @@ def test_a_registry_entry_that_names_no_collection_is_skipped(db):
     assert workbook_collections(db) == ["posts"]
     assert reset_workbook(db) == ["posts"]
     assert db["workbook_registry"].count_documents({}) == 0
+
+
+def test_reset_can_keep_the_collections_a_setup_cell_just_loaded(db):
+    """A Setup cell loads, then resets everything else: the loaded collections stay, still the
+    workbook's (a later reset or load finds them), and every other one is dropped."""
+    from helpers.datasets import load_dataset
+
+    workbook_collection(db, "leftover").insert_one({"_id": 1})
+    loaded = load_dataset("nyc_carriers", db)
+    assert reset_workbook(db, keep=[loaded, "also_kept"]) == ["leftover"]
+    assert db["nyc_carriers"].count_documents({}) == 16
+    assert workbook_collections(db) == ["nyc_carriers"]
+    assert reset_workbook(db) == ["nyc_carriers"]

@@ -28,19 +28,23 @@ from engines.embedded import secantus_process
 from engines.redis_server import REDIS_MISSING, redis_process, redis_server
 from tools.repo import ROOT, clean_env, notebook_env
 from tools.repo import notebooks as _notebooks
-from tools.worker_db import databases as worker_databases
+from tools.worker_db import is_worker_database
 
 
-def _drop_database(uri: str, name: str) -> None:
-    """Drop a database this test run created (the notebooks' run on the mongodb backend)."""
+def _drop_databases(uri: str, base: str) -> None:
+    """Drop the databases this test run created for the notebooks on the mongodb backend: ``base``
+    and every worker's ``<base>_<worker>`` (tools/worker_db.py; xdist may replace a crashed
+    worker under a new name). ``base`` holds a random part: no other database has its name."""
     import pymongo
 
-    assert name.startswith("wbtest_")
+    assert base.startswith("wbtest_")
     client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
     try:
-        client.drop_database(name)
+        for name in client.list_database_names():
+            if name == base or is_worker_database(name, base):
+                client.drop_database(name)
     except pymongo.errors.PyMongoError as e:  # the phases already reported an unreachable server
-        print(f"could not drop the test database {name}: {type(e).__name__}")
+        print(f"could not drop the test databases {base}*: {type(e).__name__}")
     finally:
         client.close()
 
@@ -86,8 +90,7 @@ def main(extra: list[str]) -> int:
         ]
         nbs = notebooks()
         test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
-        for name in worker_databases(test_db, 2):
-            stack.callback(_drop_database, uri, name)
+        stack.callback(_drop_databases, uri, test_db)
         # kernels over ipc sockets (no port to race for) with a bounded retry: tools/nbval_kernels.py
         nbval_options = ["--nbval", "-q", "-p", "no:randomly", "-p", "tools.nbval_kernels", "--nbval-current-env",
                          "--nbval-sanitize-with", "notebooks/sanitize.cfg"]

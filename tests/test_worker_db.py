@@ -1,0 +1,14 @@
+"""tools/worker_db.py: each xdist worker's notebooks in a database of their own, all found for the clean-up."""
+from __future__ import annotations
+
+from tools.worker_db import is_worker_database, worker_database
+
+
+def test_each_worker_has_its_own_database_and_the_clean_up_finds_every_one():
+    base = "wbtest_0123456789"
+    names = [worker_database(base, w) for w in ("gw0", "gw1", "gw7", None)]
+    assert names == [f"{base}_gw0", f"{base}_gw1", f"{base}_gw7", base]
+    assert all(is_worker_database(n, base) for n in names[:3])
+    # never another run's database, nor one that merely starts alike
+    assert not any(is_worker_database(n, base) for n in (base, f"{base}0_gw0", f"{base}_gw", f"{base}_gwx",
+                                                         "wbtest_9999999999_gw0", f"x{base}_gw0"))
