@@ -17,8 +17,11 @@ What a load guarantees:
   complete (``dropTarget=True``): any error leaves the target exactly as it was. Where a rename
   copies the documents (SecantusDB), they go straight into the target, and a server error
   mid-load drops what was written: never a half-loaded collection. There a reload (a Setup cell
-  run again) reads the collection back and writes only the documents that differ, byte for byte:
-  the result is the same as a fresh load, at about half the cost (dropping costs as much as writing).
+  run again: it loads, then resets everything else with ``reset_workbook(db, keep=loaded)``)
+  reads the collection back and writes only the documents that differ, byte for byte, or all of
+  them past :data:`SYNC_MOST_CHANGED`: it ends with the same documents as a fresh load (their
+  natural order may differ, as on any MongoDB: sort when order matters), at about half the cost
+  of dropping and writing again.
 * **Typed once.** The last file's documents stay in memory for a reload, and a large file's typed
   copy is cached per machine (``WORKBOOK_CACHE``; ``workbook.py setup`` writes it), named by the
   file's sha256, so a load costs little more than the inserts themselves.
@@ -581,8 +584,9 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
                  parent: str | None = None) -> Callable[[Path, int | None], Iterator[dict[str, Any]]]:
     """A source reading ``file``; with ``parent``, keep only the rows of ``n`` parent keys."""
 
-    def shared(folder: Path, n: int | None) -> list[dict[str, Any]]:
-        """The documents, shared with the reload memo: only for a reader that changes none (an insert)."""
+    def readonly(folder: Path, n: int | None) -> list[dict[str, Any]]:
+        """The documents themselves, shared with the memo and the cache: for a reader that changes
+        none of them (``load_dataset``, which only inserts them); :func:`source` hands out copies."""
         path = _verify(folder, file)
         # read once: every row typed and checked, every _id unique, before any is used
         docs = _typed_documents(path, fields, make_id)
@@ -593,9 +597,9 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
         return [doc for doc in docs if doc.get(where) in chosen]
 
     def source(folder: Path, n: int | None) -> Iterator[dict[str, Any]]:
-        yield from (dict(doc) for doc in shared(folder, n))  # new documents, the caller's own
+        yield from (dict(doc) for doc in readonly(folder, n))  # new documents, the caller's own
 
-    source.shared = shared  # type: ignore[attr-defined]
+    source.readonly = readonly  # type: ignore[attr-defined]
     source.file = file  # type: ignore[attr-defined]
     source.fields = fields  # type: ignore[attr-defined]
     source.make_id = make_id  # type: ignore[attr-defined]
@@ -961,9 +965,9 @@ def is_staging_name(name: str) -> bool:
 
 
 def _plain_collection(db: Any, name: str) -> bool:
-    """True if ``name`` is an existing, non-empty collection created with no options (no
-    validator, collation, capped size, ...): one that holding other documents is all that tells
-    apart from a freshly loaded one, once its secondary indexes are dropped."""
+    """True if ``name`` exists, holds documents, and was created with no options (no validator,
+    collation, capped size, ...). Once its secondary indexes are dropped, only its documents
+    can differ from a freshly loaded collection, so a reload may fix just those (:func:`_sync`)."""
     found = list(db.list_collections(filter={"name": name}))
     if len(found) != 1:
         return False
@@ -1139,10 +1143,10 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
     targets = _targets(spec, collection)
     start = time.perf_counter()
     # 1. read, type and check everything before the first write: a bad file changes nothing
-    shared = getattr(spec.source, "shared", None)  # a data file's documents: inserted, never changed
-    produced = shared(datasets_dir(), n) if shared else spec.source(datasets_dir(), n)
+    readonly = getattr(spec.source, "readonly", None)  # a data file's documents: inserted, never changed
+    produced = readonly(datasets_dir(), n) if readonly else spec.source(datasets_dir(), n)
     parts = [list(docs) for docs in (produced if len(targets) > 1 else (produced,))]
-    if not shared:  # a data file's _id values were checked unique as it was typed (_with_ids)
+    if not readonly:  # a data file's _id values were checked unique as it was typed (_with_ids)
         for docs in parts:
             _check_documents(name, spec.source, docs)
     counts = {target: 0 for target in targets}
