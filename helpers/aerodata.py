@@ -330,6 +330,28 @@ def ensure_indexes(db: Any, collection: str = COLLECTION) -> str:
     return track_collection(db, collection).create_index([("recordType", 1), ("_id", 1)])
 
 
+def without_gc_pauses(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``fn`` with Python's cycle collector paused (reference counting still frees memory).
+
+    A bulk write makes a few short-lived dicts per message and no reference cycles, yet those
+    allocations trigger full collections that walk every object the process holds: with the mock,
+    every stored document (0.8 s of 4.2 s for 139,098 messages). Not about MongoDB at all."""
+    import gc
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_on:
+                gc.enable()
+
+    return wrapper
+
+
+@without_gc_pauses
 def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, batch_size: int = 1_000,
            progress: bool = False) -> IngestResult:
     """Store position-report messages in the single ``aerodata`` collection; works on an empty database.

@@ -69,3 +69,29 @@ def test_every_stored_report_has_the_id_and_point_the_public_functions_make(db):
         assert doc["_id"] == ad.make_id(doc["airline"], doc["icao24"], ad.message_number(doc["timestamp"]))
         assert doc[ad.GEO_FIELD] == ad.geo_point(doc["lon"], doc["lat"])
         assert ad.parse_id(doc["_id"]) == (doc["airline"], doc["icao24"], ad.message_number(doc["timestamp"]))
+
+
+def test_ingest_pauses_the_cycle_collector_only_while_it_runs(db):
+    import gc
+
+    seen = []
+    real = ad.ingest_batch
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    assert gc.isenabled()
+    try:
+        ad.ingest_batch = spy  # ingest looks it up at call time
+        ad.ingest(db, GOOD)
+        assert seen == [False] and gc.isenabled()
+        with pytest.raises(TypeError):
+            ad.ingest(db, "not a list of messages")
+        assert gc.isenabled()  # back on after an error too
+        gc.disable()
+        ad.ingest(db, GOOD)
+        assert not gc.isenabled()  # and left off when it was off
+    finally:
+        ad.ingest_batch = real
+        gc.enable()
