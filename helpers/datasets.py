@@ -22,9 +22,9 @@ What a load guarantees:
   them past :data:`SYNC_MOST_CHANGED`: it ends with the same documents as a fresh load (their
   natural order may differ, as on any MongoDB: sort when order matters), at about half the cost
   of dropping and writing again.
-* **Typed once.** The last file's documents stay in memory for a reload, and a large file's typed
-  copy is cached per machine (``WORKBOOK_CACHE``; ``workbook.py setup`` writes it), named by the
-  file's sha256, so a load costs little more than the inserts themselves.
+* **Typed once.** A large file's typed copy is cached per machine (``WORKBOOK_CACHE``;
+  ``workbook.py setup`` writes it), named by the file's sha256, so a load costs little more than
+  the inserts themselves.
 * **One load at a time per collection.** Two kernels loading the same dataset into one database
   take turns (a lock document in the registry); both end with the complete collection.
 * **Same result every time.** ``_id`` values are natural keys (or generation order), so loading
@@ -388,12 +388,6 @@ def _int64(value: int) -> int:
     return value
 
 
-#: the last file typed, kept for a reload in the same kernel (re-running a Setup cell):
-#: ``(path, sha256, typing tag) -> documents``; one file only (the largest, 139,098 ADS-B
-#: reports, holds about 75 MB). Its documents are shared, so nothing may change them.
-_TYPED_MEMO: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-
-
 def _typed_documents(path: Path, fields: Fields,
                      make_id: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
     """Every row of a CSV (or .csv.gz) typed as :func:`_rows` types it, as fast as Python allows;
@@ -402,17 +396,11 @@ def _typed_documents(path: Path, fields: Fields,
 
     On any problem the file is read again with the checked reader :func:`_rows`, whose
     :class:`DatasetError` names the file, the line and the field. The caller verified the file
-    (:func:`_verify`), whose sha256 keys the result: the last file's stays in memory
-    (:data:`_TYPED_MEMO`), and a large file's is cached on disk (:func:`_cached_typed`).
-    Callers never modify it.
+    (:func:`_verify`), whose sha256 keys a large file's typed copy on disk (:func:`_cached_typed`).
+    Nothing is kept in memory between loads (the ADS-B file's documents hold about 75 MB).
     """
     key = (str(path), _VERIFIED.get(str(path)) or _sha256(path), _typing_tag(fields, make_id))
-    docs = _TYPED_MEMO.get(key)
-    if docs is None:
-        docs = _cached_typed(path, fields, make_id, key)
-        _TYPED_MEMO.clear()
-        _TYPED_MEMO[key] = docs
-    return docs
+    return _cached_typed(path, fields, make_id, key)
 
 
 def _with_ids(path: Path, fields: Fields, make_id: Callable[[dict[str, Any]], Any],
@@ -585,8 +573,8 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
     """A source reading ``file``; with ``parent``, keep only the rows of ``n`` parent keys."""
 
     def readonly(folder: Path, n: int | None) -> list[dict[str, Any]]:
-        """The documents themselves, shared with the memo and the cache: for a reader that changes
-        none of them (``load_dataset``, which only inserts them); :func:`source` hands out copies."""
+        """The typed documents themselves, not copies: for a reader that changes none of them
+        (``load_dataset``, which only inserts them); :func:`source` hands out copies."""
         path = _verify(folder, file)
         # read once: every row typed and checked, every _id unique, before any is used
         docs = _typed_documents(path, fields, make_id)

@@ -104,38 +104,40 @@ def test_a_reload_replaces_a_collection_created_with_options(db, backend):
 
 
 @pytest.mark.parametrize("name", ["airlines", NAME])
-def test_a_load_never_changes_the_documents_it_keeps_for_a_reload(db, name):
-    """The documents of the last file are kept for a reload and inserted as they are: no engine's
-    insert may change them (add a field, retype a value), and the key column of airlines, moved
-    into _id, stays out of them."""
-    first = load_dataset(name, db)
-    kept = next(iter(ds._TYPED_MEMO.values()))
-    before = [bson.encode(doc) for doc in kept]
-    assert load_dataset(name, db).counts == first.counts
-    assert next(iter(ds._TYPED_MEMO.values())) is kept
-    assert [bson.encode(doc) for doc in kept] == before
+def test_a_load_inserts_the_typed_documents_without_changing_them(db, name, monkeypatch):
+    """load_dataset inserts the typed documents themselves (no copies): no engine's insert may
+    change them (add a field, retype a value), and the key column of airlines, moved into _id,
+    stays out of them."""
+    handed = []
+    real = ds._typed_documents
+    monkeypatch.setattr(ds, "_typed_documents", lambda *a: handed.append(real(*a)) or handed[-1])
+    load_dataset(name, db)
+    (docs,) = handed
+    assert [bson.encode(doc) for doc in docs] == [bson.encode(doc) for doc in real(*_typed_args(name))]
     if name == "airlines":
-        assert all("airline_id" not in doc for doc in kept)
+        assert all("airline_id" not in doc for doc in docs)
         assert db.airlines.count_documents({"airline_id": {"$exists": True}}) == 0
+
+
+def _typed_args(name):
+    source = ds._SPECS[name].source
+    return ds._verify(ds.datasets_dir(), source.file), source.fields, source.make_id
 
 
 def test_the_typed_copy_of_a_large_file_is_cached_and_checked(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
-    ds._TYPED_MEMO.clear()
     path = ds._verify(ds.datasets_dir(), "nyc_flights_2013_01.csv.gz")
     typed = ds._typed_documents(path, ds._FLIGHTS)
     assert len(typed) >= ds._CACHE_MIN_ROWS
     copies = list((tmp_path / "cache").glob("nyc_flights_2013_01.csv.gz.*.pickle"))
     assert len(copies) == 1 and ds._sha256(path)[:16] in copies[0].name
     # a new kernel: nothing kept in memory, the copy is read and the file is not typed again
-    ds._TYPED_MEMO.clear()
     monkeypatch.setattr(ds, "_read_typed", lambda *a: pytest.fail("typed again despite the cached copy"))
     assert ds._typed_documents(path, ds._FLIGHTS) == typed
     monkeypatch.undo()
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     # a damaged copy is typed again and replaced
     copies[0].write_bytes(b"not a pickle")
-    ds._TYPED_MEMO.clear()
     assert ds._typed_documents(path, ds._FLIGHTS) == typed
     assert copies[0].read_bytes() != b"not a pickle"
     # another typing of the columns never meets this copy
@@ -149,11 +151,9 @@ def test_no_cache_when_it_is_turned_off_or_for_small_files(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WORKBOOK_CACHE", "off")
     assert settings.cache_folder() is None
-    ds._TYPED_MEMO.clear()
     ds._typed_documents(ds._verify(ds.datasets_dir(), "nyc_flights_2013_01.csv.gz"), ds._FLIGHTS)
     assert list(tmp_path.iterdir()) == []  # nothing written anywhere near
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
-    ds._TYPED_MEMO.clear()
     ds._typed_documents(ds._verify(ds.datasets_dir(), "nyc_planes.csv"), ds._PLANES)  # 3,322 rows
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
@@ -163,14 +163,12 @@ def test_a_copy_in_a_folder_others_may_write_is_never_read(tmp_path, monkeypatch
     """A pickle runs code when loaded: a copy is read only from a private folder of the user's own."""
     folder = tmp_path / "shared"
     monkeypatch.setenv("WORKBOOK_CACHE", str(folder))
-    ds._TYPED_MEMO.clear()
     path = ds._verify(ds.datasets_dir(), "nyc_flights_2013_01.csv.gz")
     typed = ds._typed_documents(path, ds._FLIGHTS)
     assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
     (copy,) = folder.glob("*.pickle")
     folder.chmod(0o777)  # now anybody could have replaced the copy
     copy.write_bytes(b"anything at all")
-    ds._TYPED_MEMO.clear()
     monkeypatch.setattr("pickle.load", lambda *a: pytest.fail("a copy read from a folder others may write"))
     assert ds._typed_documents(path, ds._FLIGHTS) == typed
     assert copy.read_bytes() == b"anything at all"  # and nothing written there either
