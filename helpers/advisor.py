@@ -38,7 +38,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import bson
 
@@ -575,6 +575,23 @@ def _array_lengths(value: Any, path: str, out: dict[str, list[int]]) -> None:
                 _array_lengths(item, path, out)
 
 
+def _in_id_order(coll: Any, limit: int) -> Iterator[dict[str, Any]]:
+    """The first ``limit`` documents in ``_id`` order, walking the ``_id`` index (the plan a real MongoDB
+    picks; SecantusDB would sort a copy of the collection unless told), or as the server plans it where
+    that hint is refused (a view)."""
+    try:
+        cursor = coll.find({}).sort("_id", 1).hint([("_id", 1)]).limit(limit)
+        first = next(cursor, None)
+    except Exception as e:  # OperationFailure on a server
+        if type(e).__name__ != "OperationFailure":
+            raise
+        cursor = coll.find({}).sort("_id", 1).limit(limit)
+        first = next(cursor, None)
+    if first is not None:
+        yield first
+        yield from cursor
+
+
 def _read_collection(db: Any, name: str, max_documents: int) -> _Collection:
     coll = db[name]
     count = coll.estimated_document_count()
@@ -582,7 +599,7 @@ def _read_collection(db: Any, name: str, max_documents: int) -> _Collection:
     arrays: dict[str, list[int]] = defaultdict(list)
     top_fields: set[str] | None = None
     read = 0
-    for doc in coll.find({}).sort("_id", 1).limit(max_documents):
+    for doc in _in_id_order(coll, max_documents):
         read += 1
         size = len(bson.encode(doc))
         big_field, big = None, 0

@@ -569,8 +569,10 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
     """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
 
     Each review becomes ``{"_id": "<product>-<n>", "product_id", "n", **review}`` (``n`` = its
-    position in the array). Safe to run again: each batch first deletes that batch's products'
-    reviews, then inserts them, in one ordered ``bulk_write``. The products are not changed
+    position in the array). Safe to run again: when ``reviews`` already holds reviews, each batch
+    first deletes that batch's products' reviews, then inserts them, in one ordered ``bulk_write``.
+    A first copy (``reviews`` empty) has nothing to delete, and builds the ``(product_id, n)``
+    index once at the end instead of updating it on every insert. The products are not changed
     (drop the arrays with :func:`drop_embedded_reviews` once :func:`verify_migration` agrees).
     ``only``: copy just these products (to repair the ones :func:`verify_migration` reports).
     """
@@ -579,12 +581,15 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
     track_collection(reviews.database, reviews.name)
-    reviews.create_index([("product_id", 1), ("n", 1)])
+    first_copy = reviews.find_one({}, {"_id": 1}) is None
+    if not first_copy:
+        reviews.create_index([("product_id", 1), ("n", 1)])  # the deletes below find a batch's reviews by it
     report = MigrationReport()
 
     def flush(pids: list[Any], ops: list[Any]) -> None:
         if pids:
-            reviews.bulk_write([DeleteMany({"product_id": {"$in": pids}}), *ops], ordered=True)
+            deletes = [] if first_copy else [DeleteMany({"product_id": {"$in": pids}})]
+            reviews.bulk_write([*deletes, *ops], ordered=True)
             report.bulk_writes += 1
 
     pids: list[Any] = []
@@ -602,6 +607,8 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
             flush(pids, ops)
             pids, ops = [], []
     flush(pids, ops)
+    if first_copy:
+        reviews.create_index([("product_id", 1), ("n", 1)])  # the read path and verify_migration use it
     return report
 
 
