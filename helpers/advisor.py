@@ -577,8 +577,8 @@ def _array_lengths(value: Any, path: str, out: dict[str, list[int]]) -> None:
 
 def _in_id_order(coll: Any, limit: int) -> Iterator[dict[str, Any]]:
     """The first ``limit`` documents in ``_id`` order, walking the ``_id`` index (the plan a real MongoDB
-    picks; SecantusDB would sort a copy of the collection unless told), or as the server plans it where
-    that hint is refused (a view)."""
+    picks; SecantusDB would sort the whole collection in memory unless told), or as the server plans it where
+    that hint is refused (a view has no index of its own)."""
     try:
         cursor = coll.find({}).sort("_id", 1).hint([("_id", 1)]).limit(limit)
         first = next(cursor, None)

@@ -204,6 +204,23 @@ def lesson_designs(db: Any, which: str, lessons: Iterable[str] = ("01", "02", "0
 _NEEDS = {"01": "products", "02": "posts", "04": "adsb_reports"}
 
 
+#: documents per insert command when a design copies a whole dataset (SecantusDB 0.7.0b3 cancelled one
+#: insert of about 48 MB at WORKBOOK_SCALE=full after storing part of it, and the driver's retry then hit
+#: duplicate keys; smaller commands avoid that and cost nothing on a real MongoDB)
+INSERT_CHUNK = 10_000
+
+
+def _insert_all(coll: Any, docs: Iterable[dict[str, Any]]) -> None:
+    batch: list[dict[str, Any]] = []
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) == INSERT_CHUNK:
+            coll.insert_many(batch)
+            batch = []
+    if batch:
+        coll.insert_many(batch)
+
+
 def _fresh(db: Any, name: str) -> Any:
     from .safety import workbook_collection
 
@@ -236,7 +253,7 @@ def _before_01(db: Any) -> list[Design]:
 
     # 01: every review embedded in its product, a text search by regex, an index no page uses
     shop = _fresh(db, "shop_products")
-    shop.insert_many([_celebrity(), *db["products"].find({}).sort("_id", 1)])
+    _insert_all(shop, [_celebrity(), *db["products"].find({}).sort("_id", 1)])
     shop.create_index("price")
 
     def shop_pages() -> None:
@@ -317,7 +334,7 @@ def _before_04(db: Any) -> list[Design]:
     aero["airlines"].insert_many([{"_id": code} for code in sorted(airlines)])
     aero["aircraft"].insert_many([{"_id": f"{code}_{i}", "airline": code, "icao24": i}
                                   for code, fleet in sorted(airlines.items()) for i in sorted(fleet)])
-    aero["reports"].insert_many([dict(d) for d in docs])
+    _insert_all(aero["reports"], (dict(d) for d in docs))
     aero["aircraft"].create_index("airline")
     aero["reports"].create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
     callsign = min(d["callsign"] for d in docs if d["airline"] == top)
@@ -338,7 +355,7 @@ def _before_04(db: Any) -> list[Design]:
     per_airline = []
     for code in sorted(airlines):
         coll = _fresh(db, f"reports_{code}")
-        coll.insert_many([{k: v for k, v in d.items() if k != "airline"} for d in docs if d["airline"] == code])
+        _insert_all(coll, ({k: v for k, v in d.items() if k != "airline"} for d in docs if d["airline"] == code))
         per_airline.append(coll.name)
 
     def per_airline_page() -> None:
@@ -353,10 +370,10 @@ def _after_01(db: Any) -> list[Design]:
     # 01: reviews in their own collection (indexed by product and position), keywords for the search
     shop, reviews = _fresh(db, "shop_products"), _fresh(db, "shop_reviews")
     products = [_celebrity(), *db["products"].find({}).sort("_id", 1)]
-    shop.insert_many([{k: v for k, v in p.items() if k != "reviews"} for p in products])
-    reviews.insert_many([{"_id": f"{p['_id']}-{n}", "product_id": p["_id"], "n": n, **r,
+    _insert_all(shop, ({k: v for k, v in p.items() if k != "reviews"} for p in products))
+    _insert_all(reviews, ({"_id": f"{p['_id']}-{n}", "product_id": p["_id"], "n": n, **r,
                           "words": sorted(set(r["text"].split()))}
-                         for p in products for n, r in enumerate(p["reviews"])])
+                         for p in products for n, r in enumerate(p["reviews"])))
     reviews.create_index([("product_id", 1), ("n", 1)])
     reviews.create_index("words")
 

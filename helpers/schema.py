@@ -382,7 +382,7 @@ def infer_schema(collection: Any, sample: int | None = 1000, *, seed: int | None
     query = dict(filter or {})
     name = getattr(collection, "name", "collection")
     # with no filter, walk the _id index in order (a real MongoDB picks that plan itself; SecantusDB
-    # would sort a copy of every document unless told to); with a filter, the server picks the plan
+    # would read and sort every document in memory unless told to); with a filter, the server plans it
     in_id_order = {"sort": [("_id", 1)], "hint": None if query else [("_id", 1)]}
     if sample is None:
         docs = list(collection.find(query, **in_id_order))

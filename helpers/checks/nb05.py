@@ -33,7 +33,7 @@ def latitude_validator(answer: Any, *, db: Any, reports: Any, server: bool) -> s
     if not isinstance(answer, Mapping) or "$jsonSchema" in answer:
         return "give the $jsonSchema document itself (a dict with bsonType, properties, ...), " \
                "not {'$jsonSchema': ...}"
-    stored = list(reports.find(sort=[("_id", 1)], hint=[("_id", 1)]))  # walking the _id index: no sort of a copy
+    stored = list(reports.find(sort=[("_id", 1)], hint=[("_id", 1)]))  # walking the _id index: no in-memory sort
     if not stored:
         return "the reports collection is empty: run the notebook from the top"
     try:
