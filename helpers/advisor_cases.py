@@ -206,7 +206,7 @@ _NEEDS = {"01": "products", "02": "posts", "04": "adsb_reports"}
 
 #: documents per insert command when a design copies a whole dataset (SecantusDB 0.7.0b3 cancelled one
 #: insert of about 48 MB at WORKBOOK_SCALE=full after storing part of it, and the driver's retry then hit
-#: duplicate keys; smaller commands avoid that and cost nothing on a real MongoDB)
+#: duplicate keys; smaller commands avoid that, for a few more round trips)
 INSERT_CHUNK = 10_000
 
 

@@ -95,6 +95,24 @@ def test_lesson_designs_before_flagged_after_clean(db, backend):
             assert bool(design.expected) == (which == "before")
 
 
+def test_airline_document_holds_the_days_that_fit(db, backend, monkeypatch):
+    from helpers import load_dataset
+
+    if backend.info.name != "mock":  # the same code on every engine; the mock loads fastest
+        pytest.skip("one engine is enough: no engine behaviour is involved")
+    load_dataset("adsb_reports", db, scale=5)
+    week = advisor_cases.lesson_designs(db, "before", ["04"])[0]
+    assert week.title.endswith("(a week)")
+    week_bytes = len(bson.encode(db["airlines_embedded"].find_one()))
+    # a limit a week passes (as every aircraft of the day does at WORKBOOK_SCALE=full with 15 MiB)
+    monkeypatch.setattr(advisor_cases, "AIRLINE_DOCUMENT_MAX_BYTES", week_bytes * 5 // 14)  # two and a half days
+    fewer = advisor_cases.lesson_designs(db, "before", ["04"])[0]
+    stored = len(bson.encode(db["airlines_embedded"].find_one()))
+    assert fewer.title.endswith("(2 days: a week would pass 16 MiB)"), fewer.title
+    assert stored <= advisor_cases.AIRLINE_DOCUMENT_MAX_BYTES < stored * 3 // 2  # 3 days would not fit
+    assert fewer.expected == week.expected
+
+
 # ---------------------------------------------------------------------------------------------
 # the same findings offline: the evidence differs only where the probe says it must
 

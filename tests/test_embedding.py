@@ -181,6 +181,7 @@ def test_migrate_verify_and_switch_read_path(db):
     report = e.migrate_reviews(products, reviews, batch_size=7)
     assert report.products == 30 and report.reviews_copied == total == reviews.count_documents({})
     assert report.bulk_writes == 5  # ceil(30 / 7)
+    assert "product_id_1_n_1" in reviews.index_information()  # a first copy builds the index at the end
     assert e.verify_migration(products, reviews) == []
     # running it again changes nothing (idempotent)
     e.migrate_reviews(products, reviews, batch_size=7)
