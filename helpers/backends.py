@@ -41,12 +41,19 @@ __all__ = [
     "redact_uri",
     "close",
     "CONNECT_TIMEOUT_MS",
+    "SOCKET_CONNECT_TIMEOUT_MS",
     "DEFAULT_DB",
     "engine_limits",
 ]
 
 DEFAULT_DB = settings.DEFAULT_DB
-CONNECT_TIMEOUT_MS = 4000  # + our own overhead stays under the promised 5 seconds
+CONNECT_TIMEOUT_MS = 4000  # server selection: + our own overhead stays under the promised 5 seconds
+#: the socket connect timeout, which pymongo also gives its monitor's heartbeat (hello) as a read
+#: timeout: a server busy for longer than this with one long command (the in-process SecantusDB
+#: holds Python's GIL) would be declared down, the pool cleared and the command in flight
+#: interrupted, and a retried insert would then meet its own first attempt (E11000). pymongo's
+#: default; an unreachable server still fails within CONNECT_TIMEOUT_MS (server selection).
+SOCKET_CONNECT_TIMEOUT_MS = 20_000
 BACKENDS = settings.BACKENDS
 SWITCH_HINT = "switch with WORKBOOK_BACKEND=mongodb|embedded|mock (mongodb needs MONGODB_URI)"
 
@@ -556,7 +563,7 @@ def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, st
             client = pymongo.MongoClient(
                 uri,
                 serverSelectionTimeoutMS=CONNECT_TIMEOUT_MS,
-                connectTimeoutMS=CONNECT_TIMEOUT_MS,
+                connectTimeoutMS=SOCKET_CONNECT_TIMEOUT_MS,
                 socketTimeoutMS=None,
                 appname="schema-workbook",
                 event_listeners=[attach_listener_client()],

@@ -266,3 +266,16 @@ def test_a_bad_database_name_names_where_it_came_from(monkeypatch):
         connect("mock")
     with pytest.raises(BackendError, match=r"^the database name 'admin' is not usable"):
         connect("mock", db_name="admin")
+
+
+def test_a_busy_server_is_not_declared_down_after_four_seconds(backend):
+    """pymongo reads its monitor's heartbeat with the connect timeout: at 4 s, one long command on
+    a busy server got the pool cleared and the command interrupted (its retried insert then met its
+    own first attempt: E11000). Selection still gives up within 4 s; the heartbeat waits 20 s."""
+    from helpers import backends
+
+    if backend.info.engine == "mongomock-ng":
+        pytest.skip("the mock has no server to monitor")
+    options = backend.client.options
+    assert options.server_selection_timeout == backends.CONNECT_TIMEOUT_MS / 1000 == 4
+    assert options.pool_options.connect_timeout == backends.SOCKET_CONNECT_TIMEOUT_MS / 1000 == 20
