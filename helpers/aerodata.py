@@ -682,15 +682,15 @@ def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
             raise
     if during_move is not None:
         during_move()
-    # exactly the ids copied, in one delete command: the aircraft by _id, its reports in lists of
-    # _DELETE_LIST ids (an _id lookup each; a short list, because an engine may test each document
-    # against the list id by id). The airline and icao24 conditions change nothing on a server; an
-    # engine without indexes uses them to skip the other aircraft's documents before the list.
+    # exactly the ids copied, in one delete command of lists of _DELETE_LIST ids (an _id lookup each;
+    # short lists, because an engine may test each document against the list id by id). The airline
+    # and icao24 conditions change nothing on a server; an engine without indexes uses them to skip
+    # the other aircraft's documents before the list. A document stored without them goes by _id alone.
     parts = parse_id(old)
-    ids = [d["_id"] for d in reports]
-    deletes = [DeleteOne({"_id": old})] if aircraft_doc else []
-    deletes += [DeleteMany({"airline": parts.airline, "icao24": parts.icao24,
-                            "_id": {"$in": ids[i:i + _DELETE_LIST]}}) for i in range(0, len(ids), _DELETE_LIST)]
+    usual = {"airline": parts.airline, "icao24": parts.icao24}
+    ids = [d["_id"] for d in docs if all(d.get(k) == v for k, v in usual.items())]
+    deletes = [DeleteMany({**usual, "_id": {"$in": ids[i:i + _DELETE_LIST]}}) for i in range(0, len(ids), _DELETE_LIST)]
+    deletes += [DeleteOne({"_id": d["_id"]}) for d in docs if any(d.get(k) != v for k, v in usual.items())]
     deleted = coll.bulk_write(deletes, ordered=False, session=session).deleted_count
     return len(copies), deleted
 

@@ -341,6 +341,18 @@ def test_rekey_after_a_crash_between_copy_and_delete_finishes_without_duplicates
     assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n
 
 
+def test_rekey_moves_a_document_stored_without_the_usual_fields(loaded):
+    """The delete names ids; a report under the old key without airline/icao24 fields is moved too."""
+    db, _ = loaded
+    n = len(ad.reports(db, "EWG", "3c56ed"))
+    odd = {k: v for k, v in ad.reports(db, "EWG", "3c56ed")[0].items() if k not in ("airline", "icao24")}
+    odd["_id"] = odd["_id"][:-1] + ("1" if odd["_id"][-1] != "1" else "2")
+    db[ad.COLLECTION].insert_one(odd)
+    moved = ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH")
+    assert moved == {"inserted": n + 2, "deleted": n + 2, "rounds": 1}
+    assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n + 1
+
+
 def test_same_second_reports_keep_two_keys_and_resends_stay_duplicates(db):
     m = {**SAMPLE[0], "timestamp": 1533099600.2}
     twin = {**m, "timestamp": 1533099600.7, "lat": m["lat"] + 0.001}
