@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from pymongo import UpdateOne
+from pymongo import DeleteMany, DeleteOne
 from pymongo.errors import BulkWriteError
 
 from . import settings
@@ -651,9 +651,16 @@ def keys_in_bounds(sorted_keys: Sequence[str], bounds: tuple[str, str]) -> int:
     return bisect.bisect_left(sorted_keys, hi) - bisect.bisect_left(sorted_keys, lo)
 
 
+_DELETE_LIST = 200  # ids per delete statement (see _rekey_round)
+
+
 def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
-                 during_move: Callable[[], Any] | None = None) -> tuple[int, int]:
-    """One round of :func:`rekey_aircraft`: copy what is under ``old`` now, then delete exactly those ids."""
+                 during_move: Callable[[], Any] | None = None,
+                 parent: Mapping[str, Any] | None = None) -> tuple[int, int]:
+    """One round of :func:`rekey_aircraft`: copy what is under ``old`` now, then delete exactly those ids.
+
+    ``parent``: the new airline's document, created in this round if it does not exist yet (first round).
+    """
     lo, hi = prefix_bounds(old + "_")  # its reports: one range of the {recordType, _id} index (fast everywhere)
     aircraft_doc = coll.find_one({"_id": old}, session=session)
     reports = list(coll.find({"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, sort=[("_id", 1)],
@@ -661,6 +668,9 @@ def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
     docs = ([aircraft_doc] if aircraft_doc else []) + reports
     if not docs:
         return 0, 0
+    if parent is not None:  # the new airline, unless it is there already
+        coll.update_one({"_id": parent["_id"]}, {"$setOnInsert": {k: v for k, v in parent.items() if k != "_id"}},
+                        upsert=True, session=session)
     copies = []
     for d in docs:
         parts = parse_id(d["_id"])
@@ -672,13 +682,16 @@ def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
             raise
     if during_move is not None:
         during_move()
-    deleted = 0
-    if aircraft_doc:
-        deleted += coll.delete_one({"_id": old}, session=session).deleted_count
-    if reports:  # exactly the ids copied; the range in front lets every engine narrow it with an index
-        ids = [d["_id"] for d in reports]
-        deleted += coll.delete_many({"recordType": REPORT, "_id": {"$gte": ids[0], "$lte": ids[-1], "$in": ids}},
-                                    session=session).deleted_count
+    # exactly the ids copied, in one delete command of lists of _DELETE_LIST ids (an _id lookup each;
+    # short lists, because an engine may test each document against the list id by id). The airline
+    # and icao24 conditions change nothing on a server; an engine without indexes uses them to skip
+    # the other aircraft's documents before the list. A document stored without them goes by _id alone.
+    parts = parse_id(old)
+    usual = {"airline": parts.airline, "icao24": parts.icao24}
+    ids = [d["_id"] for d in docs if all(d.get(k) == v for k, v in usual.items())]
+    deletes = [DeleteMany({**usual, "_id": {"$in": ids[i:i + _DELETE_LIST]}}) for i in range(0, len(ids), _DELETE_LIST)]
+    deletes += [DeleteOne({"_id": d["_id"]}) for d in docs if any(d.get(k) != v for k, v in usual.items())]
+    deleted = coll.bulk_write(deletes, ordered=False, session=session).deleted_count
     return len(copies), deleted
 
 
@@ -701,25 +714,21 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
     old = make_id(old_airline, icao24)
     if new_airline not in (NO_AIRLINE,) and new_airline not in airline_table():
         raise ValueError(f"rekey_aircraft: new_airline={new_airline!r} is not in the OpenFlights table")
-    lo, hi = prefix_bounds(old + "_")
-    if coll.find_one({"_id": old}, {"_id": 1}) is None and \
-            coll.find_one({"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, {"_id": 1}) is None:
-        raise ValueError(f"rekey_aircraft: no aircraft {old!r} in {collection!r}; check the airline and icao24")
-    coll.bulk_write([UpdateOne({"_id": new_airline},
-                               {"$setOnInsert": {k: v for k, v in _airline_doc(new_airline).items() if k != "_id"}},
-                               upsert=True)])
     totals = {"inserted": 0, "deleted": 0, "rounds": 0}
-    hook = during_move
+    hook, parent = during_move, _airline_doc(new_airline)
     while True:
         if transaction:
             with db.client.start_session() as session:
                 copied, deleted = session.with_transaction(
-                    lambda s, h=hook: _rekey_round(coll, old, new_airline, s, h))
+                    lambda s, h=hook, p=parent: _rekey_round(coll, old, new_airline, s, h, p))
         else:
-            copied, deleted = _rekey_round(coll, old, new_airline, None, hook)
-        hook = None
+            copied, deleted = _rekey_round(coll, old, new_airline, None, hook, parent)
         if not copied:
+            if totals["rounds"] == 0:  # nothing was written
+                raise ValueError(f"rekey_aircraft: no aircraft {old!r} in {collection!r}; "
+                                 f"check the airline and icao24")
             return totals
+        hook = parent = None
         totals["inserted"] += copied
         totals["deleted"] += deleted
         totals["rounds"] += 1

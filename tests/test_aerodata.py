@@ -341,6 +341,18 @@ def test_rekey_after_a_crash_between_copy_and_delete_finishes_without_duplicates
     assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n
 
 
+def test_rekey_moves_a_document_stored_without_the_usual_fields(loaded):
+    """The delete names ids; a report under the old key without airline/icao24 fields is moved too."""
+    db, _ = loaded
+    n = len(ad.reports(db, "EWG", "3c56ed"))
+    odd = {k: v for k, v in ad.reports(db, "EWG", "3c56ed")[0].items() if k not in ("airline", "icao24")}
+    odd["_id"] = odd["_id"][:-1] + ("1" if odd["_id"][-1] != "1" else "2")
+    db[ad.COLLECTION].insert_one(odd)
+    moved = ad.rekey_aircraft(db, "EWG", "3c56ed", "DLH")
+    assert moved == {"inserted": n + 2, "deleted": n + 2, "rounds": 1}
+    assert ad.reports(db, "EWG", "3c56ed") == [] and len(ad.reports(db, "DLH", "3c56ed")) == n + 1
+
+
 def test_same_second_reports_keep_two_keys_and_resends_stay_duplicates(db):
     m = {**SAMPLE[0], "timestamp": 1533099600.2}
     twin = {**m, "timestamp": 1533099600.7, "lat": m["lat"] + 0.001}
@@ -445,3 +457,26 @@ def test_rekey_survives_a_killed_process(test_uri, transaction):
     finally:
         client.drop_database(name)
         client.close()
+
+
+def test_checks_4_1_to_4_3_recompute_from_the_data(loaded):
+    """The checkers of exercises 4.1-4.3 accept the right answer and refuse a wrong one, on every backend."""
+    import bson
+
+    from helpers.exercises import evaluate
+
+    db, _ = loaded
+    coll = db[ad.COLLECTION]
+    last = {}
+    for d in ad.airline_all(db, "EWG"):
+        if d["recordType"] == ad.REPORT:
+            last[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
+    assert evaluate("4.1", last, db=db, airline="EWG")[0] == "correct"
+    wrong = {**last, next(iter(last)): (0, 0.0, 0.0)}
+    assert "another position" in evaluate("4.1", wrong, db=db, airline="EWG")[1]
+    assert evaluate("4.2", ({"_id": {"$regex": "_3c56ed_"}}, "unanchored"), aerodata=coll)[0] == "correct"
+    assert "matches nothing" in evaluate("4.2", ({"_id": {"$regex": "_ffffff_"}}, "unanchored"), aerodata=coll)[1]
+    sizes = [len(bson.encode(d)) for d in coll.find({"recordType": ad.REPORT})]
+    week = 7 * 2_500_000 * sum(sizes) / len(sizes)
+    assert evaluate("4.3", week, aerodata=coll)[0] == "correct"
+    assert evaluate("4.3", week * 1.02, aerodata=coll)[0] == "not right yet"
