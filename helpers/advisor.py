@@ -576,20 +576,10 @@ def _array_lengths(value: Any, path: str, out: dict[str, list[int]]) -> None:
 
 
 def _in_id_order(coll: Any, limit: int) -> Iterator[dict[str, Any]]:
-    """The first ``limit`` documents in ``_id`` order, walking the ``_id`` index (the plan a real MongoDB
-    picks; SecantusDB would sort the whole collection in memory unless told), or as the server plans it where
-    that hint is refused (a view has no index of its own)."""
-    try:
-        cursor = coll.find({}).sort("_id", 1).hint([("_id", 1)]).limit(limit)
-        first = next(cursor, None)
-    except Exception as e:  # OperationFailure on a server
-        if type(e).__name__ != "OperationFailure":
-            raise
-        cursor = coll.find({}).sort("_id", 1).limit(limit)
-        first = next(cursor, None)
-    if first is not None:
-        yield first
-        yield from cursor
+    """The first ``limit`` documents in ``_id`` order, along the ``_id`` index (:func:`helpers.plans.find_in_id_order`)."""
+    from .plans import find_in_id_order
+
+    return find_in_id_order(coll, limit=limit)
 
 
 def _read_collection(db: Any, name: str, max_documents: int) -> _Collection:

@@ -706,7 +706,8 @@ def rekey_aircraft(db: Any, old_airline: str, icao24: str, new_airline: str, *,
     never deleted uncopied: the next round moves it), and re-running after a crash finishes the move
     without duplicates. ``transaction=True`` (where the backend has transactions) runs each round in one
     transaction: no reader sees a round half done (before the commit only the old keys exist, after it
-    only the new ones), and a crash leaves the old keys alone. ``during_move``: called once between the first copy and its delete (a
+    only the new ones), and a crash leaves the old keys alone. The new airline's document is created in
+    the first round, only once there is something to move. ``during_move``: called once between the first copy and its delete (a
     stand-in for another writer, used by notebook 04 and the tests). Returns the documents copied and
     deleted and the rounds it took. Introduced in notebook 04.
     """

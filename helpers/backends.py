@@ -48,11 +48,12 @@ __all__ = [
 
 DEFAULT_DB = settings.DEFAULT_DB
 CONNECT_TIMEOUT_MS = 4000  # server selection: + our own overhead stays under the promised 5 seconds
-#: the socket connect timeout, which pymongo also gives its monitor's heartbeat (hello) as a read
-#: timeout: a server busy for longer than this with one long command (the in-process SecantusDB
-#: holds Python's GIL) would be declared down, the pool cleared and the command in flight
-#: interrupted, and a retried insert would then meet its own first attempt (E11000). pymongo's
-#: default; an unreachable server still fails within CONNECT_TIMEOUT_MS (server selection).
+#: the embedded server's socket connect timeout, which pymongo also gives its monitor's heartbeat
+#: (hello) as a read timeout: the in-process SecantusDB, busy with one long command, holds Python's
+#: GIL and can miss a 4 s heartbeat; the driver then declares it down, clears the pool and interrupts
+#: the command, and the retried insert meets its own first attempt (E11000; docs/ENGINES.md). A
+#: server behind MONGODB_URI keeps CONNECT_TIMEOUT_MS: pymongo also bounds a mongodb+srv:// DNS
+#: lookup with it, and a real MongoDB's streaming heartbeat waits that plus heartbeatFrequencyMS.
 SOCKET_CONNECT_TIMEOUT_MS = 20_000
 BACKENDS = settings.BACKENDS
 SWITCH_HINT = "switch with WORKBOOK_BACKEND=mongodb|embedded|mock (mongodb needs MONGODB_URI)"
@@ -542,7 +543,8 @@ def _check_uri(uri: str) -> None:
                 + _OFFLINE)
 
 
-def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, str, str]:
+def _connect_uri(uri: str, db_name: str, name: str = "mongodb",
+                 connect_timeout_ms: int = CONNECT_TIMEOUT_MS) -> tuple[Any, str, str]:
     """Connect and ask ``buildInfo``; a failure says which it is: a malformed URI, a missing file
     it names, authentication failed, or the server cannot be reached (each a :class:`BackendError`)."""
     import warnings
@@ -563,7 +565,7 @@ def _connect_uri(uri: str, db_name: str, name: str = "mongodb") -> tuple[Any, st
             client = pymongo.MongoClient(
                 uri,
                 serverSelectionTimeoutMS=CONNECT_TIMEOUT_MS,
-                connectTimeoutMS=SOCKET_CONNECT_TIMEOUT_MS,
+                connectTimeoutMS=connect_timeout_ms,
                 socketTimeoutMS=None,
                 appname="schema-workbook",
                 event_listeners=[attach_listener_client()],
@@ -663,7 +665,8 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
                 from engines.embedded import start_embedded
 
                 server = start_embedded()
-            client, engine, version = _connect_uri(server.uri, db_name)
+            client, engine, version = _connect_uri(server.uri, db_name,
+                                                   connect_timeout_ms=SOCKET_CONNECT_TIMEOUT_MS)
             return _finish(Connection(client, client[db_name], None, server=server), "embedded",
                            "SecantusDB", version, None, None, probe)
         except Exception as e:

@@ -571,8 +571,10 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
     Each review becomes ``{"_id": "<product>-<n>", "product_id", "n", **review}`` (``n`` = its
     position in the array). Safe to run again: when ``reviews`` already holds reviews, each batch
     first deletes that batch's products' reviews, then inserts them, in one ordered ``bulk_write``.
-    A first copy (``reviews`` empty) has nothing to delete, and builds the ``(product_id, n)``
-    index once at the end instead of updating it on every insert. The products are not changed
+    A first copy (``reviews`` empty when it starts) has nothing to delete, and builds the
+    ``(product_id, n)`` index once at the end instead of updating it on every insert; it assumes
+    nobody else writes ``reviews`` meanwhile (if one does, an insert stops with E11000, and running
+    it again finishes the copy: nothing is lost). The products are not changed
     (drop the arrays with :func:`drop_embedded_reviews` once :func:`verify_migration` agrees).
     ``only``: copy just these products (to repair the ones :func:`verify_migration` reports).
     """

@@ -3,12 +3,44 @@
 :func:`plan_summary` gives a query's stages and the keys and documents it examined (notebooks 00,
 01, 04, and ``helpers.measure.measure(explain=...)``); :func:`lookup_summary` what a server
 reports about a ``$lookup`` (``helpers.embedding.lookup_stage_stats``, notebook 01).
+:func:`find_in_id_order` reads a collection in ``_id`` order along the ``_id`` index (notebooks 05, 06).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
-__all__ = ["plan_summary", "lookup_summary", "examined"]
+__all__ = ["plan_summary", "lookup_summary", "examined", "find_in_id_order"]
+
+
+def find_in_id_order(coll: Any, filter: dict | None = None, projection: Any = None, *,
+                     limit: int = 0) -> Iterator[Any]:
+    """The documents of ``coll`` (matching ``filter``) in ``_id`` order.
+
+    With no filter the ``_id`` index is walked in order (``hint({_id: 1})``): the plan a real
+    MongoDB picks for this sort by itself, which SecantusDB takes only when told (otherwise it
+    reads and sorts every document in memory). With a filter the server plans the query. Where
+    the hint is refused (a time-series collection has no ``_id`` index to hint), the same sorted
+    query runs without it. The workbook's helpers read whole collections through this function.
+    """
+    from pymongo.errors import OperationFailure
+
+    query = dict(filter or {})
+
+    def first_of(hint: Any) -> tuple[Any, Any]:
+        options = {"sort": [("_id", 1)], "limit": limit, **({"hint": hint} if hint else {})}
+        cursor = coll.find(query, projection, **options)
+        return next(cursor, None), cursor
+
+    if query:
+        first, cursor = first_of(None)
+    else:
+        try:
+            first, cursor = first_of([("_id", 1)])
+        except OperationFailure:  # the hint refused: let the server plan the sort
+            first, cursor = first_of(None)
+    if first is not None:
+        yield first
+        yield from cursor
 
 
 def plan_summary(explain: dict) -> tuple[str, int | None, int | None]:

@@ -52,6 +52,8 @@ from bson.timestamp import Timestamp
 from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError, OperationFailure
 
+from .plans import find_in_id_order
+
 __all__ = [
     "SchemaError", "FieldStats", "InferredSchema", "MissRate", "WriteOutcome", "MigrationResult",
     "bson_type", "percent", "sample_ids", "infer_schema", "infer_documents", "miss_rate",
@@ -381,11 +383,9 @@ def infer_schema(collection: Any, sample: int | None = 1000, *, seed: int | None
     sample = _check_sample(sample)
     query = dict(filter or {})
     name = getattr(collection, "name", "collection")
-    # with no filter, walk the _id index in order (a real MongoDB picks that plan itself; SecantusDB
-    # would read and sort every document in memory unless told to); with a filter, the server plans it
-    in_id_order = {"sort": [("_id", 1)], "hint": None if query else [("_id", 1)]}
+    # in _id order, along the _id index when there is no filter (helpers.plans.find_in_id_order)
     if sample is None:
-        docs = list(collection.find(query, **in_id_order))
+        docs = list(find_in_id_order(collection, query))
         return infer_documents(docs, source=name, total=len(docs), how="every document")
     if seed is None:
         total = collection.count_documents(query)
@@ -394,7 +394,7 @@ def infer_schema(collection: Any, sample: int | None = 1000, *, seed: int | None
         pipeline = ([{"$match": query}] if query else []) + [{"$sample": {"size": sample}}]
         docs = list(collection.aggregate(pipeline))
         return infer_documents(docs, source=name, total=total, how=f"$sample of {sample} (server-random)")
-    ids = [d["_id"] for d in collection.find(query, {"_id": 1}, **in_id_order)]
+    ids = [d["_id"] for d in find_in_id_order(collection, query, {"_id": 1})]
     picked = sample_ids(ids, sample, seed)
     docs: list[Any] = []
     for start in range(0, len(picked), ID_CHUNK):
@@ -440,8 +440,7 @@ def miss_rate(collection: Any, field_path: str, sample: int, *, trials: int = 20
     if sample is None or not isinstance(trials, int) or trials < 1:
         raise SchemaError("miss_rate: give a sample size >= 1 and trials >= 1")
     query = dict(filter or {})
-    in_id_order = {"sort": [("_id", 1)], "hint": None if query else [("_id", 1)]}  # as infer_schema reads them
-    ids = [d["_id"] for d in collection.find(query, {"_id": 1}, **in_id_order)]
+    ids = [d["_id"] for d in find_in_id_order(collection, query, {"_id": 1})]  # as infer_schema reads them
     holders = {d["_id"] for d in collection.find({**query, field_path: {"$exists": True}}, {"_id": 1})}
     misses = sum(1 for t in range(trials) if holders.isdisjoint(sample_ids(ids, sample, seed + t)))
     return MissRate(field=field_path, holders=len(holders), total=len(ids), sample=sample,

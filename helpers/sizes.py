@@ -28,8 +28,9 @@ def bson_sizes(documents: Any) -> Iterator[int]:
     ``documents`` is any iterable of documents, or a collection (read in ``_id`` order).
     """
     if hasattr(documents, "find") and hasattr(documents, "insert_one"):
-        # walking the _id index in order: the plan a real MongoDB picks itself; SecantusDB would sort in memory
-        documents = documents.find({}).sort("_id", 1).hint([("_id", 1)])
+        from .plans import find_in_id_order
+
+        documents = find_in_id_order(documents)  # along the _id index
     for doc in documents:
         yield len(bson.encode(doc))
 

@@ -22,3 +22,30 @@ def test_lookup_summary_reads_both_explain_shapes():
            "executionStats": {"totalDocsExamined": 12}}
     assert plans.lookup_summary(sbe) == {"strategy": "HashJoin", "totalDocsExamined (whole pipeline)": 12}
     assert plans.lookup_summary(INDEXED) is None
+
+
+def test_find_in_id_order_walks_the_id_index_and_falls_back_where_a_hint_is_refused(db):
+    from pymongo.errors import OperationFailure
+
+    from helpers.plans import find_in_id_order
+    from helpers.safety import workbook_collection
+
+    coll = workbook_collection(db, "ordered")
+    coll.insert_many([{"_id": i, "even": i % 2 == 0} for i in (5, 3, 9, 1, 7, 2)])
+    assert [d["_id"] for d in find_in_id_order(coll)] == [1, 2, 3, 5, 7, 9]
+    assert [d["_id"] for d in find_in_id_order(coll, {"even": False}, {"_id": 1}, limit=3)] == [1, 3, 5]
+    assert list(find_in_id_order(coll, {"even": "never"})) == []
+
+    class RefusesHints:  # a time-series collection: no _id index to hint
+        def __init__(self, inner):
+            self.inner, self.hints = inner, []
+
+        def find(self, *args, **kwargs):
+            self.hints.append(kwargs.get("hint"))
+            if kwargs.get("hint"):
+                raise OperationFailure("hint provided does not correspond to an existing index", 2)
+            return self.inner.find(*args, **kwargs)
+
+    refusing = RefusesHints(coll)
+    assert [d["_id"] for d in find_in_id_order(refusing, limit=2)] == [1, 2]
+    assert refusing.hints == [[("_id", 1)], None]
