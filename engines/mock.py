@@ -19,6 +19,37 @@ from helpers.counting import is_counting, record
 __all__ = ["MockDatabase", "MockCollection", "MockCursor", "FIRST_BATCH", "MAX_BATCH_BYTES",
            "MAX_WRITE_BATCH", "MAX_MESSAGE_BYTES"]
 
+def _id_equality_by_key() -> None:
+    """Answer ``{_id: <string or integer>}`` from mongomock-ng's store, which is keyed by ``_id``,
+    instead of testing every document of the collection against the filter.
+
+    mongomock-ng has no indexes, not even ``_id``'s: each ``update_one({"_id": x})`` of a bulk write
+    scanned the whole collection (notebook 03's moves and renames: most of 3 s). The answer is the
+    same: ``_id`` is unique, the one document found is still tested with mongomock-ng's own
+    ``filter_applies``, and the query is still recorded for its profiler. Every other filter scans
+    as before, so the mock still has no index to show (``caps.indexes`` stays false).
+    """
+    from mongomock_ng.collection import Collection
+    from mongomock_ng.filtering import filter_applies
+
+    scan = Collection._iter_documents
+    if getattr(scan, "by_key", False):
+        return
+
+    def _iter_documents(self: Any, filter: Any) -> Any:
+        documents = scan(self, filter)  # records the query; the scan itself is lazy
+        if type(filter) is dict and len(filter) == 1 and type(filter.get("_id")) in (str, int):
+            key = filter["_id"]
+            doc = self._store[key] if key in self._store else None
+            return iter([doc] if doc is not None and filter_applies(filter, doc) else [])
+        return documents
+
+    _iter_documents.by_key = True  # type: ignore[attr-defined]
+    Collection._iter_documents = _iter_documents
+
+
+_id_equality_by_key()
+
 FIRST_BATCH = 101
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 MAX_WRITE_BATCH = 100_000

@@ -126,7 +126,8 @@ class BackendInfo:
         out = []
         c = self.caps
         if not c.indexes:
-            out.append("index effects: it has no indexes, every query scans the collection")
+            out.append("index effects: it has no indexes, every query scans the collection (an _id equality "
+                       "is looked up by key)")
         if not c.explain:
             out.append("query plans: explain() is not faithful here")
         if c.indexes and not c.id_range_index:

@@ -47,3 +47,26 @@ def test_the_mock_counts_what_a_server_counts(db):
         "find_one_and_update upsert": (1, 0, 0, 1, ["findAndModify"]),
         "unordered bulk_write": (3, 0, 0, 3, ["insert", "update", "delete"]),
     }
+
+
+def test_an_id_equality_is_answered_from_the_store_with_the_scans_answer():
+    """engines/mock.py answers {_id: <str or int>} from mongomock-ng's store (keyed by _id) instead
+    of testing every document; the answers must be the scan's, for every kind of _id."""
+    import mongomock_ng
+    from mongomock_ng.collection import Collection
+
+    import engines.mock  # noqa: F401 - installs the lookup
+
+    assert getattr(Collection._iter_documents, "by_key", False)
+    coll = mongomock_ng.MongoClient().db.things
+    docs = [{"_id": "a", "v": 1}, {"_id": 2, "v": 2}, {"_id": 3.0, "v": 3}, {"_id": True, "v": 4},
+            {"_id": {"k": 1}, "v": 5}, {"_id": "b", "v": 6}]
+    coll.insert_many(docs)
+    for key in ("a", "b", "zz", 2, 3, 1, 0, 2.0, True):
+        by_key = list(coll.find({"_id": key}))
+        scanned = [d for d in coll.find({"_id": {"$in": [key]}})]  # the same test, through a scan
+        assert by_key == scanned, key
+    assert coll.find_one({"_id": 3})["v"] == 3  # 3 == 3.0, as on a server
+    assert coll.update_one({"_id": "b"}, {"$set": {"v": 60}}).modified_count == 1
+    assert coll.find_one({"_id": "b"})["v"] == 60 and coll.count_documents({"v": 60}) == 1
+    assert coll.delete_one({"_id": "a"}).deleted_count == 1 and coll.find_one({"_id": "a"}) is None
