@@ -24,28 +24,33 @@ def _id_equality_by_key() -> None:
     instead of testing every document of the collection against the filter.
 
     mongomock-ng has no indexes, not even ``_id``'s: each ``update_one({"_id": x})`` of a bulk write
-    scanned the whole collection (notebook 03's moves and renames: most of 3 s). The answer is the
-    same: ``_id`` is unique, the one document found is still tested with mongomock-ng's own
-    ``filter_applies``, and the query is still recorded for its profiler. Every other filter scans
-    as before, so the mock still has no index to show (``caps.indexes`` stays false).
+    scanned the whole collection (notebook 03's moves and renames: most of 3 s on the mock). The
+    answer is the same: ``_id`` is unique, the one document found is still tested with
+    mongomock-ng's own ``filter_applies``, and the query is recorded for its profiler exactly as
+    its own ``Collection._iter_documents`` records it (pinned: mongomock-ng 7.11.1). Every other
+    filter scans as before, so the mock still has no index to show (``caps.indexes`` stays false).
     """
-    from mongomock_ng.collection import Collection
+    from mongomock_ng import collection as mc
     from mongomock_ng.filtering import filter_applies
 
-    scan = Collection._iter_documents
+    scan = mc.Collection._iter_documents
     if getattr(scan, "by_key", False):
         return
 
     def _iter_documents(self: Any, filter: Any) -> Any:
-        documents = scan(self, filter)  # records the query; the scan itself is lazy
-        if type(filter) is dict and len(filter) == 1 and type(filter.get("_id")) in (str, int):
-            key = filter["_id"]
-            doc = self._store[key] if key in self._store else None
-            return iter([doc] if doc is not None and filter_applies(filter, doc) else [])
-        return documents
+        if not (type(filter) is dict and len(filter) == 1 and type(filter.get("_id")) in (str, int)):
+            return scan(self, filter)
+        mc.get_profiler().record(filter, self.full_name, mc._profiler_get_operation(),
+                                 dict(self._list_all_indexes()) if self._store.is_created else {},
+                                 sort=mc._profiler_get_sort())
+        try:
+            doc = self._store[filter["_id"]]  # one read: expired or deleted meanwhile is a KeyError
+        except KeyError:
+            return iter(())
+        return iter([doc] if filter_applies(filter, doc) else [])
 
     _iter_documents.by_key = True  # type: ignore[attr-defined]
-    Collection._iter_documents = _iter_documents
+    mc.Collection._iter_documents = _iter_documents
 
 
 _id_equality_by_key()

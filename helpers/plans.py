@@ -3,7 +3,8 @@
 :func:`plan_summary` gives a query's stages and the keys and documents it examined (notebooks 00,
 01, 04, and ``helpers.measure.measure(explain=...)``); :func:`lookup_summary` what a server
 reports about a ``$lookup`` (``helpers.embedding.lookup_stage_stats``, notebook 01).
-:func:`find_in_id_order` reads a collection in ``_id`` order along the ``_id`` index (notebooks 05, 06).
+:func:`find_in_id_order` reads a collection in ``_id`` order along the ``_id`` index: the helpers that
+read whole collections use it (``bson_sizes``, ``infer_schema``, ``miss_rate``, the advisor).
 """
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def find_in_id_order(coll: Any, filter: dict | None = None, projection: Any = No
     else:
         try:
             first, cursor = first_of([("_id", 1)])
-        except OperationFailure:  # the hint refused: let the server plan the sort
+        except OperationFailure as e:  # only a refused hint: let the server plan the sort
+            if "hint" not in str(e).lower():
+                raise
             first, cursor = first_of(None)
     if first is not None:
         yield first

@@ -67,6 +67,9 @@ def test_an_id_equality_is_answered_from_the_store_with_the_scans_answer():
         scanned = [d for d in coll.find({"_id": {"$in": [key]}})]  # the same test, through a scan
         assert by_key == scanned, key
     assert coll.find_one({"_id": 3})["v"] == 3  # 3 == 3.0, as on a server
+    # mongomock-ng's own answer, kept: {_id: 1} finds the document whose _id is true (Python's
+    # True == 1; a server never would: docs/ENGINES.md)
+    assert coll.find_one({"_id": 1})["v"] == 4
     assert coll.update_one({"_id": "b"}, {"$set": {"v": 60}}).modified_count == 1
     assert coll.find_one({"_id": "b"})["v"] == 60 and coll.count_documents({"v": 60}) == 1
     assert coll.delete_one({"_id": "a"}).deleted_count == 1 and coll.find_one({"_id": "a"}) is None

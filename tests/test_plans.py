@@ -1,6 +1,8 @@
 """Tests of helpers/plans.py: the explain-tree walkers."""
 from __future__ import annotations
 
+import pytest
+
 from helpers import plans
 from helpers.measure import plan_summary as measure_plan_summary
 
@@ -49,3 +51,13 @@ def test_find_in_id_order_walks_the_id_index_and_falls_back_where_a_hint_is_refu
     refusing = RefusesHints(coll)
     assert [d["_id"] for d in find_in_id_order(refusing, limit=2)] == [1, 2]
     assert refusing.hints == [[("_id", 1)], None]
+
+    class Unauthorized(RefusesHints):  # any other failure is the caller's to see, after one try
+        def find(self, *args, **kwargs):
+            self.hints.append(kwargs.get("hint"))
+            raise OperationFailure("not authorized on db to execute command", 13)
+
+    denied = Unauthorized(coll)
+    with pytest.raises(OperationFailure, match="not authorized"):
+        list(find_in_id_order(denied))
+    assert denied.hints == [[("_id", 1)]]
