@@ -127,15 +127,20 @@ def load_scenario(engine: str, scenario: str) -> dict[str, float]:
         conn.close()
 
 
-def _scenario_process(engine: str, scenario: str) -> dict[str, float]:
+def _in_fresh_process(*args: str, env: dict[str, str] | None = None) -> dict[str, float]:
+    """Run this script with ``args`` (one timed scenario) in a process of its own; its timings."""
     import json
 
+    out = subprocess.run([sys.executable, __file__, *args], env=env, cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _scenario_process(engine: str, scenario: str) -> dict[str, float]:
     env = dict(os.environ)
     if scenario == "new machine":
         env["WORKBOOK_CACHE"] = "off"
-    out = subprocess.run([sys.executable, __file__, "--load-scenario", scenario, "--engines", engine],
-                         env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return _in_fresh_process("--load-scenario", scenario, "--engines", engine, env=env)
 
 
 def bench_load(engines: list[str], repeats: int = 2) -> list[dict]:
@@ -223,7 +228,6 @@ def ingest_scenario(engine: str, scenario: str, messages_file: str) -> dict[str,
 def bench_ingest(engines: list[str], n: int | None, repeats: int = 2) -> list[dict]:
     """aerodata.ingest of the sample, against a raw unordered insert of the documents it stores;
     each timed in a fresh process, in turn, ``repeats`` times (the fastest run counts)."""
-    import json
     import pickle
     import tempfile
 
@@ -245,10 +249,7 @@ def bench_ingest(engines: list[str], n: int | None, repeats: int = 2) -> list[di
             best: dict[str, dict[str, float]] = {}
             for _ in range(repeats):
                 for scenario in ("ingest", "floor"):
-                    out = subprocess.run([sys.executable, __file__, "--ingest-scenario", scenario, "--engines", engine,
-                                          "--ingest-data", data], cwd=ROOT, capture_output=True, text=True,
-                                         check=True).stdout
-                    got = json.loads(out.strip().splitlines()[-1])
+                    got = _in_fresh_process("--ingest-scenario", scenario, "--engines", engine, "--ingest-data", data)
                     if scenario not in best or got["cpu"] < best[scenario]["cpu"]:
                         best[scenario] = got
             used, floor = best["ingest"], best["floor"]

@@ -441,13 +441,14 @@ def _typing_tag(fields: Fields, make_id: Callable[..., Any] | None) -> str:
     return hashlib.sha256(repr((_SOURCE_DIGEST[0], rule, table)).encode()).hexdigest()[:16]
 
 
-def _private_folder(folder: Path) -> bool:
-    """True if ``folder`` is this user's own and nobody else may write in it (POSIX; elsewhere
-    the user's profile folder is private already). A copy is read only from such a folder."""
+def _private(path: Path) -> bool:
+    """True if ``path`` (a folder or a file) is this user's own and nobody else may write it (POSIX;
+    elsewhere the user's profile folder is private already). A copy is read only from such a file
+    in such a folder."""
     if os.name != "posix":
         return True
     try:
-        st = folder.stat()
+        st = path.stat()
     except OSError:
         return False
     return st.st_uid == os.getuid() and not st.st_mode & 0o022
@@ -497,16 +498,16 @@ def _cached_typed(path: Path, fields: Fields, make_id: Callable[..., Any] | None
     kept as a pickle named by the file's sha256 (verified against ``checksums.sha256`` just
     before) and by the typing (:func:`_typing_tag`); loading it back takes about 0.1 s. A pickle
     can run code when loaded, so a copy is read only from a folder of the user's own that nobody
-    else may write in (:func:`_private_folder`), and only from a file of the user's own; the folder
+    else may write in, and only from a file of the user's own (:func:`_private`); the folder
     is created private (0700). An unreadable copy is typed again and rewritten; an unwritable
     folder only costs the time.
     """
     import pickle
 
     cached = _cache_path(key)
-    if cached is not None and _private_folder(cached.parent):
+    if cached is not None and _private(cached.parent):
         try:
-            if os.name != "posix" or (cached.stat().st_uid == os.getuid() and not cached.stat().st_mode & 0o022):
+            if _private(cached):
                 with open(cached, "rb") as fh:
                     docs = pickle.load(fh)  # noqa: S301 - this user's own file, in this user's private folder
                 if isinstance(docs, list):
@@ -529,7 +530,7 @@ def _write_copy(cached: Path, docs: list[dict[str, Any]]) -> None:
     folder = cached.parent
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private_folder(folder):
+        if not _private(folder):
             return
         now = time.time()
         for old in folder.iterdir():  # another typing's copy unused for a week, a killed writer's leftover
