@@ -26,7 +26,7 @@ ROOT = repo.ROOT
 PACKAGES = ("helpers", "engines")
 #: helpers modules that are not a lesson's pattern code (the rest must name their notebook)
 INFRASTRUCTURE = {"__init__", "backends", "counting", "datasets", "display", "exercises",
-                  "generators", "measure", "plans", "safety", "settings", "sizes", "uri"}
+                  "generators", "measure", "plans", "safety", "settings", "sizes", "uri", "workload"}
 
 
 def _modules(*packages: str) -> list[Path]:

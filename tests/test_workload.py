@@ -1,0 +1,83 @@
+"""helpers.workload: a workload's operations, and measured costs weighed by their rates."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.counting import CommandCounter
+from helpers.measure import Measurement
+from helpers.workload import Operation, Workload, cost_of
+
+
+def _workload(read_rate=1000, write_rate=10):
+    return Workload("blog", (
+        Operation("read a post", "read", read_rate, "interactive, < 100 ms", "the post", "assumption: a small blog"),
+        Operation("add a comment", "write", write_rate, "< 1 s", "nothing", "assumption"),
+    ))
+
+
+def _cost(rt, docs=1, nbytes=100, written=0):
+    return {"round trips": rt, "docs returned": docs, "bytes returned": nbytes, "docs written": written}
+
+
+COSTS = {"embedded": {"read a post": _cost(1), "add a comment": _cost(1, 0, 0, 1)},
+         "referenced": {"read a post": _cost(2, 11, 1100), "add a comment": _cost(1, 0, 0, 1)}}
+
+
+def test_weigh_multiplies_by_rates_and_sums():
+    daily = _workload().weigh(COSTS)
+    assert list(daily.index) == ["embedded", "referenced"]
+    assert daily.loc["embedded", "round trips / day"] == 1000 + 10
+    assert daily.loc["referenced", "round trips / day"] == 2000 + 10
+    assert daily.loc["referenced", "docs returned / day"] == 11_000
+    assert daily.loc["referenced", "MB returned / day"] == pytest.approx(1.1)
+    assert daily.loc["embedded", "docs written / day"] == 10
+    assert "busy s / day" not in daily.columns  # no times given: none invented
+
+
+def test_pick_flips_when_a_rate_changes():
+    costs = {"A": {"read a post": _cost(1), "add a comment": _cost(5, 0, 0, 5)},
+             "B": {"read a post": _cost(3), "add a comment": _cost(1, 0, 0, 1)}}
+    assert _workload(1000, 10).pick(costs) == "A"
+    flipped = _workload(1000, 10).with_rate("add a comment", 10_000)
+    assert flipped.operation("add a comment").per_day == 10_000
+    assert flipped.pick(costs) == "B"
+
+
+def test_per_operation_and_times_from_measurements():
+    m = Measurement("q", [1.0, 3.0, 2.0], 1, 1, 50, 0, ("find",))
+    daily = _workload().weigh({"x": {"read a post": m, "add a comment": m}}, per_operation=True)
+    assert daily.loc[("x", "read a post"), "busy s / day"] == pytest.approx(2.0)  # 2 ms x 1000
+    assert cost_of(CommandCounter(round_trips=2, docs_returned=3, bytes_returned=4, docs_written=5)) == _cost(2, 3, 4, 5)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"x": {"read a post": _cost(1)}}, "no measured cost for \\['add a comment'\\]"),
+    ({"x": {"read a post": _cost(1), "add a comment": _cost(1), "delete": _cost(1)}}, "no operation named"),
+    ({"x": {"read a post": {"round trips": 1}, "add a comment": _cost(1)}}, "lacks docs returned"),
+])
+def test_incomplete_costs_are_clear_errors(bad, message):
+    with pytest.raises(ValueError, match=message):
+        _workload().weigh(bad)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(kind="update"), "kind must be 'read' or 'write'"),
+    (dict(per_day=-1), "per_day must be"),
+    (dict(per_day=float("nan")), "per_day must be"),
+    (dict(source=" "), "say where its rate comes from"),
+])
+def test_bad_operations_are_refused(kwargs, message):
+    base = dict(name="op", kind="read", per_day=1, latency="", returns="", source="assumption")
+    with pytest.raises(ValueError, match=message):
+        Operation(**{**base, **kwargs})
+
+
+def test_workload_refuses_repeated_names_and_unknown_pick():
+    op = Operation("a", "read", 1, "", "", "assumption")
+    with pytest.raises(ValueError, match="repeated"):
+        Workload("w", (op, op))
+    with pytest.raises(KeyError, match="no operation 'b'"):
+        Workload("w", (op,)).with_rate("b", 3)
+    with pytest.raises(ValueError, match="pick by one of"):
+        Workload("w", (op,)).pick({"x": {"a": _cost(1)}}, by="speed")
+    assert list(Workload("w", (op,)).table().columns)[:2] == ["kind", "per day"]
