@@ -1,8 +1,8 @@
 """Maintainers' and instructors' tools: not installed, not imported by the lessons.
 
 Run from the repository's root as ``python -m tools.<name>`` (``workbook.py`` does):
-``testrun`` (the test command), ``cli`` (``workbook.py student-copies | progress | class | html``),
+``testrun`` (the test command), ``cli`` (the one parser of ``workbook.py`` and its subcommands),
 ``student`` (student copies), ``progress`` (read the progress record), ``html`` (static build),
-``classdb`` (the class's databases: list, drop), ``repo`` (the repository's root, its notebooks,
+``classdb`` (the class's databases and logins: list, drop, logins), ``repo`` (the repository's root, its notebooks,
 the environment a notebook runs in).
 """

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("lab", help="set up .venv and open JupyterLab at notebooks/00_start_here.ipynb "
                                "(further options go to JupyterLab, e.g. --port=8889)")
     sub.add_parser("test", help="set up .venv and run every test: unit tests and every notebook, on "
-                                "every backend (further options go to tools/testrun.py)")
+                                "every backend (further options go to pytest, e.g. -x)")
     sub.add_parser("setup", help="only set up .venv and the typed copies of the data files")
     copies = sub.add_parser("student-copies", help="student copies of every notebook (solutions removed)")
     copies.add_argument("dir", nargs="?", metavar="DIR", help="where to write them (default: student/)")
