@@ -129,6 +129,10 @@ def _learner(database: str) -> str:
     return database[len(settings.DB_PREFIX) + 1:] or database if database != settings.DB_PREFIX else database
 
 
+def _attempts(n: int) -> str:
+    return f"{n} attempt" + ("" if n == 1 else "s")
+
+
 def class_report(data: dict) -> str:
     """The class's progress as text: per learner, passed, failed (with attempts) and not attempted."""
     columns = _columns(data)
@@ -142,7 +146,7 @@ def class_report(data: dict) -> str:
         if passed:
             lines.append("   passed: " + ", ".join(passed))
         if failed:
-            lines.append("   failed: " + ", ".join(f"{e} ({rows[e]['attempts']} attempts)" for e in failed))
+            lines.append("   failed: " + ", ".join(f"{e} ({_attempts(rows[e]['attempts'])})" for e in failed))
     lines.append(f"{len(data['databases'])} workbook databases, {len(columns)} exercises")
     return "\n".join(lines)
 
@@ -165,9 +169,9 @@ def class_html(data: dict) -> str:
             if r is None:
                 cells.append('<td class="none" title="not attempted"></td>')
             elif r["passed"]:
-                cells.append(f'<td class="pass" title="passed, {r["attempts"]} attempts, last {esc(r["last"])}">✓</td>')
+                cells.append(f'<td class="pass" title="passed, {_attempts(r["attempts"])}, last {esc(r["last"])}">✓</td>')
             else:
-                cells.append(f'<td class="fail" title="failed, {r["attempts"]} attempts, last {esc(r["last"])}">'
+                cells.append(f'<td class="fail" title="failed, {_attempts(r["attempts"])}, last {esc(r["last"])}">'
                              f'✗{r["attempts"]}</td>')
         passed = sum(1 for r in rows.values() if r["passed"])
         body.append(f'<tr><th class="who" title="{esc(database)}">{esc(_learner(database))}</th>{"".join(cells)}'
