@@ -57,15 +57,6 @@ PROFILE_ADVICE = ('db.command("profile", 1, slowms=100, sampleRate=0.1) on that 
 _CURRENT = object()
 
 
-def _index_count(db: Any, name: str) -> int:
-    try:
-        return len(db[name].index_information())
-    except Exception as e:  # a view, or a system collection this user may not list
-        if type(e).__name__ != "OperationFailure":
-            raise
-        return 0
-
-
 def _cause(e: Exception) -> str:
     return str(e).split(", full error")[0].split(" :: caused by :: ")[-1]
 
