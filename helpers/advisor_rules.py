@@ -491,7 +491,7 @@ def _time_series_findings(c: _Collection, t: Thresholds) -> list[Finding]:
                 continue
             values = [r[k] for _, r in rows if isinstance(r.get(k), (str, int)) and not isinstance(r.get(k), bool)]
             distinct = len(set(values))
-            if len(values) >= 0.9 * n and 2 <= distinct <= n / 5:
+            if len(values) >= 0.9 * n and 1 <= distinct <= n / 5:
                 keys.append((distinct, k))
         if not keys:
             continue
