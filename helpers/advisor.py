@@ -47,7 +47,8 @@ from .advisor_rules import _SKIP, atlas_findings, beyond_findings, read_collecti
 from .advisor_workload import Operation, Workload, record_workload
 
 __all__ = ["CODES", "BEYOND_CODES", "SOURCES", "TRIGGERS", "Thresholds", "ATLAS", "WORKBOOK", "Finding", "Report",
-           "REPORT_KEYS", "FINDING_KEYS", "Operation", "Workload", "review", "record_workload", "PROFILE_ADVICE"]
+           "REPORT_KEYS", "FINDING_KEYS", "Operation", "Workload", "review", "reviews", "record_workload",
+           "PROFILE_ADVICE"]
 
 #: how to turn the profiler on without harming a busy server (the advisor never does it)
 PROFILE_ADVICE = ('db.command("profile", 1, slowms=100, sampleRate=0.1) on that mongod: level 1 keeps '
@@ -74,6 +75,16 @@ def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds 
     advise``, or a ``db`` of your own client). Introduced in notebook 06.
     """
     t = thresholds_named(thresholds) if thresholds is not None else ATLAS
+    return reviews(db, workload, thresholds=(t,), collections=collections, info=info)[t.name]
+
+
+def reviews(db: Any, workload: Workload | None = None, *, thresholds: Iterable[Thresholds | str] = ("atlas", "workbook"),
+            collections: Iterable[str] | None = None, info: Any = _CURRENT) -> dict[str, Report]:
+    """:func:`review` with several sets of thresholds, reading the database once: ``{set name: Report}``
+    (``"custom"`` for a :class:`Thresholds` of your own; give one custom set at most). Introduced in notebook 06."""
+    sets = [thresholds_named(x) for x in thresholds]
+    if len({x.name for x in sets}) != len(sets):
+        raise ValueError("thresholds: give each set once (and at most one custom Thresholds)")
     if workload is not None and not isinstance(workload, Workload):
         raise TypeError(f"workload must be a helpers.advisor.Workload (from Workload.from_counter or "
                         f"record_workload), not {type(workload).__name__}")
@@ -88,46 +99,53 @@ def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds 
         wanted = set(collections)
         missing = sorted(wanted - set(names))
         reviewed = [n for n in reviewed if n in wanted]
-    notes: list[str] = []
+    read_notes: list[str] = []
     colls = {}
+    limit = max(x.max_documents for x in sets)
+    breakdown = min(x.large_document_bytes for x in sets)
     for n in reviewed:
         try:
-            colls[n] = read_collection(db, n, t.max_documents)
+            colls[n] = read_collection(db, n, limit, breakdown)
         except Exception as e:  # a view whose pipeline fails on the server (e.g. $divide by zero)
             if type(e).__name__ != "OperationFailure":
                 raise
-            notes.append(f"skipped {n!r}: reading it failed ({_cause(e)}; code {getattr(e, 'code', None)}): "
-                         f"if it is a view, its pipeline fails on this data; the rest was reviewed")
+            read_notes.append(f"skipped {n!r}: reading it failed ({_cause(e)}; code {getattr(e, 'code', None)}): "
+                              f"if it is a view, its pipeline fails on this data; the rest was reviewed")
     after = set(db.list_collection_names())
     vanished = sorted(n for n in colls if n not in after)
     for n in vanished:
         del colls[n]
     namespaces = sum(1 for n in names if not n.startswith("system."))
-    findings = atlas_findings(colls, t, workload, collations, namespaces)
-    findings += beyond_findings(db, colls, t, workload)
-    order = CODES + BEYOND_CODES
-    findings.sort(key=lambda f: (order.index(f.code) >= len(CODES), SEVERITIES.index(f.severity),
-                                 order.index(f.code), str(f.collection), str(f.field)))
-    if vanished:
-        notes.append(f"dropped while the review ran (not reviewed): {', '.join(vanished)}")
-    if missing:
-        notes.append(f"not in the database (not reviewed): {', '.join(missing)}")
-    sampled = [c for c in colls.values() if c.read < c.count]
-    for c in sampled:
-        notes.append(f"{c.name}: read {c.read:,} of {c.count:,} documents ({c.how})")
-    if workload is None:
-        notes.append("no workload: REDUCE_LOOKUP_OPS, unused indexes, the regex rules, the subset pattern and "
-                     "copied fields need one (helpers.advisor.record_workload, or Workload.from_profile on a real server)")
-    elif not any(f.trigger.startswith("UNUSED_INDEX") for f in findings) and t.unused_index_days \
-            and (workload.days is None or workload.days < t.unused_index_days):
-        notes.append(f"unused indexes not judged: the workload covers "
-                     + ("an unknown time" if workload.days is None else f"{workload.days:,.1f} days")
-                     + f", less than {t.unused_index_days:g} (unused_index_days)")
-    if info is None:
-        notes.append("capabilities not probed (probing writes): index collations are taken as the server reports them")
-    engine = f"{info.engine} {info.version}" if info is not None else None
-    sampling = [{"collection": c.name, "documents": c.count, "read": c.read, "how": c.how} for c in colls.values()]
-    return Report(db.name, engine, sorted(colls), sum(c.read for c in colls.values()),
-                  sum(c.count for c in colls.values()), workload.source if workload is not None else None,
-                  len(workload) if workload is not None else 0, findings, t, notes, sampling,
-                  workload.days if workload is not None else None)
+    beyond = beyond_findings(db, colls, sets[0], workload)  # the same in every set
+    out = {}
+    for t in sets:
+        findings = atlas_findings(colls, t, workload, collations, namespaces)
+        findings += beyond if t.beyond_key() == sets[0].beyond_key() else beyond_findings(db, colls, t, workload)
+        order = CODES + BEYOND_CODES
+        findings.sort(key=lambda f: (order.index(f.code) >= len(CODES), SEVERITIES.index(f.severity),
+                                     order.index(f.code), str(f.collection), str(f.field)))
+        notes = list(read_notes)
+        if vanished:
+            notes.append(f"dropped while the review ran (not reviewed): {', '.join(vanished)}")
+        if missing:
+            notes.append(f"not in the database (not reviewed): {', '.join(missing)}")
+        for c in colls.values():
+            if c.read < c.count:
+                notes.append(f"{c.name}: read {c.read:,} of {c.count:,} documents ({c.how})")
+        if workload is None:
+            notes.append("no workload: REDUCE_LOOKUP_OPS, unused indexes, the regex rules, the subset pattern and "
+                         "copied fields need one (helpers.advisor.record_workload, or Workload.from_profile on a "
+                         "real server)")
+        elif t.unused_index_days and (workload.days is None or workload.days < t.unused_index_days):
+            notes.append("unused indexes not judged: the workload covers "
+                         + ("an unknown time" if workload.days is None else f"{workload.days:,.1f} days")
+                         + f", less than {t.unused_index_days:g} (unused_index_days)")
+        if info is None:
+            notes.append("capabilities not probed (probing writes): index collations are taken as the server reports them")
+        engine = f"{info.engine} {info.version}" if info is not None else None
+        sampling = [{"collection": c.name, "documents": c.count, "read": c.read, "how": c.how} for c in colls.values()]
+        out[t.name] = Report(db.name, engine, sorted(colls), sum(c.read for c in colls.values()),
+                             sum(c.count for c in colls.values()), workload.source if workload is not None else None,
+                             len(workload) if workload is not None else 0, findings, t, notes, sampling,
+                             workload.days if workload is not None else None)
+    return out

@@ -18,7 +18,7 @@ import bson
 from .advisor import ATLAS, BEYOND_CODES, CODES, Report, Thresholds, Workload, record_workload
 from .advisor_findings import thresholds_named
 
-__all__ = ["Fixtures", "plant_fixtures", "FIXTURE_WORKLOAD_DAYS", "Design", "lesson_designs", "AIRLINE_DOCUMENT_DAYS", "OUTLIER_THRESHOLD",
+__all__ = ["Fixtures", "plant_fixtures", "FIXTURE_WORKLOAD_DAYS", "hide_index", "Design", "lesson_designs", "AIRLINE_DOCUMENT_DAYS", "OUTLIER_THRESHOLD",
            "Capstone", "plant_capstone", "capstone_app", "TYPED_EMAIL"]
 
 
@@ -569,3 +569,18 @@ def capstone_app(db: Any, typed_email: str = TYPED_EMAIL) -> tuple[dict, list[di
     db["cap_orders"].update_one({"_id": recent[0]["_id"]},
                                 {"$push": {"events": {"status": "scanned", "ts": _dt.datetime(2025, 6, 1)}}})
     return customer, recent
+
+
+def hide_index(db: Any, collection: str, name: str) -> bool:
+    """Hide index ``name`` from the query planner (``collMod`` with ``index.hidden``, what ``hideIndex`` runs):
+    the manual's first step before dropping an index, undone at once by unhiding it, since a hidden index
+    is still maintained. Only the workbook's own collections. False where the engine cannot hide one
+    (mongomock-ng). Introduced in notebook 06."""
+    from .safety import workbook_collection
+
+    workbook_collection(db, collection)  # refuses a collection the workbook did not create
+    try:
+        db.command("collMod", collection, index={"name": name, "hidden": True})
+    except NotImplementedError:
+        return False
+    return True

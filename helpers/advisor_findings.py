@@ -83,14 +83,15 @@ SOURCES: dict[str, str] = {
         "Both (beyond Atlas): an array is an outlier when it is longer than this many times the 90th "
         "percentile of its field's lengths (notebook 02's rule of thumb: 99% under 100, over 1,000 is an outlier)."),
     "pattern_min_elements": (
-        "Both (beyond Atlas): the outlier and subset findings need an array at least this long; shorter ones "
+        "Both (beyond Atlas): the outlier and subset findings need an array longer than this; shorter ones "
         "cost too little to redesign for."),
     "attribute_min_keys": (
-        "Both (beyond Atlas): field names are data when one level holds at least this many distinct names "
-        "across the documents, most of them dates, numbers or ids, or most absent from most documents."),
+        "Both (beyond Atlas): field names are data when one level holds more than this many distinct names "
+        "across the documents, and half of them look like dates, numbers or ids, or an object holds at most "
+        "half of them."),
     "time_series_min_documents": (
-        "Both (beyond Atlas): a collection needs at least this many documents before its shape says "
-        "'one document per event'."),
+        "Both (beyond Atlas): a collection needs more than this many documents read before its shape (a date "
+        "field in insertion order, a key that repeats, no arrays of events) says 'one document per event'."),
 }
 
 #: rules that need no number
@@ -99,10 +100,10 @@ _RULES_WITHOUT_NUMBERS = {
         f"Both: any regex with the i option in the workload (trigger QUERIES_CONTAIN_CASE_INSENSITIVE_REGEX, {_MCP}). "
         "The manual: case-insensitive indexes do not improve $regex queries ($regex is not collation-aware)."),
     "OPTIMIZE_TEXT_QUERIES": (
-        "Both: a $text query, or an unanchored regex (a text search that examines every index key, or every "
-        "document without an index). Atlas publishes no trigger for this code (the MCP server's list has none); "
-        "its page on it (Update $text queries to use MongoDB Search) is about $text, and its Search guide also "
-        "names $regex: this rule is the workbook's reading of both."),
+        "Both: an unanchored regex (a text search that examines every index key, or every document without an "
+        "index). Atlas publishes no trigger for this code (the MCP server's list has none); its page on it "
+        "(Update $text queries to use MongoDB Search) is about $text, and its Search guide names $regex too: "
+        "this rule is the workbook's reading. $text queries are not flagged."),
     "REMOVE_UNNECESSARY_INDEXES": (
         f"Both: more than max_indexes indexes; an index whose keys are a prefix of another's (Atlas: 'redundant "
         f"if it matches the prefix of another index', {_DROP}; not when the longer one is partial, sparse or "
@@ -152,6 +153,10 @@ class Thresholds:
                 raise ValueError(f"Thresholds.{f.name} must be a positive number, got {value!r}")
         if self.lookup_share >= 1:
             raise ValueError(f"Thresholds.lookup_share is a share [0 to 1), got {self.lookup_share!r}")
+
+    def beyond_key(self) -> tuple:
+        """The values the findings beyond Atlas use (two sets that share them find the same)."""
+        return (self.outlier_factor, self.pattern_min_elements, self.attribute_min_keys, self.time_series_min_documents)
 
     @classmethod
     def named(cls, name: str) -> "Thresholds":

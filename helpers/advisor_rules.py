@@ -114,8 +114,9 @@ def _documents(coll: Any, count: int, limit: int, seed: int) -> tuple[Iterable[d
     return list(docs.values()), f"{_RUNS} runs of {run:,} in _id order from random places ($sample not served)"
 
 
-def read_collection(db: Any, name: str, max_documents: int) -> _Collection:
-    """What the rules need of one collection; only reads."""
+def read_collection(db: Any, name: str, max_documents: int, breakdown_bytes: int = 0) -> _Collection:
+    """What the rules need of one collection; only reads. The largest field is measured only in
+    documents larger than ``breakdown_bytes`` (the smallest size threshold in use)."""
     coll = db[name]
     count = coll.estimated_document_count()
     sizes = []
@@ -130,7 +131,7 @@ def read_collection(db: Any, name: str, max_documents: int) -> _Collection:
         read += 1
         size = len(bson.encode(doc))
         big_field, big = None, 0
-        for k, v in doc.items():
+        for k, v in (doc.items() if size > breakdown_bytes else ()):
             if k == "_id":
                 continue
             s = len(bson.encode({k: v})) - 5
@@ -349,8 +350,8 @@ def _index_findings(c: _Collection, workload: Workload | None, collations: bool,
                            f"index {name}: {why}; every write still maintains it", LESSONS["REMOVE_UNNECESSARY_INDEXES"],
                            None if collations or not spec.get("collation") else
                            "this engine drops index collations: collation matching is not checked",
-                           trigger=trigger, value=covering[0] if covering else 0,
-                           limit=None))
+                           trigger=trigger, value=f"prefix of {covering[0]}" if covering else
+                           f"0 of {len(ops)} operations can use it", limit=None))
     return out
 
 
@@ -462,7 +463,7 @@ def _outlier_findings(c: _Collection, t: Thresholds) -> list[Finding]:
                     "longest": max(lengths), "outliers (over factor x p90)": len(outliers)}
         out.append(Finding("USE_OUTLIER_PATTERN", c.name, path, "medium", evidence,
                            f"'{path}' has a heavy tail: 90% of arrays hold at most {p90:,} elements, {len(outliers)} "
-                           f"hold more than {cut:,} (longest {max(lengths):,})", LESSONS["USE_OUTLIER_PATTERN"],
+                           f"hold{'s' if len(outliers) == 1 else ''} more than {cut:,} (longest {max(lengths):,})", LESSONS["USE_OUTLIER_PATTERN"],
                            trigger="HEAVY_TAILED_ARRAY (outlier_factor x p90)", value=max(lengths), limit=cut))
     return out
 

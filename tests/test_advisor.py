@@ -72,6 +72,20 @@ def test_every_planted_case_found_and_no_near_miss_flagged(db, backend):
     assert crossed[("REMOVE_UNNECESSARY_INDEXES", "fx_indexes_planted", None)] == (31, 30)
 
 
+def test_reviews_reads_once_and_judges_each_set_as_review_does(db, backend):
+    fixtures = advisor_cases.plant_fixtures(db)
+    with counting() as sent:
+        both = advisor.reviews(db, fixtures.workload, info=backend.info)
+    with counting() as one:
+        advisor.review(db, fixtures.workload, info=backend.info)
+    assert sent.round_trips == one.round_trips  # the data is read once for both sets
+    for name in ("atlas", "workbook"):
+        alone = advisor.review(db, fixtures.workload, thresholds=name, info=backend.info)
+        assert both[name].to_dict() == alone.to_dict()
+    with pytest.raises(ValueError, match="each set once"):
+        advisor.reviews(db, thresholds=("atlas", ATLAS), info=backend.info)
+
+
 def test_the_workbook_set_flags_its_stricter_cases(db, backend):
     """The same database: the workbook set flags Atlas' near misses for arrays and sizes (stricter), and
     its own collection-per-key family; planted at the workbook's edges, it is exact there too."""
@@ -397,8 +411,8 @@ def test_a_collection_dropped_during_the_review_is_named(db, backend, monkeypatc
         db[name].insert_one({"_id": 1})
     real = advisor.read_collection
 
-    def read_then_drop(database, name, limit):  # another client drops "goes" while the review runs
-        out = real(database, name, limit)
+    def read_then_drop(database, name, *args):  # another client drops "goes" while the review runs
+        out = real(database, name, *args)
         if name == "goes":
             database.drop_collection("goes")
         return out
