@@ -78,7 +78,8 @@ SOURCES: dict[str, str] = {
         "keeps one collection per day, all of one shape): a collection per key value, growing with the keys."),
     "max_documents": (
         "Both: documents read per collection; a larger collection is sampled across ($sample, or random _id "
-        "ranges where $sample is not served) and the report says how many it read and how. Not a MongoDB number."),
+        "ranges where $sample is not served) and the report says how many it read and how; 0 reads none (the "
+        "workload rules only). Not a MongoDB number."),
     "outlier_factor": (
         "Both (beyond Atlas): an array is an outlier when it is longer than this many times the 90th "
         "percentile of its field's lengths (notebook 02's rule of thumb: 99% under 100, over 1,000 is an outlier)."),
@@ -116,7 +117,7 @@ _RULES_WITHOUT_NUMBERS = {
 # thresholds
 
 _OPTIONAL = {"same_shape_collections"}  # None switches the rule off
-_ZERO_OK = {"unused_index_days"}
+_ZERO_OK = {"unused_index_days", "max_documents"}
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class Thresholds:
     max_indexes: int = 30  # flag a collection with more indexes than this
     unused_index_days: float = 7  # judge unused indexes only from a workload this long (0: any workload)
     same_shape_collections: int | None = None  # flag this many collections of one shape (None: off)
-    max_documents: int = 50_000  # documents read per collection (more: a sample across it)
+    max_documents: int = 50_000  # documents read per collection (more: a sample across it; 0: none)
     outlier_factor: int = 10  # beyond Atlas: an outlier array is this many times the p90 length
     pattern_min_elements: int = 100  # beyond Atlas: the outlier / subset findings need arrays this long
     attribute_min_keys: int = 20  # beyond Atlas: distinct names at one level that make names data

@@ -98,6 +98,8 @@ def _documents(coll: Any, count: int, limit: int, seed: int) -> tuple[Iterable[d
     """All documents in _id order, or a sample across the collection, and how it was read."""
     from .plans import find_in_id_order
 
+    if limit == 0:
+        return [], "none (max_documents=0: the workload rules only)"
     if count <= limit:
         return find_in_id_order(coll), "all, in _id order"
     try:

@@ -376,6 +376,8 @@ def test_a_large_collection_is_sampled_across_and_the_report_says_how(db, backen
     # across the collection, not the first 100 in _id order
     docs, how = advisor_rules._documents(coll, 1_000, 100, seed=1)
     assert max(d["_id"] for d in docs) >= 100
+    none = advisor.review(db, thresholds=Thresholds(max_documents=0), info=backend.info)
+    assert none.documents_read == 0 and any("big: read 0 of 1,000 documents (none" in n for n in none.notes)
 
 
 def test_random_id_runs_where_sample_is_not_served(db, backend):
@@ -440,6 +442,8 @@ def test_thresholds_table_and_validation():
         Thresholds.named("strict")
     with pytest.raises(ValueError, match="max_array_elements must be a positive number"):
         Thresholds(max_array_elements=0)
+    with pytest.raises(ValueError, match="max_documents must be a positive number"):
+        Thresholds(max_documents=-1)
     with pytest.raises(ValueError, match="lookup_share is a share"):
         Thresholds(lookup_share=50)
     with pytest.raises(ValueError, match="'atlas', 'workbook'"):
