@@ -41,8 +41,21 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .advisor_findings import (ATLAS, BEYOND_CODES, CODES, FINDING_KEYS, REPORT_KEYS, SEVERITIES, SOURCES, TRIGGERS,
-                               WORKBOOK, Finding, Report, Thresholds, thresholds_named)
+from .advisor_findings import (
+    ATLAS,
+    BEYOND_CODES,
+    CODES,
+    FINDING_KEYS,
+    REPORT_KEYS,
+    SEVERITIES,
+    SOURCES,
+    TRIGGERS,
+    WORKBOOK,
+    Finding,
+    Report,
+    Thresholds,
+    thresholds_named,
+)
 from .advisor_rules import _SKIP, atlas_findings, beyond_findings, read_collection
 from .advisor_workload import Operation, Workload, record_workload
 
