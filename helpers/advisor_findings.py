@@ -88,8 +88,7 @@ SOURCES: dict[str, str] = {
         "cost too little to redesign for."),
     "attribute_min_keys": (
         "Both (beyond Atlas): field names are data when one level holds more than this many distinct names "
-        "across the documents, and half of them look like dates, numbers or ids, or an object holds at most "
-        "half of them."),
+        "across the documents and at least half of them look like dates, numbers or ids."),
     "time_series_min_documents": (
         "Both (beyond Atlas): a collection needs more than this many documents read before its shape (a date "
         "field in insertion order, a key that repeats, no arrays of events) says 'one document per event'."),
