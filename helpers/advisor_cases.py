@@ -1,6 +1,7 @@
 """Lesson module of notebooks/06_schema_advisor.ipynb (notebook 06): the cases the advisor is checked on.
 
-:func:`plant_fixtures` plants one case and one near miss per code at the edge of the thresholds;
+:func:`plant_fixtures` plants one case and one near miss per code, and per finding beyond Atlas, at the
+edge of the thresholds;
 :func:`lesson_designs` builds the "before" and "after" designs of notebooks 01-04 with the workloads
 of their pages; :func:`plant_capstone` and :func:`capstone_app` are the capstone's shop. The tests
 (``tests/test_advisor.py``) and notebook 06 run them through :func:`helpers.advisor.review`.
@@ -14,9 +15,10 @@ from typing import Any, Iterable
 
 import bson
 
-from .advisor import CODES, Report, Thresholds, Workload, record_workload
+from .advisor import ATLAS, BEYOND_CODES, CODES, Report, Thresholds, Workload, record_workload
+from .advisor_findings import thresholds_named
 
-__all__ = ["Fixtures", "plant_fixtures", "Design", "lesson_designs", "AIRLINE_DOCUMENT_DAYS", "OUTLIER_THRESHOLD",
+__all__ = ["Fixtures", "plant_fixtures", "FIXTURE_WORKLOAD_DAYS", "hide_index", "Design", "lesson_designs", "AIRLINE_DOCUMENT_DAYS", "OUTLIER_THRESHOLD",
            "Capstone", "plant_capstone", "capstone_app", "TYPED_EMAIL"]
 
 
@@ -39,7 +41,7 @@ class Fixtures:
         keys = report.keys()
         fixture = {k for k in keys if _in_fixture(k, self.collections)}
         rows = []
-        for code in CODES:
+        for code in CODES + BEYOND_CODES:
             planted = [k for k in self.planted if k[0] == code]
             near = [k for k in self.near_misses if k[0] == code]
             rows.append({"code": code, "planted": len(planted), "found": sum(k in keys for k in planted),
@@ -53,10 +55,17 @@ def _in_fixture(key: tuple, collections: list[str]) -> bool:
     return coll in collections or any(re.fullmatch(re.escape(coll).replace(r"\*", ".*"), c) for c in collections)
 
 
-def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | None = None) -> Fixtures:
-    """Create, in ``db``, a planted case and a near miss for each of the seven codes, at the edge of
-    ``thresholds``, run a small workload on them, and return what the advisor must (and must not) find.
+#: the days the fixtures' workload stands for: Atlas judges an index unused after 7 days without a query
+FIXTURE_WORKLOAD_DAYS = 7
 
+
+def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | str | None = None) -> Fixtures:
+    """Create, in ``db``, a planted case and a near miss for each code at the edge of ``thresholds``
+    (default: Atlas' set), and for each finding beyond Atlas, run a small workload on them (standing
+    for :data:`FIXTURE_WORKLOAD_DAYS` days), and return what the advisor must (and must not) find.
+
+    The database-wide collection count (more than 100) cannot be planted beside its near miss in one
+    database: the tests plant it alone. The workbook set adds its collection-per-key family.
     Every collection is the workbook's own (``helpers.workbook_collection``), named ``<prefix>...``.
     Introduced in notebook 06.
     """
@@ -64,7 +73,7 @@ def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | None =
 
     from .safety import workbook_collection
 
-    t = thresholds or Thresholds()
+    t = thresholds_named(thresholds) if thresholds is not None else ATLAS
     made: list[str] = []
 
     def fresh(name: str) -> Any:
@@ -82,13 +91,14 @@ def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | None =
     base = len(bson.encode({"_id": 1, "blob": ""}))
     fresh("size_planted").insert_one({"_id": 1, "blob": "x" * (t.large_document_bytes + 1 - base)})
     fresh("size_near").insert_one({"_id": 1, "blob": "x" * (t.large_document_bytes - base)})
-    # REDUCE_LOOKUP_OPS: 3 of 4 reads join / 1 of 3
+    # REDUCE_LOOKUP_OPS: 3 of 4 reads join / 1 of 2 (exactly half: Atlas flags more than half)
     items = fresh("lookup_items")
     items.insert_many([{"_id": i, "name": f"item {i}"} for i in range(5)])
     lookups, lookups_near = fresh("lookup_planted"), fresh("lookup_near")
     for coll in (lookups, lookups_near):
         coll.insert_many([{"_id": i, "item_id": i % 5} for i in range(10)])
-    # REMOVE_UNNECESSARY_INDEXES: an unused index and a prefix of another / used, unique and TTL indexes
+    # REMOVE_UNNECESSARY_INDEXES: an unused index and a prefix of another / used, unique and TTL indexes;
+    # one index more than max_indexes / exactly max_indexes
     idx, idx_near = fresh("index_planted"), fresh("index_near")
     idx.insert_many([{"_id": i, "a": i, "b": i % 3, "c": i} for i in range(20)])
     for keys in ("a", "b", [("b", 1), ("c", 1)]):
@@ -98,11 +108,17 @@ def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | None =
     idx_near.create_index("a")
     idx_near.create_index("code", unique=True)
     idx_near.create_index("created", expireAfterSeconds=10 * 365 * 24 * 3600)
-    # REDUCE_NUMBER_OF_NAMESPACES: a collection per key, as many as the threshold / one fewer
-    for i in range(t.same_shape_collections):
-        fresh(f"ns_planted_{chr(97 + i)}").insert_one({"_id": 1, "sensor": chr(97 + i), "value": 1.5})
-    for i in range(t.same_shape_collections - 1):
-        fresh(f"nsnear_{chr(97 + i)}").insert_one({"_id": 1, "sensor": chr(97 + i), "value": 1.5})
+    many, many_near = fresh("indexes_planted"), fresh("indexes_near")
+    for coll, count in ((many, t.max_indexes + 1), (many_near, t.max_indexes)):
+        coll.insert_one({"_id": 1, **{f"f{i}": i for i in range(count)}})
+        for i in range(count - 1):  # and the _id index
+            coll.create_index(f"f{i}")
+    # REDUCE_NUMBER_OF_NAMESPACES (the workbook set): a collection per key, as many as the threshold / one fewer
+    if t.same_shape_collections:
+        for i in range(t.same_shape_collections):
+            fresh(f"ns_planted_{chr(97 + i)}").insert_one({"_id": 1, "sensor": chr(97 + i), "value": 1.5})
+        for i in range(t.same_shape_collections - 1):
+            fresh(f"nsnear_{chr(97 + i)}").insert_one({"_id": 1, "sensor": chr(97 + i), "value": 1.5})
     # the regex rules: a case-insensitive exact match / an equality with a collation on a collated index;
     # an unanchored regex / an anchored, case-sensitive prefix on an indexed field
     users, users_near = fresh("ci_planted"), fresh("ci_near")
@@ -114,6 +130,36 @@ def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | None =
     notes.insert_many([{"_id": i, "body": f"note {i} about the {'battery' if i % 2 else 'screen'}"} for i in range(10)])
     skus.insert_many([{"_id": i, "sku": f"AB-{i:03d}"} for i in range(10)])
     skus.create_index("sku")
+    # beyond Atlas. The outlier pattern: 99 posts of 3 comments and one of 400 / lengths spread evenly to 300
+    outlier, outlier_near = fresh("outlier_planted"), fresh("outlier_near")
+    outlier.insert_many([{"_id": i, "comments": list(range(400 if i == 0 else 3))} for i in range(100)])
+    outlier_near.insert_many([{"_id": i, "comments": list(range(3 * (i + 1)))} for i in range(100)])
+    # time series: readings of 5 sensors in time order, one per document / users, one document per key
+    start = _dt.datetime(2025, 1, 1)
+    series, series_near = fresh("series_planted"), fresh("series_near")
+    series.insert_many([{"_id": i, "sensor": f"s{i % 5}", "ts": start + _dt.timedelta(minutes=i), "value": i / 4}
+                        for i in range(t.time_series_min_documents + 1)])
+    series_near.insert_many([{"_id": i, "email": f"u{i}@example.com", "created": start + _dt.timedelta(minutes=i)}
+                             for i in range(t.time_series_min_documents + 1)])
+    # the attribute pattern: prices keyed by date, 3 per document, 30 dates / 25 named specifications in every document
+    attrs, attrs_near = fresh("attribute_planted"), fresh("attribute_near")
+    attrs.insert_many([{"_id": i, "prices": {(start + _dt.timedelta(days=3 * i + k)).strftime("%Y-%m-%d"): 10 + k
+                                             for k in range(3)}} for i in range(10)])
+    attrs_near.insert_many([{"_id": i, "specs": {f"spec_{chr(97 + k)}": k for k in range(25)}} for i in range(10)])
+    # the subset pattern: 30 products of 150 reviews, read only as a $slice of 10 / the same, one read of all
+    subset, subset_near = fresh("subset_planted"), fresh("subset_near")
+    for coll in (subset, subset_near):
+        coll.insert_many([{"_id": i, "reviews": [{"n": k, "stars": 1 + k % 5} for k in range(150)]} for i in range(30)])
+    # the extended reference: books copy their author's name, and an author is renamed / books copy their
+    # publisher's name, and a publisher moves city (a field no one copies)
+    authors, books = fresh("ref_authors"), fresh("ref_planted")
+    authors.insert_many([{"_id": i, "name": f"Author {i}", "email": f"a{i}@example.com"} for i in range(10)])
+    books.insert_many([{"_id": i, "title": f"Book {i}", "author": {"_id": i % 10, "name": f"Author {i % 10}"}}
+                       for i in range(40)])
+    publishers, books_near = fresh("ref_publishers"), fresh("ref_near")
+    publishers.insert_many([{"_id": i, "name": f"Press {i}", "city": "Geneva"} for i in range(10)])
+    books_near.insert_many([{"_id": i, "title": f"Book {i}", "publisher": {"_id": i % 10, "name": f"Press {i % 10}"}}
+                            for i in range(40)])
 
     def app() -> None:
         arrays.update_one({"_id": 2}, {"$push": {"tags": "t1"}})
@@ -124,32 +170,52 @@ def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | None =
         lookups.find_one({"_id": 3})
         list(lookups_near.aggregate([{"$match": {"_id": 0}}, *join]))
         lookups_near.find_one({"_id": 1})
-        lookups_near.find_one({"_id": 2})
         list(idx.find({"b": 1}).sort("c", 1))
         idx_near.find_one({"a": 3})
         users.find_one({"email": {"$regex": r"^user3@example\.com$", "$options": "i"}})
         users_near.find_one({"email": "user3@example.com"}, collation=strength2)
         list(notes.find({"body": {"$regex": "battery"}}).sort("_id", 1))
         list(skus.find({"sku": {"$regex": "^AB-00"}}).sort("sku", 1))
+        for i in range(3):
+            subset.find_one({"_id": i}, {"reviews": {"$slice": 10}})
+            subset_near.find_one({"_id": i}, {"reviews": {"$slice": 10}})
+        subset_near.find_one({"_id": 3})  # one page shows every review
+        authors.update_one({"_id": 1}, {"$set": {"name": "Author One"}})
+        publishers.update_one({"_id": 1}, {"$set": {"city": "Basel"}})
+        books.find_one({"_id": 1})
+        books_near.find_one({"_id": 1})
 
-    workload = record_workload(app, db.name)
+    workload = record_workload(app, db.name, days=FIXTURE_WORKLOAD_DAYS)
     p = prefix
     planted = [("AVOID_UNBOUNDED_ARRAY", p + "arrays_planted", "tags"), ("REDUCE_DOCUMENT_SIZE", p + "size_planted", "blob"),
                ("REDUCE_LOOKUP_OPS", p + "lookup_planted", p + "lookup_items"),
                ("REMOVE_UNNECESSARY_INDEXES", p + "index_planted", "a_1"),
                ("REMOVE_UNNECESSARY_INDEXES", p + "index_planted", "b_1"),
-               ("REDUCE_NUMBER_OF_NAMESPACES", p + "ns_planted_*", None),
+               ("REMOVE_UNNECESSARY_INDEXES", p + "indexes_planted", None),
                ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", p + "ci_planted", "email"),
-               ("OPTIMIZE_TEXT_QUERIES", p + "text_planted", "body")]
+               ("OPTIMIZE_TEXT_QUERIES", p + "text_planted", "body"),
+               ("USE_OUTLIER_PATTERN", p + "outlier_planted", "comments"),
+               ("USE_TIME_SERIES", p + "series_planted", "ts"),
+               ("USE_ATTRIBUTE_PATTERN", p + "attribute_planted", "prices"),
+               ("USE_SUBSET_PATTERN", p + "subset_planted", "reviews"),
+               ("EXTENDED_REFERENCE_STALENESS", p + "ref_planted", "author")]
     near = [("AVOID_UNBOUNDED_ARRAY", p + "arrays_near", "tags"), ("REDUCE_DOCUMENT_SIZE", p + "size_near", "blob"),
             ("REDUCE_LOOKUP_OPS", p + "lookup_near", p + "lookup_items"),
             ("REMOVE_UNNECESSARY_INDEXES", p + "index_near", "a_1"),
             ("REMOVE_UNNECESSARY_INDEXES", p + "index_near", "code_1"),
             ("REMOVE_UNNECESSARY_INDEXES", p + "index_near", "created_1"),
             ("REMOVE_UNNECESSARY_INDEXES", p + "index_planted", "b_1_c_1"),
-            ("REDUCE_NUMBER_OF_NAMESPACES", p + "nsnear_*", None),
+            ("REMOVE_UNNECESSARY_INDEXES", p + "indexes_near", None),
             ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", p + "ci_near", "email"),
-            ("OPTIMIZE_TEXT_QUERIES", p + "text_near", "sku")]
+            ("OPTIMIZE_TEXT_QUERIES", p + "text_near", "sku"),
+            ("USE_OUTLIER_PATTERN", p + "outlier_near", "comments"),
+            ("USE_TIME_SERIES", p + "series_near", "created"),
+            ("USE_ATTRIBUTE_PATTERN", p + "attribute_near", "specs"),
+            ("USE_SUBSET_PATTERN", p + "subset_near", "reviews"),
+            ("EXTENDED_REFERENCE_STALENESS", p + "ref_near", "publisher")]
+    if t.same_shape_collections:
+        planted.append(("REDUCE_NUMBER_OF_NAMESPACES", p + "ns_planted_*", None))
+        near.append(("REDUCE_NUMBER_OF_NAMESPACES", p + "nsnear_*", None))
     return Fixtures(sorted(made), workload, planted, near)
 
 
@@ -163,7 +229,12 @@ class Design:
     title: str
     collections: list[str]
     workload: Workload
-    expected: set[tuple[str, str | None, str | None]]  # what the advisor must find (empty: clean)
+    expected: set[tuple[str, str | None, str | None]]  # what the workbook set must find (empty: clean)
+    expected_atlas: set[tuple[str, str | None, str | None]] | None = None  # Atlas' set (None: the same)
+
+    def expects(self, thresholds: str) -> set[tuple[str, str | None, str | None]]:
+        """What a review with the ``"workbook"`` or ``"atlas"`` set must find."""
+        return self.expected if thresholds == "workbook" or self.expected_atlas is None else self.expected_atlas
 
 
 #: how many copies of the sample's day the "airline document with every report" holds (a week)
@@ -266,7 +337,10 @@ def _before_01(db: Any) -> list[Design]:
     return [Design("01 · a product embeds every review", [shop.name], record_workload(shop_pages, db.name),
                    {("AVOID_UNBOUNDED_ARRAY", shop.name, "reviews"),
                     ("OPTIMIZE_TEXT_QUERIES", shop.name, "reviews.text"),
-                    ("REMOVE_UNNECESSARY_INDEXES", shop.name, "price_1")})]
+                    ("REMOVE_UNNECESSARY_INDEXES", shop.name, "price_1"),
+                    ("USE_OUTLIER_PATTERN", shop.name, "reviews")},
+                   # Atlas: 1,503 reviews are under 10,000; a page run once is not 7 days of workload
+                   {("OPTIMIZE_TEXT_QUERIES", shop.name, "reviews.text"), ("USE_OUTLIER_PATTERN", shop.name, "reviews")})]
 
 
 def _before_02(db: Any) -> list[Design]:
@@ -284,7 +358,8 @@ def _before_02(db: Any) -> list[Design]:
                                                                      "ts": _dt.datetime(2025, 1, 1)}}})
 
     return [Design("02 · every comment embedded in its post", [posts.name], record_workload(post_pages, db.name),
-                   {("AVOID_UNBOUNDED_ARRAY", posts.name, "comments")})]
+                   {("AVOID_UNBOUNDED_ARRAY", posts.name, "comments"), ("USE_OUTLIER_PATTERN", posts.name, "comments")},
+                   {("USE_OUTLIER_PATTERN", posts.name, "comments")})]
 
 
 def _before_04(db: Any) -> list[Design]:
@@ -328,7 +403,8 @@ def _before_04(db: Any) -> list[Design]:
     designs.append(Design(f"04 · the airline document with every report ({span})", [embedded.name],
                           record_workload(airline_page, db.name),
                           {("REDUCE_DOCUMENT_SIZE", embedded.name, "aircraft"),
-                           ("AVOID_UNBOUNDED_ARRAY", embedded.name, "aircraft.reports")}))
+                           ("AVOID_UNBOUNDED_ARRAY", embedded.name, "aircraft.reports")},
+                          set()))  # Atlas: under 2 MB and 10,000 elements after a week of the sample's rate
     # 04: three collections joined by $lookup, and a case-insensitive callsign search
     aero = {kind: _fresh(db, f"aero_{kind}") for kind in ("airlines", "aircraft", "reports")}
     aero["airlines"].insert_many([{"_id": code} for code in sorted(airlines)])
@@ -350,7 +426,8 @@ def _before_04(db: Any) -> list[Design]:
     designs.append(Design("04 · three collections joined by $lookup", [c.name for c in aero.values()],
                           record_workload(aero_pages, db.name),
                           {("REDUCE_LOOKUP_OPS", aero["airlines"].name, f"{aero['aircraft'].name}, {aero['reports'].name}"),
-                           ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", aero["reports"].name, "callsign")}))
+                           ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", aero["reports"].name, "callsign"),
+                           ("USE_TIME_SERIES", aero["reports"].name, "timestamp")}))
     # 04: one collection per airline
     per_airline = []
     for code in sorted(airlines):
@@ -361,8 +438,11 @@ def _before_04(db: Any) -> list[Design]:
     def per_airline_page() -> None:
         list(db[f"reports_{top}"].find({"icao24": busiest}).sort("timestamp", 1))
 
+    # each airline's reports are a time series of its aircraft once there are enough of them
+    series = {("USE_TIME_SERIES", name, "timestamp") for name in per_airline
+              if db[name].count_documents({}) > ATLAS.time_series_min_documents}
     designs.append(Design("04 · one collection per airline", per_airline, record_workload(per_airline_page, db.name),
-                          {("REDUCE_NUMBER_OF_NAMESPACES", "reports_*", None)}))
+                          {("REDUCE_NUMBER_OF_NAMESPACES", "reports_*", None)} | series, series))
     return designs
 
 
@@ -489,3 +569,18 @@ def capstone_app(db: Any, typed_email: str = TYPED_EMAIL) -> tuple[dict, list[di
     db["cap_orders"].update_one({"_id": recent[0]["_id"]},
                                 {"$push": {"events": {"status": "scanned", "ts": _dt.datetime(2025, 6, 1)}}})
     return customer, recent
+
+
+def hide_index(db: Any, collection: str, name: str) -> bool:
+    """Hide index ``name`` from the query planner (``collMod`` with ``index.hidden``, what ``hideIndex`` runs):
+    the manual's first step before dropping an index, undone at once by unhiding it, since a hidden index
+    is still maintained. Only the workbook's own collections. False where the engine cannot hide one
+    (mongomock-ng). Introduced in notebook 06."""
+    from .safety import workbook_collection
+
+    workbook_collection(db, collection)  # refuses a collection the workbook did not create
+    try:
+        db.command("collMod", collection, index={"name": name, "hidden": True})
+    except NotImplementedError:
+        return False
+    return True

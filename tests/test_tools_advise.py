@@ -41,7 +41,7 @@ def test_cli_reviews_a_server_database_read_only(test_uri, monkeypatch):
         db["orders"].create_index([("customer", 1), ("date", 1)])
         before = _snapshot(db)
         monkeypatch.setenv("MONGODB_URI", test_uri)
-        rc, out, _ = _run_cli(["--json", "--database", name, "--threshold", "max_array_elements=1000"])
+        rc, out, _ = _run_cli(["--json", "--database", name, "--thresholds", "workbook"])
         assert rc == 0
         keys = {(f["code"], f["collection"], f["field"]) for f in json.loads(out)["findings"]}
         assert keys == {("AVOID_UNBOUNDED_ARRAY", "orders", "lines"),
@@ -62,14 +62,20 @@ def test_cli_without_a_server_explains(monkeypatch):
 
 def test_cli_demo_reviews_the_fixtures_on_a_throwaway_engine(monkeypatch):
     monkeypatch.delenv("MONGODB_URI", raising=False)
-    rc, out, _ = _run_cli(["--demo", "--json", "--threshold", "same_shape_collections=9"])
+    rc, out, _ = _run_cli(["--demo", "--json", "--thresholds", "workbook", "--threshold", "same_shape_collections=9"])
     assert rc == 0
     report = json.loads(out)
-    assert report["thresholds"]["same_shape_collections"] == 9
+    assert report["thresholds"]["same_shape_collections"] == 9 and report["thresholds"]["max_array_elements"] == 1_000
+    assert report["thresholds_set"] == "custom"
     family = [f for f in report["findings"] if f["code"] == "REDUCE_NUMBER_OF_NAMESPACES"]
     # the fixtures are planted at the edge of the thresholds given: nine collections, the near miss eight
     assert [(f["collection"], f["evidence"]["collections of one shape"]) for f in family] == [("fx_ns_planted_*", 9)]
-    assert len({f["code"] for f in report["findings"]}) == 7
+    assert len({f["code"] for f in report["findings"]}) == 12
+    rc, out, _ = _run_cli(["--demo", "--json"])
+    report = json.loads(out)
+    assert report["thresholds_set"] == "atlas"
+    arrays = [f for f in report["findings"] if f["code"] == "AVOID_UNBOUNDED_ARRAY"]
+    assert [(f["trigger"], f["value"], f["limit"]) for f in arrays] == [("DOCS_CONTAIN_UNBOUNDED_ARRAY", 10_001, 10_000)]
 
 
 def test_cli_says_when_there_is_nothing_to_review(test_uri, monkeypatch):
@@ -79,3 +85,26 @@ def test_cli_says_when_there_is_nothing_to_review(test_uri, monkeypatch):
     assert rc == 0
     notes = json.loads(out)["notes"]
     assert any("holds no collection" in n for n in notes) and any("profiler recorded no operation" in n for n in notes)
+    assert any('"profile", 1' in n and "slowms" in n for n in notes)
+
+
+def test_cli_skips_a_broken_view_and_reviews_the_rest(test_uri, monkeypatch):
+    """A view whose pipeline fails ($divide by zero) is skipped with a note naming the cause."""
+    import pymongo
+
+    name = f"wbtest_{uuid.uuid4().hex[:10]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        db = client[name]
+        db["numbers"].insert_many([{"_id": i, "a": i, "b": 0, "tags": list(range(1_001))} for i in range(3)])
+        db.create_collection("ratios", viewOn="numbers", pipeline=[{"$project": {"r": {"$divide": ["$a", "$b"]}}}])
+        monkeypatch.setenv("MONGODB_URI", test_uri)
+        rc, out, err = _run_cli(["--json", "--database", name, "--thresholds", "workbook"])
+        assert rc == 0, err
+        report = json.loads(out)
+        assert report["collections"] == ["numbers"]
+        assert [(f["code"], f["collection"]) for f in report["findings"]] == [("AVOID_UNBOUNDED_ARRAY", "numbers")]
+        assert any("ratios" in n and "divide by zero" in n for n in report["notes"])
+    finally:
+        client.drop_database(name)
+        client.close()

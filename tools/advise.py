@@ -1,15 +1,18 @@
 """``python3 workbook.py advise``: the schema anti-pattern advisor of notebook 06, from the command line.
 
-    python3 workbook.py advise [--json] [--database NAME] [--profile] [--threshold NAME=VALUE ...]
-    python3 workbook.py advise --demo [--json]
+    python3 workbook.py advise [--json] [--database NAME] [--profile] [--thresholds atlas|workbook]
+                               [--threshold NAME=VALUE ...]
+    python3 workbook.py advise --demo [--json] [--thresholds atlas|workbook]
 
 Reviews the database NAME (default: the workbook's own) on the server in ``MONGODB_URI`` and prints
 a readable report (``--json``: the same as JSON, for scripts). It only reads: it never writes to
 the database it reviews, and does not probe the engine (probing writes). ``--profile`` takes the
-workload from that database's profiler output (``system.profile``; turn the profiler on yourself).
-``--threshold max_array_elements=200`` overrides a threshold (repeatable; see
-``helpers.advisor.Thresholds``). ``--demo`` plants the advisor's fixtures (one planted case and one
-near miss per code) in a throwaway in-memory engine and reviews them.
+workload from that database's profiler output (``system.profile``; turn the profiler on yourself, at
+level 1 with ``slowms``, ``sampleRate`` or a filter). ``--thresholds`` picks Atlas' trigger values
+(``atlas``, the default) or the workbook's stricter set (``workbook``); ``--threshold
+max_array_elements=200`` overrides one value of it (repeatable; see ``helpers.advisor.Thresholds``).
+``--demo`` plants the advisor's fixtures (one planted case and one near miss per code) in a throwaway
+in-memory engine and reviews them.
 
 A thin layer over :mod:`helpers.advisor`.
 """
@@ -22,7 +25,9 @@ from dataclasses import fields
 from helpers import settings
 
 
-def _thresholds(pairs: list[str]):
+def _thresholds(pairs: list[str], base: str = "atlas"):
+    from dataclasses import replace
+
     from helpers.advisor import Thresholds
 
     names = {f.name: f.type for f in fields(Thresholds)}
@@ -32,11 +37,12 @@ def _thresholds(pairs: list[str]):
         if not sep or name not in names:
             raise SystemExit(f"--threshold {pair!r}: use NAME=VALUE with NAME one of {', '.join(names)}")
         try:
-            values[name] = float(value) if name == "lookup_share" else int(value.replace(",", "").replace("_", ""))
+            values[name] = (float(value) if name in ("lookup_share", "unused_index_days")
+                            else int(value.replace(",", "").replace("_", "")))
         except ValueError:
             raise SystemExit(f"--threshold {pair!r}: {value!r} is not a number") from None
     try:
-        return Thresholds(**values)
+        return replace(Thresholds.named(base), **values)
     except ValueError as e:
         raise SystemExit(f"--threshold: {e}") from None
 
@@ -46,10 +52,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--database", help="the database to review (default: the workbook's own)")
     parser.add_argument("--profile", action="store_true", help="take the workload from system.profile")
-    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--thresholds", choices=("atlas", "workbook"), default="atlas",
+                        help="Atlas' trigger values (default) or the workbook's stricter set")
+    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one threshold of the set (repeatable)")
     parser.add_argument("--demo", action="store_true", help="review the advisor's fixtures on a throwaway engine")
     args = parser.parse_args(argv)
-    thresholds = _thresholds(args.threshold)
+    thresholds = _thresholds(args.threshold, args.thresholds)
 
     from helpers import advisor
     from helpers.backends import BackendError, connect
@@ -93,7 +102,7 @@ def main(argv: list[str]) -> int:
             conn.close()
         if args.profile and not len(workload):
             report.notes.append(f"the profiler recorded no operation on {conn.db.name!r}: turn it on with "
-                                f"db.command('profile', 2) on that mongod, run the application, then review")
+                                f"{advisor.PROFILE_ADVICE}, then review")
         if not report.collections:
             report.notes.append(f"database {conn.db.name!r} holds no collection to review: check --database")
     print(report.to_json() if args.json else report.text())
