@@ -1,4 +1,4 @@
-"""Notebook 08: position reports in buckets (the bucket pattern), written safely by several writers.
+"""Position reports in capped buckets (the bucket pattern), safe under several writers (notebook 08).
 
 A bucket holds the reports of one aircraft (``icao24``) in one window of time (``start``, an hour:
 :data:`SPAN`), at most ``max_reports`` of them, with summary fields that the same write keeps:
@@ -34,7 +34,9 @@ from typing import Any, Iterable, Mapping
 import bson
 from pymongo.errors import DuplicateKeyError
 
-__all__ = ["SPAN", "KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index"]
+__all__ = ["SPAN", "KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS",
+           "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents",
+           "latest", "hourly_summary", "drop_range", "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
@@ -46,9 +48,16 @@ def window_start(time: _dt.datetime) -> _dt.datetime:
     return time.replace(minute=0, second=0, microsecond=0)
 
 
+_INDEXED: set[tuple[int, str]] = set()  # (client, namespace) whose unique index this process created
+
+
 def ensure_bucket_index(collection: Any) -> str:
-    """The unique ``(icao24, start, n)`` index the buckets rely on (created if missing)."""
-    return collection.create_index(KEY, unique=True, name="icao24_start_n")
+    """Create the unique ``(icao24, start, n)`` index the buckets rely on (a no-op where it exists).
+    Create it when you create the collection: :func:`bucket_reports` creates it too, once per
+    collection and process, so a forgotten index cannot let two writers open the same bucket."""
+    name = collection.create_index(KEY, unique=True, name="icao24_start_n")
+    _INDEXED.add((id(collection.database.client), collection.full_name))
+    return name
 
 
 def _altitude(report: Mapping[str, Any]) -> float | None:
@@ -92,7 +101,7 @@ def _checked(reports: Iterable[Mapping[str, Any]], max_reports: Any) -> list[dic
     return out
 
 
-def _window_state(collection: Any, keys: list[tuple[str, _dt.datetime]],
+def window_state(collection: Any, keys: list[tuple[str, _dt.datetime]],
                   times: Mapping[tuple[str, _dt.datetime], list[_dt.datetime]]) -> dict:
     """One aggregation: for each (icao24, start) its buckets' n, count, _id and the given times they hold."""
     if not keys:
@@ -121,7 +130,7 @@ def _summary(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"min": mins, "max": maxs}
 
 
-def _store_window(collection: Any, icao24: str, start: _dt.datetime, docs: list[dict[str, Any]],
+def store_in_window(collection: Any, icao24: str, start: _dt.datetime, docs: list[dict[str, Any]],
                   buckets: list[dict[str, Any]], max_reports: int) -> tuple[int, bool]:
     """Try once to store ``docs`` (in time order) in the window, as ``buckets`` were read: how many
     were stored, and whether the window is done (``False``: someone wrote first, read it again)."""
@@ -167,7 +176,8 @@ def bucket_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, max
     checked = _checked(reports, max_reports)
     if not checked:
         return 0
-    ensure_bucket_index(collection)
+    if (id(collection.database.client), collection.full_name) not in _INDEXED:
+        ensure_bucket_index(collection)
     by_window: dict[tuple[str, _dt.datetime], dict[_dt.datetime, dict]] = defaultdict(dict)
     for r in checked:
         key = (r["icao24"], window_start(r["doc"]["time"]))
@@ -175,7 +185,7 @@ def bucket_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, max
     docs = {k: sorted(v.values(), key=lambda d: d["time"]) for k, v in by_window.items()}
     times = {k: [d["time"] for d in v] for k, v in docs.items()}
     keys = sorted(docs)
-    state = _window_state(collection, keys, times)
+    state = window_state(collection, keys, times)
     for key in keys:  # a bucket written with another cap: refuse before writing anything
         for b in state.get(key, []):
             if b.get("cap", max_reports) != max_reports:
@@ -186,11 +196,11 @@ def bucket_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, max
         pending = docs[key]
         buckets = state.get(key, [])
         for _ in range(_MAX_RETRIES):
-            stored, done = _store_window(collection, key[0], key[1], pending, buckets, max_reports)
+            stored, done = store_in_window(collection, key[0], key[1], pending, buckets, max_reports)
             total += stored
             if done:
                 break
-            buckets = _window_state(collection, [key], {key: times[key]}).get(key, [])
+            buckets = window_state(collection, [key], {key: times[key]}).get(key, [])
         else:  # pragma: no cover - needs a writer that never stops
             raise RuntimeError(f"{collection.name}: could not store {key[0]}'s reports of {key[1]}: "
                                f"the window kept changing under {_MAX_RETRIES} attempts")
@@ -213,3 +223,135 @@ def track(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime) 
                 {"$project": {"_id": 0, "reports": {"$filter": {"input": "$reports", "cond": in_range}}}}]
     out = [{"icao24": icao24, **r} for b in collection.aggregate(pipeline) for r in b["reports"]]
     return sorted(out, key=lambda r: r["time"])
+
+
+# ---------------------------------------------------------------------------------------------
+# the lesson's other two designs, and the workload's reads for each of the three
+
+DOCUMENTS, BUCKETS, TIMESERIES = "one document per report", "buckets", "time series collection"
+DESIGNS = (DOCUMENTS, BUCKETS, TIMESERIES)
+REPORT_KEY = [("icao24", 1), ("time", 1)]  #: one document per report: the (aircraft, time) index
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int = 30) -> tuple[Any, str]:
+    """A time series collection for reports (``timeField`` ``time``, ``metaField`` ``icao24``,
+    granularity ``seconds``, ``expireAfterSeconds`` for the retention), and a note saying what the
+    engine really made of it, from the probes (``caps.timeseries_option``, ``caps.timeseries_storage``).
+
+    Where the engine refuses the option, an ordinary collection stands in; where it stores the
+    documents one by one, the ``(icao24, time)`` index a real MongoDB (6.3+) creates by itself for
+    ``metaField`` and ``timeField`` is created by hand. Either way the note says so."""
+    from .safety import workbook_collection
+
+    coll = workbook_collection(db, name)
+    db.drop_collection(name)
+    options = {"timeseries": {"timeField": "time", "metaField": "icao24", "granularity": "seconds"},
+               "expireAfterSeconds": retention_days * 86_400}
+    if caps.timeseries_option:
+        db.create_collection(name, **options)
+    if caps.timeseries_storage:
+        return coll, "a time series collection (listCollections type 'timeseries')"
+    coll.create_index(REPORT_KEY, name="icao24_1_time_1")  # not unique: a time series index is not
+    if caps.timeseries_option:
+        return coll, ("the engine accepted the timeseries options but stores an ordinary collection (probed): "
+                      "documents one by one, no internal buckets, no compression; the (icao24, time) index was "
+                      "created by hand, as a real MongoDB does by itself")
+    return coll, ("the engine refuses the timeseries option (probed): an ordinary collection with an "
+                  "(icao24, time) index stands in; nothing of a time series collection's storage is shown")
+
+
+def report_id(icao24: str, time: _dt.datetime) -> str:
+    """One document per report: the key made from the report itself, ``icao24:epoch milliseconds``
+    (13 digits until the year 2286), so a re-sent report meets the ``_id`` index and is refused."""
+    ms = (time - _EPOCH) // _dt.timedelta(milliseconds=1)
+    return f"{icao24}:{ms:013d}"
+
+
+def insert_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, keyed: bool = True) -> int:
+    """One document per report in one unordered ``insert_many``; returns how many were stored.
+
+    ``keyed``: each document's ``_id`` is :func:`report_id`, so a re-send is refused by the ``_id``
+    index (duplicate key) and skipped; any other error is raised. ``keyed=False`` (a time series
+    collection, where ``_id`` is not unique) lets the driver add an ObjectId: every insert is stored."""
+    from pymongo.errors import BulkWriteError
+
+    docs = [{"_id": report_id(r["icao24"], r["time"]), **r} if keyed else dict(r) for r in reports]
+    if not docs:
+        return 0
+    try:
+        return len(collection.insert_many(docs, ordered=False).inserted_ids)
+    except BulkWriteError as e:
+        other = [w for w in e.details.get("writeErrors", []) if w.get("code") != 11000]
+        if other:
+            raise
+        return int(e.details.get("nInserted", 0))
+
+
+def track_documents(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime) -> list[dict]:
+    """One aircraft's reports with ``start <= time < end`` from one-document-per-report storage
+    (a plain collection or a time series collection), in time order, on the ``(icao24, time)`` index."""
+    return list(collection.find({"icao24": icao24, "time": {"$gte": start, "$lt": end}}, {"_id": 0},
+                                sort=REPORT_KEY))
+
+
+def latest(collection: Any, icao24: str, *, design: str) -> dict[str, Any] | None:
+    """The aircraft's latest report (its last known position), one round trip in every design."""
+    if design == BUCKETS:  # the bucket with the latest `last`, trimmed on the server to that report
+        got = list(collection.aggregate([
+            {"$match": {"icao24": icao24}}, {"$sort": {"start": -1, "last": -1}}, {"$limit": 1},
+            {"$project": {"_id": 0, "icao24": 1, "report": {"$filter": {
+                "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}}}]))
+        return {"icao24": icao24, **got[0]["report"][0]} if got and got[0]["report"] else None
+    _design(design)
+    return collection.find_one({"icao24": icao24}, {"_id": 0}, sort=[("icao24", 1), ("time", -1)])
+
+
+def hourly_summary(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> list[dict]:
+    """Per aircraft and hour in ``[start, end)``: reports, lowest and highest altitude. Buckets answer
+    from their summary fields (no report is read); the other designs group their reports."""
+    if design == BUCKETS:
+        pipeline = [{"$match": {"start": {"$gte": start, "$lt": end}}},
+                    {"$group": {"_id": {"icao24": "$icao24", "hour": "$start"}, "reports": {"$sum": "$count"},
+                                "minAltitude": {"$min": "$minAltitude"}, "maxAltitude": {"$max": "$maxAltitude"}}}]
+    else:
+        _design(design)
+        pipeline = [{"$match": {"time": {"$gte": start, "$lt": end}}},
+                    {"$group": {"_id": {"icao24": "$icao24", "hour": {"$dateTrunc": {"date": "$time", "unit": "hour"}}},
+                                "reports": {"$sum": 1},
+                                "minAltitude": {"$min": "$altitude"}, "maxAltitude": {"$max": "$altitude"}}}]
+    rows = [{"icao24": g["_id"]["icao24"], "hour": g["_id"]["hour"], "reports": g["reports"],
+             "minAltitude": g.get("minAltitude"), "maxAltitude": g.get("maxAltitude")}
+            for g in collection.aggregate(pipeline)]
+    return sorted(rows, key=lambda r: (r["hour"], r["icao24"]))
+
+
+def drop_range(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> int:
+    """Delete the reports with ``start <= time < end`` (whole hours); returns the documents deleted:
+    whole buckets for the bucket design, one document per report otherwise."""
+    if design == BUCKETS:
+        if window_start(start) != start or window_start(end) != end:
+            raise ValueError("buckets drop whole hours: start and end must be on the hour")
+        return collection.delete_many({"start": {"$gte": start, "$lt": end}}).deleted_count
+    _design(design)
+    return collection.delete_many({"time": {"$gte": start, "$lt": end}}).deleted_count
+
+
+def _design(design: str) -> None:
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, not {design!r}")
+
+
+def storage(collection: Any) -> dict[str, Any]:
+    """What a collection holds: documents, their BSON bytes (as the documents are read back), index
+    keys (one per document per index: none of these indexes is multikey), and the index bytes where
+    the engine reports them (``collStats``; ``None`` where it does not)."""
+    sizes = [len(bson.encode(d)) for d in collection.find({}, batch_size=100_000)]
+    indexes = collection.index_information()
+    try:
+        stats = collection.database.command("collStats", collection.name)
+        index_bytes = int(stats["totalIndexSize"]) if "totalIndexSize" in stats else None
+    except Exception:  # noqa: BLE001 - an engine without collStats (the mock): not reported
+        index_bytes = None
+    return {"documents": len(sizes), "BSON bytes": sum(sizes), "indexes": len(indexes),
+            "index keys": len(sizes) * len(indexes), "index bytes": index_bytes}
