@@ -2,7 +2,8 @@
 
 A bucket holds the reports of one aircraft (``icao24``) in one window of time (``start``, an hour:
 :data:`SPAN`), at most ``max_reports`` of them, with summary fields that the same write keeps:
-``count``, ``first`` and ``last`` time, ``minAltitude`` and ``maxAltitude``. When a window has more
+``count``, ``first`` and ``last`` time, ``minAltitude`` and ``maxAltitude`` (and ``cap``, the
+``max_reports`` it was opened with: one collection's buckets share one cap). When a window has more
 reports than one bucket holds, its buckets are numbered ``n = 0, 1, 2, ...``; a unique index on
 ``(icao24, start, n)`` makes each number exist once.
 
