@@ -35,12 +35,13 @@ from typing import Any, Iterable, Mapping
 import bson
 from pymongo.errors import DuplicateKeyError
 
-__all__ = ["SPAN", "KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS",
+__all__ = ["SPAN", "KEY", "LATEST_KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS",
            "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents",
            "latest", "hourly_summary", "drop_range", "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
+LATEST_KEY = [("icao24", 1), ("last", -1)]  #: the buckets' index for an aircraft's latest report
 _MAX_RETRIES = 1000  # a window re-read this often means something else keeps writing it: give up loudly
 
 
@@ -297,34 +298,37 @@ def track_documents(collection: Any, icao24: str, start: _dt.datetime, end: _dt.
 
 
 def latest(collection: Any, icao24: str, *, design: str) -> dict[str, Any] | None:
-    """The aircraft's latest report (its last known position), one round trip in every design."""
-    if design == BUCKETS:  # the bucket with the latest `last`, trimmed on the server to that report
+    """The aircraft's latest report (its last known position), one round trip in every design.
+    Buckets: the bucket with the latest ``last`` (on the :data:`LATEST_KEY` index, one bucket read),
+    trimmed on the server to that report; the others: the ``(icao24, time)`` index read backwards."""
+    if design == BUCKETS:
         got = list(collection.aggregate([
-            {"$match": {"icao24": icao24}}, {"$sort": {"start": -1, "last": -1}}, {"$limit": 1},
-            {"$project": {"_id": 0, "icao24": 1, "report": {"$filter": {
+            {"$match": {"icao24": icao24}}, {"$sort": {"icao24": 1, "last": -1}}, {"$limit": 1},
+            {"$project": {"_id": 0, "report": {"$filter": {
                 "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}}}]))
         return {"icao24": icao24, **got[0]["report"][0]} if got and got[0]["report"] else None
     _design(design)
     return collection.find_one({"icao24": icao24}, {"_id": 0}, sort=[("icao24", 1), ("time", -1)])
 
 
-def hourly_summary(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> list[dict]:
-    """Per aircraft and hour in ``[start, end)``: reports, lowest and highest altitude. Buckets answer
-    from their summary fields (no report is read); the other designs group their reports."""
+def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
+                   design: str) -> list[dict]:
+    """One aircraft's hours in ``[start, end)``: reports, lowest and highest altitude, on the same
+    index as its track. Buckets add up their summary fields (no report is grouped); the other
+    designs group the aircraft's reports by ``$dateTrunc`` hour."""
     if design == BUCKETS:
-        pipeline = [{"$match": {"start": {"$gte": start, "$lt": end}}},
-                    {"$group": {"_id": {"icao24": "$icao24", "hour": "$start"}, "reports": {"$sum": "$count"},
+        pipeline = [{"$match": {"icao24": icao24, "start": {"$gte": start, "$lt": end}}},
+                    {"$group": {"_id": "$start", "reports": {"$sum": "$count"},
                                 "minAltitude": {"$min": "$minAltitude"}, "maxAltitude": {"$max": "$maxAltitude"}}}]
     else:
         _design(design)
-        pipeline = [{"$match": {"time": {"$gte": start, "$lt": end}}},
-                    {"$group": {"_id": {"icao24": "$icao24", "hour": {"$dateTrunc": {"date": "$time", "unit": "hour"}}},
-                                "reports": {"$sum": 1},
+        pipeline = [{"$match": {"icao24": icao24, "time": {"$gte": start, "$lt": end}}},
+                    {"$group": {"_id": {"$dateTrunc": {"date": "$time", "unit": "hour"}}, "reports": {"$sum": 1},
                                 "minAltitude": {"$min": "$altitude"}, "maxAltitude": {"$max": "$altitude"}}}]
-    rows = [{"icao24": g["_id"]["icao24"], "hour": g["_id"]["hour"], "reports": g["reports"],
+    rows = [{"hour": g["_id"], "reports": g["reports"],
              "minAltitude": g.get("minAltitude"), "maxAltitude": g.get("maxAltitude")}
             for g in collection.aggregate(pipeline)]
-    return sorted(rows, key=lambda r: (r["hour"], r["icao24"]))
+    return sorted(rows, key=lambda r: r["hour"])
 
 
 def drop_range(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> int:
