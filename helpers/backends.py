@@ -85,6 +85,8 @@ class Capabilities:
     collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
     transaction_isolation: bool = False  # a write inside an open transaction is invisible to others until commit
     concurrent_clients: bool = False  # threads may share the engine: a server behind the wire protocol (the mock is not thread-safe)
+    timeseries_option: bool = False  # create_collection(timeseries=..., expireAfterSeconds=...) is accepted and both options listed
+    timeseries_storage: bool = False  # listCollections says type "timeseries": a real time series collection (internal buckets)
 
 
     graph_max_depth: int | None = None  # deepest level $graphLookup reaches without maxDepth; None: no cap met
@@ -148,6 +150,12 @@ class BackendInfo:
             out.append("multi-document transactions")
         if not c.concurrent_clients:
             out.append("concurrency: it is not thread-safe, so the demonstrations with several threads are skipped")
+        if not c.timeseries_option:
+            out.append("time series collections: the timeseries option is refused (an ordinary collection stands in, "
+                       "labelled)")
+        elif not c.timeseries_storage:
+            out.append("time series storage: the timeseries option is accepted but the documents are stored one by one "
+                       "in an ordinary collection (no internal buckets, no compression)")
         if c.transactions and not c.transaction_isolation:
             out.append("transaction isolation: a write inside an open transaction is visible to other readers "
                        "before it commits (abort still undoes it)")
@@ -338,6 +346,8 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
         caps["concurrent_clients"] = isinstance(getattr(db, "client", None), pymongo.MongoClient)
         # geo: a 2dsphere index, $near order, $centerSphere
         caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
+        # time series collections: the option accepted and listed, and real time series storage
+        caps.update(_probe_timeseries(db, track_collection(db, f"{name}_ts")))
 
 
         # the engine's limits: how deep $graphLookup walks unasked, how long a regex may be
@@ -347,8 +357,9 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
     finally:
         db.drop_collection(name)
         db.drop_collection(f"{name}_geo")
+        db.drop_collection(f"{name}_ts")
         # remove only its own entries: never the registry, which another kernel may have filled meanwhile
-        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c", f"{name}_geo"]}})
+        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c", f"{name}_geo", f"{name}_ts"]}})
     return Capabilities(**caps)
 
 
@@ -398,6 +409,21 @@ _PROBE_CHAIN = 130
 #: the longest regex pattern the length probe tries (None = accepted): below a real MongoDB's own
 #: limit (it refuses longer patterns itself, error 51091), far above anything the workbook sends
 _PROBE_REGEX = 16_000
+
+
+def _probe_timeseries(db: Any, ts: Any) -> dict[str, bool]:
+    """Is a time series collection accepted (with ``expireAfterSeconds``), and is it one (listCollections)?"""
+    from pymongo.errors import PyMongoError
+
+    try:
+        db.create_collection(ts.name, timeseries={"timeField": "t", "metaField": "m", "granularity": "seconds"},
+                             expireAfterSeconds=3600)
+        listed = next(iter(db.list_collections(filter={"name": ts.name})), None) or {}
+    except (PyMongoError, NotImplementedError, TypeError, ValueError):
+        return {"timeseries_option": False, "timeseries_storage": False}
+    options = listed.get("options") or {}
+    accepted = (options.get("timeseries") or {}).get("timeField") == "t" and options.get("expireAfterSeconds") == 3600
+    return {"timeseries_option": accepted, "timeseries_storage": accepted and listed.get("type") == "timeseries"}
 
 
 def _probe_graph_max_depth(coll: Any) -> int | None:

@@ -229,3 +229,40 @@ def test_exercise_ids_list_every_checker_in_order():
     ids = exercises.exercise_ids()
     assert ids[0] == "0.1" and {"1.4", "4.6", "7.3"} <= set(ids)
     assert ids == sorted(ids, key=lambda e: tuple(int(x) for x in e.split(".")))
+
+
+def test_checks_of_notebook_08_recompute_from_the_buckets(db):
+    import datetime as dt
+
+    from helpers import buckets as bk
+    from helpers.workload import Operation, Workload
+
+    t0 = dt.datetime(2018, 8, 1, 5)
+    reports = [{"icao24": "abc123", "time": t0 + dt.timedelta(minutes=7 * i), "altitude": float(1000 + i)}
+               for i in range(20)]
+    coll = db["buckets"]
+    bk.bucket_reports(coll, reports, max_reports=5)
+    right = {}
+    for r in reports:
+        h = right.setdefault(bk.window_start(r["time"]), [0, [], []])
+        h[0] += 1
+        h[1].append(r["altitude"])
+    right = {k: (n, min(a), max(a)) for k, (n, a, _) in right.items()}
+    assert evaluate("8.1", right, buckets=coll, icao24="abc123")[0] == "correct"
+    wrong = {**right, t0: (1, 0.0, 0.0)}
+    assert evaluate("8.1", wrong, buckets=coll, icao24="abc123")[0] == "not right yet"
+    late = {"icao24": "abc123", "time": t0 + dt.timedelta(seconds=30)}
+    assert evaluate("8.3", (t0, 0), buckets=coll, report=late)[0] == "not right yet"  # not stored yet
+    bk.bucket_reports(coll, [late], max_reports=5)
+    home = coll.find_one({"reports.time": late["time"]})
+    assert evaluate("8.3", (home["start"], home["n"]), buckets=coll, report=late)[0] == "correct"
+    assert evaluate("8.3", (home["start"], home["n"] + 1), buckets=coll, report=late)[0] == "not right yet"
+    cost = {"round trips": 1, "docs returned": 1, "bytes returned": 1, "docs written": 0}
+    w = Workload("w", (Operation("read", "read", 10, "-", "-", "assumption: test"),
+                       Operation("write", "write", 10, "-", "-", "assumption: test")))
+    costs = {"a": {"read": {**cost, "docs returned": 30}, "write": cost},
+             "b": {"read": cost, "write": {**cost, "docs returned": 20}}}
+    assert w.pick(costs, by="docs returned / day") == "b"
+    assert evaluate("8.2", (0, "a"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] == "correct"
+    assert evaluate("8.2", (10, "b"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] \
+        == "not right yet"

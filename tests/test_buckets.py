@@ -1,0 +1,288 @@
+"""helpers.buckets: reports in capped buckets, checked against plain Python on every backend."""
+from __future__ import annotations
+
+import datetime as dt
+import random
+import threading
+
+import pytest
+
+from helpers.buckets import SPAN, bucket_reports, track, window_start
+
+T0 = dt.datetime(2018, 8, 1, 5, 0)
+
+
+def _stream(seed: int, aircraft: int = 3, per_aircraft: int = 120, step_s: int = 10) -> list[dict]:
+    """Reports of a few aircraft over about 2 hours, with some altitudes missing."""
+    rng = random.Random(seed)  # same stream for one seed
+    out = []
+    for a in range(aircraft):
+        icao = f"{0x3c0000 + a:06x}"
+        for i in range(per_aircraft):
+            r = {"icao24": icao, "time": T0 + dt.timedelta(seconds=step_s * i * (a + 1) + a, milliseconds=250 * (i % 4)),
+                 "lat": 47 + i / 1000, "lon": 8.0, "callsign": f"SWR{a}"}
+            if rng.random() > 0.1:
+                r["altitude"] = float(rng.randrange(1000, 38000, 100))
+            out.append(r)
+    return out
+
+
+def _buckets(coll) -> list[dict]:
+    return list(coll.find({}, sort=[("icao24", 1), ("start", 1), ("n", 1)]))
+
+
+def _check_invariants(coll, want: dict[tuple[str, dt.datetime], dict], max_reports: int) -> None:
+    """Every report stored once, in the bucket of its hour, buckets capped, summaries agreeing."""
+    seen: dict[tuple[str, dt.datetime], dict] = {}
+    for b in _buckets(coll):
+        reports = b["reports"]
+        assert 1 <= len(reports) <= max_reports
+        assert b["count"] == len(reports)
+        times = [r["time"] for r in reports]
+        assert b["first"] == min(times) and b["last"] == max(times)
+        assert all(window_start(t) == b["start"] for t in times), "a report outside its bucket's hour"
+        alts = [r["altitude"] for r in reports if "altitude" in r]
+        assert b.get("minAltitude") == (min(alts) if alts else None)
+        assert b.get("maxAltitude") == (max(alts) if alts else None)
+        for r in reports:
+            key = (b["icao24"], r["time"])
+            assert key not in seen, f"stored twice: {key}"
+            seen[key] = {"icao24": b["icao24"], **r}
+    assert seen == want
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_streams_with_resends_and_shuffles_match_plain_python(db, seed):
+    rng = random.Random(seed)
+    reports = _stream(seed)
+    stream = reports + rng.sample(reports, 80)  # re-sends
+    rng.shuffle(stream)  # late reports: any order
+    want: dict = {}
+    coll = db["buckets"]
+    stored = 0
+    i = 0
+    while i < len(stream):  # calls of random sizes, as a feed delivers them
+        k = rng.randint(1, 90)
+        batch = stream[i:i + k]
+        stored += bucket_reports(coll, batch, max_reports=50)
+        for r in batch:
+            want.setdefault((r["icao24"], r["time"]), dict(r))
+        i += k
+    assert stored == len(want) == len(reports)
+    _check_invariants(coll, want, 50)
+    assert bucket_reports(coll, stream, max_reports=50) == 0  # everything again: nothing new
+    _check_invariants(coll, want, 50)
+    # track against plain Python, on ranges that cut buckets and hours
+    for icao in sorted({r["icao24"] for r in reports}):
+        for _ in range(5):
+            a = T0 + dt.timedelta(seconds=rng.randint(-600, 7000))
+            b = a + dt.timedelta(seconds=rng.randint(0, 5000))
+            expected = sorted((r for (ic, t), r in want.items() if ic == icao and a <= t < b), key=lambda r: r["time"])
+            assert track(coll, icao, a, b) == expected
+
+
+def test_a_resend_is_stored_once_and_a_late_report_goes_to_its_hour(db):
+    coll = db["buckets"]
+    first = {"icao24": "4ca1b2", "time": T0 + dt.timedelta(minutes=70), "altitude": 9000.0}
+    assert bucket_reports(coll, [first]) == 1
+    assert bucket_reports(coll, [dict(first, altitude=1.0)]) == 0  # a re-send: the first copy stays
+    late = {"icao24": "4ca1b2", "time": T0 + dt.timedelta(minutes=5), "altitude": 100.0}
+    assert bucket_reports(coll, [late, late]) == 1
+    starts = sorted(b["start"] for b in _buckets(coll))
+    assert starts == [T0, T0 + SPAN]
+    assert track(coll, "4ca1b2", T0, T0 + 2 * SPAN) == [late, first]
+    assert track(coll, "4ca1b2", T0, T0 + dt.timedelta(minutes=5)) == []
+
+
+def test_a_full_bucket_opens_the_next_and_never_takes_more(db):
+    coll = db["buckets"]
+    reports = [{"icao24": "abc123", "time": T0 + dt.timedelta(seconds=i)} for i in range(25)]
+    assert bucket_reports(coll, reports[:7], max_reports=10) == 7
+    assert bucket_reports(coll, reports, max_reports=10) == 18
+    assert [(b["n"], b["count"]) for b in _buckets(coll)] == [(0, 10), (1, 10), (2, 5)]
+    assert bucket_reports(coll, reports[3:4], max_reports=10) == 0  # held by the full bucket 0
+    assert coll.count_documents({}) == 3
+    with pytest.raises(ValueError, match="max_reports=10"):
+        bucket_reports(coll, [{"icao24": "abc123", "time": T0 + dt.timedelta(seconds=99)}], max_reports=20)
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"icao24": "abc123"}, "no time"),
+    ({"icao24": "abc123", "time": 1533100200}, "time must be a datetime"),
+    ({"icao24": "abc123", "time": "2018-08-01T05:00:00Z"}, "time must be a datetime"),
+    ({"icao24": "abc123", "time": dt.datetime(2018, 8, 1, tzinfo=dt.timezone.utc)}, "time zone"),
+    ({"icao24": "abc123", "time": dt.datetime(2018, 8, 1, 0, 0, 0, 1)}, "milliseconds"),
+    ({"icao24": None, "time": T0}, "icao24"),
+    ({"icao24": "abc123", "time": T0, "x": object()}, "BSON"),
+])
+def test_bad_input_raises_and_writes_nothing_of_the_call(db, bad, match):
+    coll = db["buckets"]
+    good = [{"icao24": "abc123", "time": T0 + dt.timedelta(seconds=i)} for i in range(3)]
+    with pytest.raises((ValueError, TypeError), match=match):
+        bucket_reports(coll, good + [bad])
+    assert coll.count_documents({}) == 0
+
+
+@pytest.mark.parametrize("max_reports", [0, -1, 1.5, True, "200"])
+def test_max_reports_below_one_is_refused(db, max_reports):
+    with pytest.raises(ValueError, match="max_reports"):
+        bucket_reports(db["buckets"], [{"icao24": "abc123", "time": T0}], max_reports=max_reports)
+    assert db["buckets"].count_documents({}) == 0
+
+
+def _writers(coll_for, streams: list[list[dict]], max_reports: int) -> list[int]:
+    results = [0] * len(streams)
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        try:
+            coll = coll_for()
+            for i in range(0, len(streams[k]), 7):
+                results[k] += bucket_reports(coll, streams[k][i:i + 7], max_reports=max_reports)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(streams))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    return results
+
+
+def _overlapping_streams(seed: int) -> tuple[list[dict], list[list[dict]]]:
+    rng = random.Random(seed)
+    reports = _stream(seed, aircraft=2, per_aircraft=150, step_s=5)
+    a = reports[:220] + rng.sample(reports, 60)
+    b = reports[80:] + rng.sample(reports, 60)  # the two feeds overlap on 140 reports, plus re-sends
+    rng.shuffle(a)
+    rng.shuffle(b)
+    return reports, [a, b]
+
+
+def test_two_threads_lose_and_duplicate_nothing(backend, db):
+    if not backend.info.caps.concurrent_clients:
+        pytest.skip(f"{backend.info.engine} is not thread-safe (probed: concurrent_clients)")
+    reports, streams = _overlapping_streams(5)
+    coll = db["buckets"]
+    stored = _writers(lambda: coll, streams, max_reports=20)
+    want = {(r["icao24"], r["time"]): r for r in reports}
+    assert sum(stored) == len(want)
+    _check_invariants(coll, want, 20)
+
+
+def _process_writer(uri: str, db_name: str, stream: list[dict], max_reports: int, out) -> None:
+    from pymongo import MongoClient
+
+    client = MongoClient(uri)
+    try:
+        coll = client[db_name]["buckets"]
+        out.put(sum(bucket_reports(coll, stream[i:i + 7], max_reports=max_reports) for i in range(0, len(stream), 7)))
+    finally:
+        client.close()
+
+
+def test_two_processes_lose_and_duplicate_nothing(server_backend, server_db, request):
+    import multiprocessing
+
+    uri = request.getfixturevalue("test_uri") if server_backend.info.name == "mongodb" else server_backend.server.uri
+    reports, streams = _overlapping_streams(6)
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_process_writer, args=(uri, server_db.name, s, 20, out)) for s in streams]
+    for p in procs:
+        p.start()
+    stored = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    want = {(r["icao24"], r["time"]): r for r in reports}
+    assert sum(stored) == len(want)
+    _check_invariants(server_db["buckets"], want, 20)
+
+
+def test_track_checks_its_arguments(db):
+    with pytest.raises(ValueError, match="icao24"):
+        track(db["buckets"], "", T0, T0)
+    with pytest.raises(TypeError, match="naive UTC"):
+        track(db["buckets"], "abc123", 0, T0)
+    assert track(db["buckets"], "abc123", T0, T0 - SPAN) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# the lesson's three designs: the same answers from each
+
+from helpers import buckets as bk  # noqa: E402
+
+
+def _three_designs(db, backend, reports):
+    docs = db["docs"]
+    docs.create_index(bk.REPORT_KEY)
+    assert bk.insert_reports(docs, reports) == len(reports)
+    buckets = db["buckets"]
+    buckets.create_index(bk.LATEST_KEY)
+    assert bk.bucket_reports(buckets, reports, max_reports=40) == len(reports)
+    ts, note = bk.timeseries_collection(db, "ts", caps=backend.info.caps)
+    assert bk.insert_reports(ts, reports, keyed=False) == len(reports)
+    return {bk.DOCUMENTS: docs, bk.BUCKETS: buckets, bk.TIMESERIES: ts}, note
+
+
+def test_the_three_designs_answer_the_workload_alike(backend, db):
+    reports = _stream(11)
+    colls, note = _three_designs(db, backend, reports)
+    caps = backend.info.caps
+    if caps.timeseries_storage:
+        assert note.startswith("a time series collection")
+    else:  # never presented as time series storage
+        assert "ordinary collection" in note and "probed" in note
+    icao = reports[0]["icao24"]
+    a, b = T0 + dt.timedelta(minutes=20), T0 + dt.timedelta(minutes=80)
+    mine = sorted((r for r in reports if r["icao24"] == icao), key=lambda r: r["time"])
+    want_track = [r for r in mine if a <= r["time"] < b]
+    assert bk.track(colls[bk.BUCKETS], icao, a, b) == want_track
+    for design in (bk.DOCUMENTS, bk.TIMESERIES):
+        assert bk.track_documents(colls[design], icao, a, b) == want_track
+    for design, coll in colls.items():
+        assert bk.latest(coll, icao, design=design) == mine[-1]
+    want_hourly = {}
+    for r in mine:
+        h = want_hourly.setdefault(bk.window_start(r["time"]), [0, []])
+        h[0] += 1
+        if "altitude" in r:
+            h[1].append(r["altitude"])
+    want_rows = [{"hour": hr, "reports": n, "minAltitude": min(al) if al else None,
+                  "maxAltitude": max(al) if al else None} for hr, (n, al) in sorted(want_hourly.items())]
+    for design, coll in colls.items():
+        assert bk.hourly_summary(coll, icao, T0, T0 + 3 * bk.SPAN, design=design) == want_rows
+    in_first_hour = sum(1 for r in reports if bk.window_start(r["time"]) == T0)
+    assert bk.drop_range(colls[bk.DOCUMENTS], T0, T0 + bk.SPAN, design=bk.DOCUMENTS) == in_first_hour
+    assert bk.drop_range(colls[bk.TIMESERIES], T0, T0 + bk.SPAN, design=bk.TIMESERIES) == in_first_hour
+    first_hour_buckets = colls[bk.BUCKETS].count_documents({"start": T0})
+    assert bk.drop_range(colls[bk.BUCKETS], T0, T0 + bk.SPAN, design=bk.BUCKETS) == first_hour_buckets
+    assert bk.track(colls[bk.BUCKETS], icao, T0, T0 + bk.SPAN) == []
+    with pytest.raises(ValueError, match="whole hours"):
+        bk.drop_range(colls[bk.BUCKETS], T0 + dt.timedelta(minutes=1), T0 + bk.SPAN, design=bk.BUCKETS)
+    with pytest.raises(ValueError, match="design must be one of"):
+        bk.latest(colls[bk.DOCUMENTS], icao, design="tables")
+
+
+def test_a_keyed_document_refuses_a_resend_and_a_time_series_keeps_it(backend, db):
+    reports = _stream(12, aircraft=1, per_aircraft=30)
+    colls, _ = _three_designs(db, backend, reports)
+    assert bk.insert_reports(colls[bk.DOCUMENTS], reports[:10]) == 0
+    assert bk.bucket_reports(colls[bk.BUCKETS], reports[:10], max_reports=40) == 0
+    assert bk.insert_reports(colls[bk.TIMESERIES], reports[:10], keyed=False) == 10  # a measurement each time
+    assert colls[bk.DOCUMENTS].count_documents({}) == 30 and colls[bk.TIMESERIES].count_documents({}) == 40
+    assert bk.report_id("3c0000", T0) == "3c0000:1533099600000"
+
+
+def test_storage_counts_documents_bytes_and_keys(db):
+    reports = _stream(13, aircraft=2, per_aircraft=50)
+    coll = db["buckets"]
+    bk.bucket_reports(coll, reports, max_reports=40)
+    got = bk.storage(coll)
+    docs = list(coll.find({}))
+    assert got["documents"] == len(docs) and got["indexes"] == 2 and got["index keys"] == 2 * len(docs)
+    import bson
+    assert got["BSON bytes"] == sum(len(bson.encode(d)) for d in docs)
