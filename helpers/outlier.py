@@ -441,7 +441,8 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
 
 def _overflow_comments(db: Any, post_id: Any, bucket_size: int | None = None) -> list[Any]:
     if bucket_size is not None:
-        buckets = db[OVERFLOW_BUCKETS].find({"post_id": post_id}, {"_id": 0, "comments": 1}).sort("bucket", 1)
+        buckets = db[OVERFLOW_BUCKETS].find({"post_id": post_id},  # the entries' seq stays on the server
+                                            {"_id": 0, "comments.comment": 1, "comments.lost": 1}).sort("bucket", 1)
         return [e["comment"] for b in buckets for e in b.get("comments", []) if e.get("lost") is not True]
     cursor = db[OVERFLOW].find({"post_id": post_id, "lost": {"$ne": True}},
                                {"_id": 0, "comment": 1}).sort("seq", 1)
