@@ -39,3 +39,7 @@ _apply_style()
 from .datasets import DatasetError, dataset_names, lesson_scale, load_dataset  # noqa: E402
 
 __all__ += ["DatasetError", "dataset_names", "lesson_scale", "load_dataset"]
+
+from .backends import timed_on  # noqa: E402
+
+__all__ += ["timed_on"]

@@ -805,3 +805,19 @@ def close() -> None:
         if _CURRENT is not None:
             _CURRENT.close()
             _CURRENT = None
+
+
+def timed_on() -> str:
+    """Where a wall time shown now was measured: the engine with its version, and this machine.
+
+    Every timing the workbook shows carries it: a time is one engine's on one machine, never a
+    property of the design (notebook 00)."""
+    import os
+    import platform
+
+    info = backend_info()
+    return (f"{info.engine} {info.version}, on this machine ({platform.system()} {platform.machine()}, "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()})")
+
+
+__all__ += ["timed_on"]

@@ -444,17 +444,20 @@ def with_book_ids(authors: Iterable[Document], books: Iterable[Document]) -> lis
 def add_coauthor(authors_two_way: Any, books: Any, book_id: Any, author_id: Any) -> dict[str, int]:
     """Add ``author_id`` to a book's authors: with two-way references, both sides must be written.
 
-    ``$addToSet`` on ``books.author_ids`` and on ``authors.book_ids``, so running it again changes
-    nothing. Returns the documents changed on each side.
+    ``$addToSet`` on ``authors.book_ids`` and on ``books.author_ids``, so running it again changes
+    nothing: two writes, no read first. An unknown author changes nothing; an unknown book undoes
+    the author's side. Returns the documents changed on each side.
     """
     _check_collection(authors_two_way, "authors_two_way")
     _check_collection(books, "books")
-    if authors_two_way.count_documents({"_id": author_id}, limit=1) == 0:
+    a = authors_two_way.update_one({"_id": author_id}, {"$addToSet": {"book_ids": book_id}})
+    if a.matched_count == 0:
         raise KeyError(f"no author with _id {author_id!r} in {authors_two_way.name!r}: check author_id")
     b = books.update_one({"_id": book_id}, {"$addToSet": {"author_ids": author_id}})
     if b.matched_count == 0:
+        if a.modified_count:  # this call added the book to the author: take it back
+            authors_two_way.update_one({"_id": author_id}, {"$pull": {"book_ids": book_id}})
         raise KeyError(f"no book with _id {book_id!r} in {books.name!r}: check book_id")
-    a = authors_two_way.update_one({"_id": author_id}, {"$addToSet": {"book_ids": book_id}})
     return {"books changed": b.modified_count, "authors changed": a.modified_count}
 
 

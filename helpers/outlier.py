@@ -30,6 +30,17 @@ marker (``{"lost": true}``, no comment), after which every number up to ``commen
 accounted for: ``commentCount`` = embedded + overflowed + lost. Readers skip the markers. Repair
 is safe while writers run: a slow writer whose number was marked lost gets a duplicate-key error
 on its insert, sees the marker and takes a new number, so its comment is stored exactly once.
+
+Two layouts of the overflow, compared in notebook 02. The default keeps one document per
+overflowed comment in ``posts_overflow``. With ``bucket_size=B`` the overflow is *bucketed*
+(the bucket pattern applied to the overflow): ``posts_overflow_buckets`` holds one document per
+post and block of ``B`` sequence numbers, ``{"post_id", "bucket", "comments": [{"seq", "comment"},
+...]}`` under a unique ``(post_id, bucket)`` index, where bucket ``k`` holds the numbers
+``k*B+1 .. (k+1)*B``, so no bucket ever holds more than ``B`` entries. A comment is stored by one upsert whose filter
+says its number is not there yet (``comments.seq: {$ne: seq}``) and whose ``$push`` keeps the
+entries sorted by ``seq``; a lost marker is an entry ``{"seq", "lost": true}``. Every function that
+reads or writes the overflow takes the same ``bucket_size`` (``None``: one document per comment);
+use one layout per post.
 """
 from __future__ import annotations
 
@@ -57,6 +68,8 @@ from .sizes import MAX_BSON_SIZE
 __all__ = [
     "POSTS",
     "OVERFLOW",
+    "OVERFLOW_BUCKETS",
+    "BUCKET_SIZE",
     "PostNotFoundError",
     "Added",
     "add_comment",
@@ -77,6 +90,9 @@ __all__ = [
 
 POSTS = "posts"
 OVERFLOW = "posts_overflow"
+#: the bucketed overflow layout's collection, and its default block of sequence numbers per document
+OVERFLOW_BUCKETS = "posts_overflow_buckets"
+BUCKET_SIZE = 100
 #: the lesson's rule: if 99% of posts have fewer than 100 comments, over 1,000 is an outlier
 OUTLIER_FACTOR = 10
 # the server's "document would grow past 16 MiB" errors (MongoDB and SecantusDB use these codes)
@@ -111,6 +127,63 @@ def _lost_doc(post_id: Any, seq: int) -> dict[str, Any]:
     return {"_id": {"post_id": post_id, "seq": seq}, "post_id": post_id, "seq": seq, "lost": True}
 
 
+def _check_bucket_size(bucket_size: Any) -> int | None:
+    if bucket_size is None:
+        return None
+    if isinstance(bucket_size, bool) or not isinstance(bucket_size, int) or bucket_size < 1:
+        raise ValueError(f"bucket_size must be a positive whole number (comments per overflow document), or "
+                         f"None for one document per comment; got {bucket_size!r}. Nothing was read or written.")
+    return bucket_size
+
+
+def _overflow_name(bucket_size: int | None) -> str:
+    return OVERFLOW if bucket_size is None else OVERFLOW_BUCKETS
+
+
+def _bucket_id(post_id: Any, seq: int, bucket_size: int) -> dict[str, Any]:
+    return {"post_id": post_id, "bucket": (seq - 1) // bucket_size}
+
+
+def _bucket_docs(post_id: Any, entries: list[dict[str, Any]], bucket_size: int) -> list[dict[str, Any]]:
+    """Bucket documents holding ``entries`` (``{"seq", "comment"}``, in ``seq`` order)."""
+    docs: dict[int, dict[str, Any]] = {}
+    for e in entries:
+        bid = _bucket_id(post_id, e["seq"], bucket_size)
+        doc = docs.setdefault(bid["bucket"], {**bid, "comments": []})
+        doc["comments"].append(e)
+    return list(docs.values())
+
+
+def _store_in_bucket(db: Any, post_id: Any, entry: dict[str, Any], bucket_size: int) -> str:
+    """Put ``entry`` (a comment or a lost marker) into its bucket, unless its number is there.
+
+    One upsert: ``"stored"``; or what holds the number already: ``"lost"`` (a marker) or
+    ``"taken"`` (a comment: this writer's own on a retry, or a bug). Concurrent upserts of a new
+    bucket meet the unique ``(post_id, bucket)`` index: the loser retries, and its update then
+    matches the bucket.
+    """
+    seq = entry["seq"]
+    bid = _bucket_id(post_id, seq, bucket_size)
+    buckets = db[OVERFLOW_BUCKETS]
+    for attempt in range(5):
+        try:
+            buckets.update_one({**bid, "comments.seq": {"$ne": seq}},   # upserted: post_id and bucket
+                               {"$push": {"comments": {"$each": [entry], "$sort": {"seq": 1}}}},
+                               upsert=True)
+            return "stored"
+        except DuplicateKeyError:
+            there = buckets.find_one(bid, {"_id": 0, "comments": 1})
+            held = [e for e in (there or {}).get("comments", []) if e.get("seq") == seq]
+            if held:
+                return "lost" if held[0].get("lost") is True else "taken"
+            # the bucket was created by another writer between our filter and our insert: retry
+        except (AutoReconnect, NetworkTimeout):
+            if attempt == 4:
+                raise
+    raise RuntimeError(f"post {post_id!r}: bucket {bid['bucket']} kept changing under concurrent writers; "
+                       f"number {seq} is reserved but not stored (check_post reports it as a hole)")
+
+
 #: test hook: called as ``_AFTER_RESERVE(post_id, seq)`` after a sequence number is reserved and
 #: before the comment is stored (tests/test_outlier.py pauses a writer process here and kills it)
 _AFTER_RESERVE: Callable[[Any, int], None] | None = None
@@ -141,7 +214,7 @@ def simulated_crash() -> Iterator[None]:
         _AFTER_RESERVE = previous
 
 
-def _check_comment(post_id: Any, comment: Any) -> None:
+def _check_comment(post_id: Any, comment: Any, bucket_size: int | None = None) -> None:
     if not isinstance(comment, Mapping):
         raise TypeError(f"comment must be a document (a dict such as {{'author': 'ada', 'text': 'hi'}}), "
                         f"got {type(comment).__name__}: {comment!r:.80}")
@@ -159,6 +232,17 @@ def _check_comment(post_id: Any, comment: Any) -> None:
             f"comment is too large: stored on its own it makes a {alone:,}-byte document, over "
             f"MongoDB's {MAX_BSON_SIZE:,}-byte limit (16 MiB). Nothing was written. Shorten the "
             f"comment, or keep its large part (an attachment) in GridFS and store a reference.")
+    if bucket_size is not None:
+        # the cap is the guard: a full bucket of comments this large must still fit in 16 MiB
+        entry = len(bson.encode({"0": {"seq": 2**62, "comment": comment}})) - 5 + 8  # + the array index key
+        bucket = len(bson.encode({"_id": {"post_id": post_id, "bucket": 2**62}, "post_id": post_id,
+                                  "bucket": 2**62, "comments": []}))
+        if bucket + bucket_size * entry > MAX_BSON_SIZE:
+            raise DocumentTooLarge(
+                f"comment is too large for buckets of {bucket_size}: {bucket_size} comments of this size "
+                f"({entry:,} bytes each as a bucket entry) would make a bucket over MongoDB's "
+                f"{MAX_BSON_SIZE:,}-byte limit (16 MiB). Nothing was written. Shorten the comment, keep its "
+                f"large part in GridFS, or use smaller buckets.")
 
 
 def _check_post_id(post_id: Any) -> Any:
@@ -232,13 +316,18 @@ def _would_pass_limit(db: Any, post_id: Any, comment: Any) -> bool:
     return bool(rows) and rows[0]["size"] + len(bson.encode({"comment": comment})) > MAX_BSON_SIZE
 
 
-def ensure_overflow_index(db: Any) -> None:
-    """The index the read path uses: ``posts_overflow`` by ``(post_id, seq)``.
+def ensure_overflow_index(db: Any, bucket_size: int | None = None) -> None:
+    """The index the read path uses: ``posts_overflow`` by ``(post_id, seq)``, or, for the bucketed
+    layout, ``posts_overflow_buckets`` by ``(post_id, bucket)``.
 
     Recorded leniently (``track_collection``): concurrent writers may insert the first overflow
     documents before the writer that flagged the post has recorded the collection.
     """
-    track_collection(db, OVERFLOW).create_index([("post_id", 1), ("seq", 1)], name="post_id_1_seq_1")
+    if _check_bucket_size(bucket_size) is None:
+        track_collection(db, OVERFLOW).create_index([("post_id", 1), ("seq", 1)], name="post_id_1_seq_1")
+    else:
+        track_collection(db, OVERFLOW_BUCKETS).create_index([("post_id", 1), ("bucket", 1)],
+                                                            name="post_id_1_bucket_1", unique=True)
 
 
 def _insert_overflow(db: Any, doc: dict[str, Any]) -> bool:
@@ -262,7 +351,8 @@ def _insert_overflow(db: Any, doc: dict[str, Any]) -> bool:
     return False  # pragma: no cover
 
 
-def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: int) -> Added:
+def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: int, *,
+                bucket_size: int | None = None) -> Added:
     """Add ``comment`` to post ``post_id``: embedded while the post has fewer than ``threshold``.
 
     Past the threshold the post is flagged ``hasOverflow: true`` and the comment is stored in
@@ -275,11 +365,14 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
     Raises ``ValueError`` for a threshold below 1, ``TypeError`` for a comment that is not a
     document, ``DocumentTooLarge`` for a comment over 16 MiB on its own and
     ``PostNotFoundError`` for a missing post; in every case nothing is written.
-    Introduced in notebook 02 (the outlier pattern).
+    ``bucket_size``: store the overflow in buckets of that many numbers (one upsert instead of
+    one insert, the same round trips; a comment must then be small enough that a full bucket fits
+    in 16 MiB). Introduced in notebook 02 (the outlier pattern).
     """
     _check_post_id(post_id)
     threshold = _check_threshold(threshold)
-    _check_comment(post_id, comment)
+    bucket_size = _check_bucket_size(bucket_size)
+    _check_comment(post_id, comment, bucket_size)
     comment = dict(comment)
     posts = db[POSTS]
     for _ in range(5):  # more rounds only after starting a fresh post's counter, or a race
@@ -312,7 +405,7 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
                 if posts.count_documents({"_id": post_id, "commentCount": {"$exists": True},
                                           "hasOverflow": {"$ne": True}, **full}, limit=1) == 0:
                     break  # not started yet, or flagged meanwhile: handled below
-                ensure_overflow_index(db)
+                ensure_overflow_index(db, bucket_size)
             after = posts.find_one_and_update(
                 {"_id": post_id, "commentCount": {"$exists": True},
                  **({"hasOverflow": True} if flagged else {"hasOverflow": {"$ne": True}, **full})},
@@ -324,7 +417,17 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
                 seq = int(after["commentCount"])
                 if _AFTER_RESERVE is not None:
                     _AFTER_RESERVE(post_id, seq)
-                stored = _insert_overflow(db, _overflow_doc(post_id, seq, comment))
+                if bucket_size is None:
+                    stored = _insert_overflow(db, _overflow_doc(post_id, seq, comment))
+                else:
+                    outcome = _store_in_bucket(db, post_id, {"seq": seq, "comment": comment}, bucket_size)
+                    if outcome == "taken":
+                        there = db[OVERFLOW_BUCKETS].find_one(_bucket_id(post_id, seq, bucket_size))
+                        if not any(e.get("seq") == seq and e.get("comment") == comment
+                                   for e in (there or {}).get("comments", [])):
+                            raise RuntimeError(f"post {post_id!r}: number {seq} already holds another comment; "
+                                               f"was this post written with another bucket_size?")
+                    stored = outcome != "lost"
                 if stored:
                     return Added(seq, False)
                 break  # repair_post marked this number lost meanwhile: take a new one
@@ -336,7 +439,11 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
                        f"keeps changing under concurrent writers); nothing was written, try again")
 
 
-def _overflow_comments(db: Any, post_id: Any) -> list[Any]:
+def _overflow_comments(db: Any, post_id: Any, bucket_size: int | None = None) -> list[Any]:
+    if bucket_size is not None:
+        buckets = db[OVERFLOW_BUCKETS].find({"post_id": post_id},  # the entries' seq stays on the server
+                                            {"_id": 0, "comments.comment": 1, "comments.lost": 1}).sort("bucket", 1)
+        return [e["comment"] for b in buckets for e in b.get("comments", []) if e.get("lost") is not True]
     cursor = db[OVERFLOW].find({"post_id": post_id, "lost": {"$ne": True}},
                                {"_id": 0, "comment": 1}).sort("seq", 1)
     return [d["comment"] for d in cursor]
@@ -362,25 +469,31 @@ class PostState(NamedTuple):
         return not self.holes and self.comment_count == self.embedded + self.overflowed + len(self.lost)
 
 
-def check_post(db: Any, post_id: Any) -> PostState:
+def check_post(db: Any, post_id: Any, *, bucket_size: int | None = None) -> PostState:
     """Account for every sequence number of post ``post_id`` (two queries). Notebook 02, section 3.
 
     A hole right after a crash is harmless to readers; :func:`repair_post` fills it.
     """
+    bucket_size = _check_bucket_size(bucket_size)
     post = db[POSTS].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1})
     if post is None:
         raise _not_found(db, post_id)
     count = int(post.get("commentCount", len(post.get("comments") or [])))
     embedded = len(post.get("comments") or [])
     seen: dict[int, bool] = {}  # seq -> lost?
-    for d in db[OVERFLOW].find({"post_id": post_id}, {"_id": 0, "seq": 1, "lost": 1}):
-        seen[int(d["seq"])] = d.get("lost") is True
+    if bucket_size is None:
+        for d in db[OVERFLOW].find({"post_id": post_id}, {"_id": 0, "seq": 1, "lost": 1}):
+            seen[int(d["seq"])] = d.get("lost") is True
+    else:
+        for b in db[OVERFLOW_BUCKETS].find({"post_id": post_id}, {"_id": 0, "comments.seq": 1, "comments.lost": 1}):
+            for e in b.get("comments", []):
+                seen[int(e["seq"])] = e.get("lost") is True
     holes = [q for q in range(embedded + 1, count + 1) if q not in seen]
     return PostState(count, embedded, sum(not lost for lost in seen.values()),
                      sorted(q for q, lost in seen.items() if lost), holes)
 
 
-def repair_post(db: Any, post_id: Any) -> list[int]:
+def repair_post(db: Any, post_id: Any, *, bucket_size: int | None = None) -> list[int]:
     """Fill every hole of post ``post_id`` with a lost marker; returns the numbers marked.
 
     A number whose writer stores its comment first is left alone (duplicate key); a writer that
@@ -388,7 +501,12 @@ def repair_post(db: Any, post_id: Any) -> list[int]:
     comment, and is safe to run at any time. Notebook 02, section 3.
     """
     marked = []
-    for seq in check_post(db, post_id).holes:
+    bucket_size = _check_bucket_size(bucket_size)
+    for seq in check_post(db, post_id, bucket_size=bucket_size).holes:
+        if bucket_size is not None:
+            if _store_in_bucket(db, post_id, {"seq": seq, "lost": True}, bucket_size) == "stored":
+                marked.append(seq)
+            continue
         try:
             db[OVERFLOW].insert_one(_lost_doc(post_id, seq))
             marked.append(seq)
@@ -397,33 +515,35 @@ def repair_post(db: Any, post_id: Any) -> list[int]:
     return marked
 
 
-def read_comments(db: Any, post_id: Any) -> list[Any]:
+def read_comments(db: Any, post_id: Any, *, bucket_size: int | None = None) -> list[Any]:
     """Every comment of post ``post_id`` in insertion order, embedded or overflowed.
 
     One query when ``hasOverflow`` is false (the common case), one more when it is true.
     Raises ``PostNotFoundError`` for a missing post. Introduced in notebook 02.
     """
     _check_post_id(post_id)
+    bucket_size = _check_bucket_size(bucket_size)
     post = db[POSTS].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
     if post is None:
         raise _not_found(db, post_id)
     comments = list(post.get("comments") or [])
     if post.get("hasOverflow"):
-        comments += _overflow_comments(db, post_id)
+        comments += _overflow_comments(db, post_id, bucket_size)
     return comments
 
 
-def read_post(db: Any, post_id: Any) -> dict[str, Any]:
+def read_post(db: Any, post_id: Any, *, bucket_size: int | None = None) -> dict[str, Any]:
     """The whole post (a page view) with ``comments`` holding all of them, in order.
 
     Same costs as :func:`read_comments`: one query, plus one for a flagged post.
     """
     _check_post_id(post_id)
+    bucket_size = _check_bucket_size(bucket_size)
     post = db[POSTS].find_one({"_id": post_id})
     if post is None:
         raise _not_found(db, post_id)
     if post.get("hasOverflow"):
-        post["comments"] = list(post.get("comments") or []) + _overflow_comments(db, post_id)
+        post["comments"] = list(post.get("comments") or []) + _overflow_comments(db, post_id, bucket_size)
     return post
 
 
@@ -432,13 +552,16 @@ def newest_comments_reference(db: Any, post_id: Any, n: int = 20) -> list[Any]:
     return read_comments(db, post_id)[::-1][:n]
 
 
-def outlier_layout(post: Mapping[str, Any], threshold: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def outlier_layout(post: Mapping[str, Any], threshold: int, *,
+                   bucket_size: int | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The documents ``add_comment`` would produce for ``post`` (whose ``comments`` are in order).
 
     Returns ``(post document, overflow documents)``: the same fields, values and sequence numbers
-    as adding the comments one by one to the post without comments. Used for bulk loading.
+    as adding the comments one by one to the post without comments (with the same
+    ``bucket_size``). Used for bulk loading.
     """
     threshold = _check_threshold(threshold)
+    bucket_size = _check_bucket_size(bucket_size)
     if "_id" not in post:
         raise ValueError("post has no _id: give every post an _id before laying it out")
     comments = list(post.get("comments") or [])
@@ -446,23 +569,30 @@ def outlier_layout(post: Mapping[str, Any], threshold: int) -> tuple[dict[str, A
     doc["comments"] = comments[:threshold]
     doc["commentCount"] = len(comments)
     doc["hasOverflow"] = len(comments) > threshold
-    overflow = [_overflow_doc(post["_id"], seq, c)
-                for seq, c in enumerate(comments[threshold:], start=threshold + 1)]
+    if bucket_size is None:
+        overflow = [_overflow_doc(post["_id"], seq, c)
+                    for seq, c in enumerate(comments[threshold:], start=threshold + 1)]
+    else:
+        overflow = _bucket_docs(post["_id"], [{"seq": seq, "comment": c} for seq, c in
+                                              enumerate(comments[threshold:], start=threshold + 1)], bucket_size)
     return doc, overflow
 
 
 def load_outlier_posts(db: Any, posts: Iterable[Mapping[str, Any]], threshold: int,
-                       *, batch: int = 2_000) -> dict[str, int]:
-    """Replace ``posts`` and ``posts_overflow`` with ``posts`` laid out by the pattern.
+                       *, batch: int = 2_000, bucket_size: int | None = None) -> dict[str, int]:
+    """Replace ``posts`` and ``posts_overflow`` (``posts_overflow_buckets`` with ``bucket_size``)
+    with ``posts`` laid out by the pattern.
 
     Both collections must be the workbook's own (``helpers.safety.workbook_collection``).
     Returns the number of documents written to each. Introduced in notebook 02.
     """
     threshold = _check_threshold(threshold)
-    counts = {POSTS: 0, OVERFLOW: 0}
-    pending: dict[str, list[dict[str, Any]]] = {POSTS: [], OVERFLOW: []}
+    bucket_size = _check_bucket_size(bucket_size)
+    overflow_name = _overflow_name(bucket_size)
+    counts = {POSTS: 0, overflow_name: 0}
+    pending: dict[str, list[dict[str, Any]]] = {POSTS: [], overflow_name: []}
     # all or nothing: staging collections, renamed over the targets only when complete
-    with staged_load(db, (POSTS, OVERFLOW)) as staging:
+    with staged_load(db, (POSTS, overflow_name)) as staging:
 
         def flush(final: bool = False) -> None:
             for name, docs in pending.items():
@@ -472,12 +602,12 @@ def load_outlier_posts(db: Any, posts: Iterable[Mapping[str, Any]], threshold: i
                     docs.clear()
 
         for post in posts:
-            doc, overflow = outlier_layout(post, threshold)
+            doc, overflow = outlier_layout(post, threshold, bucket_size=bucket_size)
             pending[POSTS].append(doc)
-            pending[OVERFLOW].extend(overflow)
+            pending[overflow_name].extend(overflow)
             flush()
         flush(final=True)
-    ensure_overflow_index(db)
+    ensure_overflow_index(db, bucket_size)
     return counts
 
 

@@ -266,3 +266,39 @@ def test_checks_of_notebook_08_recompute_from_the_buckets(db):
     assert evaluate("8.2", (0, "a"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] == "correct"
     assert evaluate("8.2", (10, "b"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] \
         == "not right yet"
+
+
+def _rt(round_trips, written=0):
+    return {"round trips": round_trips, "docs returned": 0, "bytes returned": 0, "docs written": written}
+
+
+def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
+    from helpers.workload import Operation, Workload
+
+    workload = Workload("shop", tuple(Operation(name, kind, rate, "any", "x", "assumption: a test")
+                                      for name, kind, rate in (("view a product page", "read", 1000),
+                                                               ("add a co-author to a book", "write", 20),
+                                                               ("rename an author", "write", 5))))
+    costs = {"embed or copy": {"view a product page": _rt(1), "add a co-author to a book": _rt(2, 2),
+                               "rename an author": _rt(2, 72)},
+             "reference": {"view a product page": _rt(2), "add a co-author to a book": _rt(1, 1),
+                           "rename an author": _rt(1, 1)}}
+    # embed or copy: v + 40 + 10; reference: 2v + 20 + 5; tied (and picked, listed first) at v = 25
+    assert evaluate("1.5", 25, workload=workload, costs=costs)[0] == "correct"
+    for wrong in (24, 26, 1000, 0, "25", True):
+        assert evaluate("1.5", wrong, workload=workload, costs=costs)[0] == "not right yet", wrong
+
+
+def test_exercise_2_5_weighs_the_live_event():
+    from helpers.workload import Operation, Workload
+
+    ops = (("view a typical post", "read", 95_000), ("view the viral post", "read", 5_000),
+           ("comment on a typical post", "write", 1_900), ("comment on the viral post", "write", 100))
+    workload = Workload("forum", tuple(Operation(n, k, r, "any", "x", "assumption: a test") for n, k, r in ops))
+    per_design = {"embed everything": (1, 1, 1, 1), "reference everything": (2, 3, 1, 1),
+                  "outlier pattern": (1, 3, 1, 3), "outlier pattern, buckets of 100": (1, 2, 1, 3)}
+    costs = {d: {op[0]: _rt(rt) for op, rt in zip(ops, rts)} for d, rts in per_design.items()}
+    assert workload.pick({d: c for d, c in costs.items() if d != "embed everything"}) == "outlier pattern, buckets of 100"
+    assert evaluate("2.5", "reference everything", workload=workload, costs=costs)[0] == "correct"
+    for wrong in ("outlier pattern, buckets of 100", "outlier pattern", "embed everything", "nonsense", None):
+        assert evaluate("2.5", wrong, workload=workload, costs=costs)[0] != "correct", wrong

@@ -527,3 +527,117 @@ def test_an_operator_is_not_a_post_id(db, bad):
         with pytest.raises(TypeError, match="operator|regular expression"):
             call()
     assert _snapshot(db) == before
+
+
+# --------------------------------------------------------------------------------------------
+# the bucketed overflow layout: the same pattern, buckets of B sequence numbers per document
+
+from helpers.outlier import OVERFLOW_BUCKETS, WriterCrashed, check_post, repair_post, simulated_crash  # noqa: E402
+
+
+def _buckets(db, post_id):
+    return sorted(db[OVERFLOW_BUCKETS].find({"post_id": post_id}, {"_id": 0}), key=lambda d: d["bucket"])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(threshold=st.integers(1, 5), bucket_size=st.integers(1, 4), n=st.integers(0, 30))
+def test_buckets_read_what_was_added_and_equal_the_bulk_layout(db, threshold, bucket_size, n):
+    _clear(db)
+    db.drop_collection(OVERFLOW_BUCKETS)
+    workbook_collection(db, POSTS).insert_one({"_id": "p", "title": "t"})
+    added = [{"n": i, "text": "x" * (i % 3)} for i in range(n)]
+    for i, c in enumerate(added):
+        assert add_comment(db, "p", c, threshold, bucket_size=bucket_size) == Added(i + 1, i < threshold)
+    assert read_comments(db, "p", bucket_size=bucket_size) == added
+    assert db[OVERFLOW].count_documents({}) == 0  # nothing in the per-comment layout's collection
+    buckets = _buckets(db, "p")
+    for b in buckets:  # never more than B numbers per document, each in its own block, in order
+        seqs = [e["seq"] for e in b["comments"]]
+        assert seqs == sorted(seqs) and len(seqs) <= bucket_size
+        assert all((s - 1) // bucket_size == b["bucket"] for s in seqs)
+    assert [e["seq"] for b in buckets for e in b["comments"]] == list(range(threshold + 1, n + 1))
+    if n:
+        post = db[POSTS].find_one({"_id": "p"})
+        layout, layout_buckets = outlier_layout({**post, "comments": added}, threshold, bucket_size=bucket_size)
+        assert post == layout
+        assert buckets == layout_buckets
+
+
+def test_buckets_costs_and_bulk_load(db):
+    source = [{"_id": i, "title": f"t{i}", "comments": [{"j": j} for j in range(k)]}
+              for i, k in enumerate([2, 5, 260])]
+    counts = load_outlier_posts(db, source, threshold=4, bucket_size=100)
+    # post 1: numbers 5 (bucket 0); post 2: 5..260 in buckets 0, 1, 2
+    assert counts == {POSTS: 3, OVERFLOW_BUCKETS: 1 + 3}
+    for post in source:
+        assert read_post(db, post["_id"], bucket_size=100)["comments"] == post["comments"]
+    with counting() as c:
+        read_comments(db, 2, bucket_size=100)
+    assert (c.round_trips, c.docs_returned) == (2, 4)  # the post and 3 buckets
+    with counting() as c:  # an overflowed comment: no match, the number and the flag, the upsert
+        assert add_comment(db, 2, {"j": 260}, 4, bucket_size=100) == Added(261, False)
+    assert (c.commands, c.docs_written) == (["findAndModify", "findAndModify", "update"], 2)
+    assert [e["seq"] for e in _buckets(db, 2)[-1]["comments"]] == [201 + i for i in range(61)]
+
+
+def test_buckets_crash_repair_and_bad_input(db):
+    posts = workbook_collection(db, POSTS)
+    posts.insert_one({"_id": "c"})
+    for i in range(3):
+        add_comment(db, "c", {"i": i}, 2, bucket_size=10)
+    with pytest.raises(WriterCrashed):
+        with simulated_crash():
+            add_comment(db, "c", {"i": "never"}, 2, bucket_size=10)
+    add_comment(db, "c", {"i": 4}, 2, bucket_size=10)
+    state = check_post(db, "c", bucket_size=10)
+    assert state.holes == [4] and not state.consistent
+    assert repair_post(db, "c", bucket_size=10) == [4]
+    assert repair_post(db, "c", bucket_size=10) == []
+    state = check_post(db, "c", bucket_size=10)
+    assert state.consistent and state.lost == [4] and state.comments == 4
+    assert read_comments(db, "c", bucket_size=10) == [{"i": 0}, {"i": 1}, {"i": 2}, {"i": 4}]
+    before = _snapshot(db)
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="bucket_size"):
+            add_comment(db, "c", {"i": 9}, 2, bucket_size=bad)
+    with pytest.raises(DocumentTooLarge, match="buckets of 100"):  # 100 of these would pass 16 MiB
+        add_comment(db, "c", {"text": "x" * 200_000}, 2, bucket_size=100)
+    assert _snapshot(db) == before
+
+
+def test_a_lost_marker_sends_a_slow_bucket_writer_to_a_new_number(db, monkeypatch):
+    import helpers.outlier as outlier_module
+
+    workbook_collection(db, POSTS).insert_one({"_id": "s"})
+    add_comment(db, "s", {"i": 0}, 1, bucket_size=5)
+
+    def repair_first(post_id, seq):  # the repair runs while this writer holds number seq
+        monkeypatch.setattr(outlier_module, "_AFTER_RESERVE", None)
+        assert repair_post(db, post_id, bucket_size=5) == [seq]
+
+    monkeypatch.setattr(outlier_module, "_AFTER_RESERVE", repair_first)
+    assert add_comment(db, "s", {"i": 1}, 1, bucket_size=5) == Added(3, False)
+    state = check_post(db, "s", bucket_size=5)
+    assert state.consistent and state.lost == [2]
+    assert read_comments(db, "s", bucket_size=5) == [{"i": 0}, {"i": 1}]
+
+
+def test_concurrent_bucket_writers_lose_and_duplicate_nothing(server_db):
+    db, threshold, bucket_size, n_threads, per_thread = server_db, 10, 7, 8, 12
+    workbook_collection(db, POSTS).insert_one({"_id": "viral"})
+    add_comment(db, "viral", {"writer": -1, "i": 0}, threshold, bucket_size=bucket_size)
+
+    def work(k):
+        for i in range(per_thread):
+            add_comment(db, "viral", {"writer": k, "i": i}, threshold, bucket_size=bucket_size)
+
+    _run_threads(n_threads, work)
+    keys = [(c["writer"], c["i"]) for c in read_comments(db, "viral", bucket_size=bucket_size)]
+    expected = {(-1, 0)} | {(k, i) for k in range(n_threads) for i in range(per_thread)}
+    assert len(keys) == len(set(keys)) == len(expected) and set(keys) == expected
+    for k in range(n_threads):
+        assert [i for w, i in keys if w == k] == list(range(per_thread))
+    seqs = [e["seq"] for b in _buckets(db, "viral") for e in b["comments"]]
+    assert seqs == list(range(threshold + 1, len(expected) + 1))
+    assert all(len(b["comments"]) <= bucket_size for b in _buckets(db, "viral"))
+    assert check_post(db, "viral", bucket_size=bucket_size).consistent

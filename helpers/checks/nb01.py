@@ -95,3 +95,21 @@ def torn_possible(answer: Any) -> str | None:
     if wrong:
         return f"pair {wrong[0]} is not right: think about how many snapshots its reader's queries see"
     return None
+
+
+@exercise("1.5", hint="workload.with_rate('view a product page', v).pick(costs) for a few values of v: the answer "
+                      "is the smallest v at which the pick is still 'embed or copy'")
+def views_at_flip(answer: Any, *, workload: Any, costs: Any) -> str | None:
+    """Weigh the measured costs with the product page's rate changed, at the answer and one below."""
+    if isinstance(answer, bool) or not hasattr(answer, "__index__") or int(answer) < 1:
+        return f"give a whole number of page views a day, 1 or more, not {answer!r}"
+    v = int(answer)
+
+    def pick(views: int) -> str:
+        return workload.with_rate("view a product page", views, "exercise 1.5").pick(costs)
+
+    if pick(v) != "embed or copy":
+        return f"at {v:,} product page views a day the pick is {pick(v)!r}: go higher"
+    if v > 1 and pick(v - 1) == "embed or copy":
+        return f"at {v - 1:,} views a day 'embed or copy' is still the pick: go lower"
+    return None

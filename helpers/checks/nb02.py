@@ -103,3 +103,27 @@ def holes(answer: Any, *, db: Any) -> str | None:
         posts.delete_one({"_id": scratch})
         db[OVERFLOW].delete_many({"post_id": scratch})
     return None
+
+
+#: exercise 2.5's live event: comments a day on the viral post
+LIVE_EVENT_COMMENTS = 80_000
+
+
+@exercise("2.5", hint="workload.with_rate('comment on the viral post', 80_000) is the live event's day; pick from "
+                      "its weigh() over the designs other than 'embed everything', by 'round trips / day'")
+def live_event_pick(answer: Any, *, workload: Any, costs: Any) -> str | None:
+    """Weigh the measured costs by the live event's workload and compare the learner's pick with the
+    design of fewest round trips a day among those that bound every document."""
+    if not isinstance(answer, str) or answer not in costs:
+        return f"give a design's name, one of {sorted(costs)}, not {answer!r}"
+    if answer == "embed everything":
+        return ("embed everything does not bound the viral post: at 80,000 comments a day it passes 16 MiB "
+                "within days, and then every comment on it fails")
+    live = workload.with_rate("comment on the viral post", LIVE_EVENT_COMMENTS, "exercise 2.5: a live event")
+    bounded = {d: c for d, c in costs.items() if d != "embed everything"}
+    want = live.pick(bounded)
+    if answer != want:
+        daily = live.weigh(bounded)["round trips / day"]
+        return (f"{answer!r} sends {daily[answer]:,.0f} round trips a day during the live event; "
+                f"another bounded design sends fewer")
+    return None
