@@ -551,13 +551,12 @@ def redis_cached_summary(keys: Any, db: Any, icao24: str, ttl_s: float) -> dict[
 def mongo_cached_summary(db: Any, icao24: str, ttl_s: float) -> dict[str, Any]:
     """Cache-aside with a MongoDB collection and a TTL index: the read must test ``expireAt`` itself,
     because the TTL monitor deletes expired documents only when it runs (every 60 seconds)."""
-    now = _dt.datetime.now(_dt.timezone.utc)
-    hit = db[CACHE].find_one({"_id": icao24, "expireAt": {"$gt": now}})
+    hit = db[CACHE].find_one({"_id": icao24, "expireAt": {"$gt": _dt.datetime.now(_dt.timezone.utc)}})
     if hit is not None:
         return hit["value"]
     value = summary(db, icao24)
-    db[CACHE].replace_one({"_id": icao24}, {"value": value, "expireAt": now + _dt.timedelta(seconds=ttl_s)},
-                          upsert=True)
+    expire = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=ttl_s)  # from the store, as SET ... PX
+    db[CACHE].replace_one({"_id": icao24}, {"value": value, "expireAt": expire}, upsert=True)
     return value
 
 

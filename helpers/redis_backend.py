@@ -9,7 +9,7 @@ Introduced in notebook 07 (``notebooks/07_mongodb_vs_redis.ipynb``). The same la
 * else fakeredis: a pure-Python Redis inside this process (nothing to install or start).
 
 Capabilities are *probed* on connect (``MEMORY USAGE``, ``OBJECT ENCODING``, ``INFO``, ``CONFIG GET``,
-the JSON and time-series modules, ``GEOSEARCH``), so the notebook labels what an engine cannot show
+the JSON and time-series modules, the query engine's ``FT._LIST``, ``GEOSEARCH``), so the notebook labels what an engine cannot show
 from the probe, never from the engine's name.
 
 Costs, counted the same way on every engine (see :func:`count_commands`): a *round trip* is one
@@ -208,6 +208,7 @@ class RedisCaps:
     geo_search: bool  # GEOSEARCH (Redis 6.2+)
     json_module: bool  # JSON.SET (RedisJSON, Redis Stack / Redis 8)
     timeseries_module: bool  # TS.CREATE (RedisTimeSeries)
+    query_engine: bool = False  # FT._LIST answers: the Redis Query Engine (secondary indexes; core in Redis 8)
 
     def as_dict(self) -> dict[str, bool]:
         return dict(self.__dict__)
@@ -300,9 +301,10 @@ def _probe(client: Any, prefix: str) -> tuple[RedisCaps, dict[str, str], str | N
         geo_ok = _try(client, "GEOSEARCH", geo, "FROMLONLAT", 8.5, 47.45, "BYRADIUS", 10, "km") == ["LSZH"]
         json_ok = _try(client, "JSON.SET", js, "$", '{"a":1}') == "OK"
         ts_ok = _try(client, "TS.CREATE", ts) == "OK"
+        query_ok = isinstance(_try(client, "FT._LIST"), (list, set, tuple))
         caps = RedisCaps(memory_usage=memory_usage, object_encoding=object_encoding,
                          info=version is not None, config=config_ok, geo_search=geo_ok,
-                         json_module=json_ok, timeseries_module=ts_ok)
+                         json_module=json_ok, timeseries_module=ts_ok, query_engine=query_ok)
         return caps, persistence, version
     finally:
         client.delete(small, big, js, ts, geo)

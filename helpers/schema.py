@@ -63,7 +63,7 @@ __all__ = [
     "try_write", "refusal_reasons", "schema_violations", "count_valid",
     "VERSION_FIELD", "CURRENT_VERSION", "NOT_CURRENT", "version_of", "upgrade_report", "read_report",
     "UPGRADE_PIPELINE", "lazy_pipeline", "write_lazy", "BatchResult", "migrate_batch", "migrate_batch_naive",
-    "migrate_in_batches", "content_digest",
+    "migrate_in_batches", "within_box", "content_digest",
 ]
 
 ID_CHUNK = 100  # _ids per $in query when fetching a sample: each query stays small on every engine
@@ -838,18 +838,14 @@ def lazy_pipeline(changes: Mapping[str, Any]) -> list[dict[str, Any]]:
 def write_lazy(collection: Any, report_id: Any, changes: Mapping[str, Any]) -> str:
     """The application's write (``$set`` of version 2 fields) that also upgrades a version 1 report.
 
-    One command, whatever the version: ``findAndModify`` by ``_id`` with :func:`lazy_pipeline`,
-    which upgrades the report only if it is still version 1 (the test runs on the server, inside
-    the single-document update, so no other writer can come between the test and the write) and
-    applies ``changes``. It returns the stored ``schemaVersion`` from before the write and nothing
-    else, which tells ``"upgraded"`` from ``"updated"``; ``"missing"`` when no report has that
-    ``_id``. Introduced in notebook 05.
+    One command, whatever the version: an ``update`` by ``_id`` with :func:`lazy_pipeline`, which
+    upgrades the report only if it is still version 1 (the test runs on the server, inside the
+    single-document update, so no other writer can come between the test and the write) and applies
+    ``changes``. Returns ``"written"``, or ``"missing"`` when no report has that ``_id``.
+    Introduced in notebook 05.
     """
-    before = collection.find_one_and_update({"_id": report_id}, lazy_pipeline(changes),
-                                            projection={"_id": 0, VERSION_FIELD: 1})
-    if before is None:
-        return "missing"
-    return "updated" if version_of(before) == CURRENT_VERSION else "upgraded"
+    result = collection.update_one({"_id": report_id}, lazy_pipeline(changes))
+    return "written" if result.matched_count else "missing"
 
 
 def _bracket(value: Any) -> str:
@@ -959,6 +955,25 @@ def migrate_in_batches(collection: Any, batch_size: int = 500, *,
         stuck = batch.ids if batch.upgraded == 0 else None
         if between is not None:
             between()
+
+
+def within_box(west: float, south: float, east: float, north: float, *,
+               both_versions: bool = True) -> dict[str, Any]:
+    """The filter "reports inside this box" while both versions are stored.
+
+    Version 2: ``position`` ``$geoWithin`` the box as a GeoJSON polygon (served by a ``2dsphere``
+    index on ``position``). Version 1 keeps ``lat``/``lon``, which no geo operator reads, so
+    ``both_versions`` adds an ``$or`` branch with a range on each (served by a ``{lat: 1, lon: 1}``
+    index). The polygon's west and east edges are meridians, its north and south edges are great-circle
+    arcs, not parallels: near those edges the two branches can disagree by a few tens of metres.
+    Introduced in notebook 05.
+    """
+    ring = [[west, south], [east, south], [east, north], [west, north], [west, south]]
+    by_position = {"position": {"$geoWithin": {"$geometry": {"type": "Polygon", "coordinates": [ring]}}}}
+    if not both_versions:
+        return by_position
+    by_lat_lon = {**NOT_CURRENT, "lat": {"$gte": south, "$lte": north}, "lon": {"$gte": west, "$lte": east}}
+    return {"$or": [by_position, by_lat_lon]}
 
 
 def content_digest(documents: Iterable[Mapping[str, Any]]) -> str:

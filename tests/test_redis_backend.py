@@ -68,6 +68,7 @@ def test_probes(redis_conn):
     assert caps.geo_search
     if info.name == "fakeredis":
         assert not caps.memory_usage and not caps.object_encoding and not caps.config
+        assert not caps.query_engine  # no FT.CREATE: no secondary indexes, as in Redis 7's core
         assert "memory per key (MEMORY USAGE)" in info.cannot_show()
         assert "in this process" in info.banner()
     else:
