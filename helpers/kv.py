@@ -13,8 +13,8 @@ answers are equal (:func:`same`) and shows their costs side by side.
                                               pattern: one upsert keeps the latest position and
                                               per-aircraft counters), or a sorted query
  2      its last N reports                    list ``last:<icao24>`` (LPUSH + LTRIM) / indexed query
- 3      busiest aircraft of the last hour     sorted set per minute ``busy:<minute>`` / counter
-                                              documents per minute (``kv_minutes``), or ``$group``
+ 3      busiest aircraft of the last hour     sorted set per minute ``busy:<minute>`` / a counter
+                                              document per minute (``kv_minutes``), or ``$group``
  4      aircraft near an airport              geo set ``geo:latest`` / ``$geoNear`` on ``2dsphere``
  5      a cache with expiry, cache-aside      ``SET ... PX`` / a TTL index, both before MongoDB's
                                               ``$group`` summary; or ``kv_latest``'s counters
@@ -175,7 +175,7 @@ def mongo_setup(db: Any) -> dict[str, list[str]]:
 
     ``kv_reports``: ``{icao24: 1, ts: -1}`` (workloads 1, 2, 5), ``{ts: 1}`` (3), ``{airline: 1,
     altitude: 1}`` (6). ``kv_latest``: ``{loc: "2dsphere"}`` (4). ``kv_cache``: a TTL index on
-    ``expireAt`` (5). ``kv_minutes``: ``{minute: 1}`` (3, precomputed) and a TTL index on ``expireAt``
+    ``expireAt`` (5). ``kv_minutes`` (3, precomputed; ``_id`` is the minute): a TTL index on ``expireAt``
     (old minutes go, as Redis expires its minute keys). Returns the index names per collection.
     """
     out = {}
@@ -187,8 +187,7 @@ def mongo_setup(db: Any) -> dict[str, list[str]]:
                     db[REPORTS].create_index([("airline", 1), ("altitude", 1)])]
     out[LATEST] = [db[LATEST].create_index([("loc", "2dsphere")])]
     out[CACHE] = [db[CACHE].create_index([("expireAt", 1)], expireAfterSeconds=0)]
-    out[MINUTES] = [db[MINUTES].create_index([("minute", 1)]),
-                    db[MINUTES].create_index([("expireAt", 1)], expireAfterSeconds=0)]
+    out[MINUTES] = [db[MINUTES].create_index([("expireAt", 1)], expireAfterSeconds=0)]
     return out
 
 
@@ -252,22 +251,21 @@ def _per_minute(batch: Sequence[dict[str, Any]]) -> dict[tuple[int, str], int]:
 
 
 def mongo_store_busy(db: Any, reports: Sequence[dict[str, Any]]) -> int:
-    """Workload 3, precomputed: a counter document per (minute, aircraft) in ``kv_minutes``, ``$inc``
-    by an upsert; per batch of :data:`BATCH` reports one ``bulk_write`` with one upsert per (minute,
-    aircraft) the batch touched (as :func:`redis_store_busy` sends one ``ZINCRBY`` each). Each upsert
-    also pushes ``expireAt`` to two hours from now, as ``EXPIRE`` does for a Redis minute key, and a TTL
-    index removes the counters after that. Returns the upserts sent."""
+    """Workload 3, precomputed: one counter document per minute in ``kv_minutes`` (``_id``: the minute),
+    ``{counts: {<icao24>: reports}}``, as Redis keeps one sorted set per minute. Per batch of
+    :data:`BATCH` reports, one ``bulk_write`` with one upsert per minute the batch touched, whose
+    ``$inc`` adds every aircraft's count at once (Redis needs one ``ZINCRBY`` per aircraft). Each
+    upsert also pushes ``expireAt`` to two hours from now, as ``EXPIRE`` does for a Redis minute key,
+    and a TTL index removes the minute after that. Returns the upserts sent."""
     sent = 0
     for chunk in _chunks(reports):
         expire = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=_BUSY_TTL)
-        ops = []
+        per_minute: dict[int, dict[str, int]] = {}
         for (minute, icao24), n in _per_minute(chunk).items():
-            ops.append(UpdateOne({"_id": f"{minute}:{icao24}"},
-                                 {"$inc": {"reports": n}, "$max": {"expireAt": expire},
-                                  "$setOnInsert": {"minute": minute, "icao24": icao24}},
-                                 upsert=True))
-        db[MINUTES].bulk_write(ops, ordered=False)
-        sent += len(ops)
+            per_minute.setdefault(minute, {})[f"counts.{icao24}"] = n
+        db[MINUTES].bulk_write([UpdateOne({"_id": minute}, {"$inc": inc, "$max": {"expireAt": expire}}, upsert=True)
+                                for minute, inc in per_minute.items()], ordered=False)
+        sent += len(per_minute)
     return sent
 
 
@@ -422,11 +420,13 @@ def mongo_busiest(db: Any, now: int = NOW, window: int = WINDOW, top: int = 10) 
 
 def mongo_busiest_precomputed(db: Any, now: int = NOW, window: int = WINDOW, top: int = 10
                               ) -> list[tuple[str, int]]:
-    """The same answer from the per-minute counters of ``kv_minutes`` (:func:`mongo_store_busy`):
-    ``$match`` the window's minutes on the ``{minute: 1}`` index, ``$group`` by aircraft summing the
-    counters, ``$sort``, ``$limit``: the work grows with minutes times aircraft, not with reports."""
-    pipeline = [{"$match": {"minute": {"$gte": _minute(now - window), "$lt": now}}},
-                {"$group": {"_id": "$icao24", "reports": {"$sum": "$reports"}}},
+    """The same answer from the per-minute counter documents of ``kv_minutes`` (:func:`mongo_store_busy`):
+    ``$match`` the window's minutes, turn each minute's ``counts`` into (aircraft, reports) pairs
+    (``$objectToArray``, ``$unwind``), ``$group`` by aircraft, ``$sort``, ``$limit``: the work grows with
+    minutes times aircraft, not with reports, as ``ZUNIONSTORE`` over Redis's minute sets."""
+    pipeline = [{"$match": {"_id": {"$gte": _minute(now - window), "$lt": now}}},
+                {"$project": {"counts": {"$objectToArray": "$counts"}}}, {"$unwind": "$counts"},
+                {"$group": {"_id": "$counts.k", "reports": {"$sum": "$counts.v"}}},
                 {"$sort": {"reports": -1, "_id": -1}}, {"$limit": top}]
     return [(d["_id"], d["reports"]) for d in db[MINUTES].aggregate(pipeline)]
 
