@@ -246,7 +246,18 @@ class MockCollection:
         return doc
 
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
-        inner = self._inner.aggregate(pipeline, *args, **kwargs)
+        stages = list(pipeline)
+        first = stages[0].get("$match") if stages and isinstance(stages[0], dict) and len(stages[0]) == 1 else None
+        if isinstance(first, dict) and not args and set(kwargs) <= {"batchSize", "session"}:
+            # mongomock-ng copies every document of the collection before the first stage; a leading
+            # $match is applied by its find first (the same filter), so only the matches are copied.
+            # The $match stays in the pipeline: the answer is the same.
+            from mongomock_ng import aggregate as _aggregate
+
+            inner = _aggregate.process_pipeline(list(self._inner.find(first)), self._inner.database, stages,
+                                                kwargs.get("session"))
+        else:
+            inner = self._inner.aggregate(pipeline, *args, **kwargs)
         return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
                           document=self._cmd("aggregate", pipeline=list(pipeline),
                                              collation=kwargs.get("collation")))

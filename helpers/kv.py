@@ -9,12 +9,15 @@ answers are equal (:func:`same`) and shows their costs side by side.
 =====  ====================================  ===================================================
  W      question                              Redis structure / MongoDB shape
 =====  ====================================  ===================================================
- 1      latest position of an aircraft        hash ``pos:<icao24>`` / upserted ``kv_latest`` doc,
-                                              or a sorted query on ``kv_reports``
+ 1      latest position of an aircraft        hash ``pos:<icao24>`` / ``kv_latest`` doc (computed
+                                              pattern: one upsert keeps the latest position and
+                                              per-aircraft counters), or a sorted query
  2      its last N reports                    list ``last:<icao24>`` (LPUSH + LTRIM) / indexed query
- 3      busiest aircraft of the last hour     sorted set per minute ``busy:<minute>`` / aggregation
+ 3      busiest aircraft of the last hour     sorted set per minute ``busy:<minute>`` / a counter
+                                              document per minute (``kv_minutes``), or ``$group``
  4      aircraft near an airport              geo set ``geo:latest`` / ``$geoNear`` on ``2dsphere``
- 5      a cache with expiry, cache-aside      ``SET ... EX`` / a TTL index, both before MongoDB
+ 5      a cache with expiry, cache-aside      ``SET ... PX`` / a TTL index, both before MongoDB's
+                                              ``$group`` summary; or ``kv_latest``'s counters
  6      reports above an altitude, one        hashes ``rpt:<id>`` + hand index ``alt:<airline>``
         airline                               / a compound index
 =====  ====================================  ===================================================
@@ -25,31 +28,30 @@ import calendar
 import datetime as _dt
 import functools
 import json
-import math
 import random
 import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from pymongo import ReplaceOne
+from pymongo import UpdateOne
 
-from .aerodata import airline_of_callsign
+from .aerodata import airline_of_callsign, distance_km
 from .safety import track_collection
 
 __all__ = [
     "NOW", "SAMPLE_AIRCRAFT", "LAST_N", "WINDOW", "RECENT", "RADIUS_KM", "AIRPORT", "BATCH", "REPORTS", "LATEST", "CACHE",
-    "FIELDS", "report_id", "feed", "newest_per_aircraft", "airport", "haversine_km",
-    "mongo_setup", "mongo_store_reports", "mongo_store_latest",
+    "MINUTES", "FIELDS", "report_id", "feed", "newest_per_aircraft", "airport", "distance_km",
+    "mongo_setup", "mongo_store_reports", "mongo_store_latest", "mongo_store_busy",
     "redis_store_latest", "redis_store_last_n", "redis_store_busy", "redis_store_geo", "redis_evict_stale",
     "redis_store_records",
     "mongo_latest", "mongo_latest_sorted", "redis_latest",
     "mongo_last_n", "redis_last_n",
-    "mongo_busiest", "redis_busiest", "minute_keys",
+    "mongo_busiest", "mongo_busiest_precomputed", "redis_busiest", "minute_keys",
     "mongo_near", "redis_near", "probe_geo",
-    "summary", "redis_cached_summary", "mongo_cached_summary", "read_sequence", "staleness",
+    "summary", "summary_precomputed", "redis_cached_summary", "mongo_cached_summary", "read_sequence", "staleness",
     "mongo_above", "redis_above",
-    "same", "same_near", "Both", "run_both", "write_costs", "median_ms", "redis_memory", "mongo_memory",
+    "same", "same_near", "Both", "run_both", "write_costs", "median_ms", "timing_columns", "redis_memory", "mongo_memory",
 ]
 
 NOW = calendar.timegm((2018, 8, 1, 12, 0, 0))  #: "now" of every question: the replay stops here
@@ -59,7 +61,7 @@ RECENT = 600  #: workload 4: an aircraft counts as "there" if heard in the last 
 RADIUS_KM = 50  #: workload 4: "near" an airport
 AIRPORT = "LSZH"  #: workload 4: Zurich
 BATCH = 1_000  #: reports per pipeline (Redis) or per bulk write (MongoDB): one round trip each
-REPORTS, LATEST, CACHE = "kv_reports", "kv_latest", "kv_cache"
+REPORTS, LATEST, CACHE, MINUTES = "kv_reports", "kv_latest", "kv_cache", "kv_minutes"
 #: a report's fields and their types (Redis keeps text; these types bring the values back)
 FIELDS: dict[str, type] = {"icao24": str, "callsign": str, "airline": str, "ts": int, "lat": float,
                            "lon": float, "altitude": float, "groundspeed": float, "track": float,
@@ -142,14 +144,6 @@ def airport(icao: str = AIRPORT) -> dict[str, Any]:
     raise ValueError(f"airport: {icao!r} is not in datasets/airports.csv.gz; use an ICAO code such as 'LSZH'")
 
 
-def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float, radius_km: float = 6372.7976) -> float:
-    """Great-circle distance. The default radius is Redis's (6,372,797.560856 m); MongoDB's
-    spherical geometry uses 6,378.1 km, so its distances are 0.08% longer."""
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    h = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
-    return 2 * radius_km * math.asin(math.sqrt(h))
-
-
 def _chunks(items: Sequence[Any], size: int = BATCH) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), size):
         yield items[i:i + size]
@@ -181,10 +175,11 @@ def mongo_setup(db: Any) -> dict[str, list[str]]:
 
     ``kv_reports``: ``{icao24: 1, ts: -1}`` (workloads 1, 2, 5), ``{ts: 1}`` (3), ``{airline: 1,
     altitude: 1}`` (6). ``kv_latest``: ``{loc: "2dsphere"}`` (4). ``kv_cache``: a TTL index on
-    ``expireAt`` (5). Returns the index names per collection.
+    ``expireAt`` (5). ``kv_minutes`` (3, precomputed; ``_id`` is the minute): a TTL index on ``expireAt``
+    (old minutes go, as Redis expires its minute keys). Returns the index names per collection.
     """
     out = {}
-    for name in (REPORTS, LATEST, CACHE):
+    for name in (REPORTS, LATEST, CACHE, MINUTES):
         track_collection(db, name)
         db.drop_collection(name)
     out[REPORTS] = [db[REPORTS].create_index([("icao24", 1), ("ts", -1)]),
@@ -192,6 +187,7 @@ def mongo_setup(db: Any) -> dict[str, list[str]]:
                     db[REPORTS].create_index([("airline", 1), ("altitude", 1)])]
     out[LATEST] = [db[LATEST].create_index([("loc", "2dsphere")])]
     out[CACHE] = [db[CACHE].create_index([("expireAt", 1)], expireAfterSeconds=0)]
+    out[MINUTES] = [db[MINUTES].create_index([("expireAt", 1)], expireAfterSeconds=0)]
     return out
 
 
@@ -205,9 +201,16 @@ def mongo_store_reports(db: Any, reports: Sequence[dict[str, Any]]) -> int:
     return len(reports)
 
 
-def _latest_doc(r: dict[str, Any]) -> dict[str, Any]:
-    return {**{k: v for k, v in _doc(r).items() if k != "_id"}, "_id": r["icao24"], "report": r["id"],
-            "loc": {"type": "Point", "coordinates": [r["lon"], r["lat"]]}}
+def _latest_update(newest: dict[str, Any], batch: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The computed pattern's update of one aircraft for one batch: its newest report's fields (``$set``),
+    and the counters every summary needs (``$inc`` reports, ``$min`` first time, ``$max`` highest
+    altitude), from all of the aircraft's reports in the batch."""
+    mine = [r for r in batch if r["icao24"] == newest["icao24"]]
+    latest = {k: v for k, v in _doc(newest).items() if k != "_id"}
+    return {"$set": {**latest, "report": newest["id"],
+                     "loc": {"type": "Point", "coordinates": [newest["lon"], newest["lat"]]}},
+            "$inc": {"reports": len(mine)}, "$min": {"first_ts": min(r["ts"] for r in mine)},
+            "$max": {"max_altitude": max(r["altitude"] for r in mine)}}
 
 
 def newest_per_aircraft(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -224,15 +227,45 @@ def newest_per_aircraft(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def mongo_store_latest(db: Any, reports: Sequence[dict[str, Any]]) -> int:
-    """Keep one document per aircraft in ``kv_latest`` (workloads 1 and 4): per batch of
-    :data:`BATCH` reports, one ``bulk_write`` of a ``ReplaceOne`` upsert per aircraft (its newest
-    report). Returns the upserts sent."""
+    """The computed pattern: one document per aircraft in ``kv_latest`` (workloads 1, 4 and 5) holds
+    its latest position *and* its counters (reports, first time, highest altitude), kept by the same
+    upsert. Per batch of :data:`BATCH` reports, one ``bulk_write`` of an ``UpdateOne`` upsert per
+    aircraft (``$set`` of its newest report, ``$inc``/``$min``/``$max`` of the counters).
+    Returns the upserts sent."""
     sent = 0
     for chunk in _chunks(reports):
         newest = newest_per_aircraft(chunk)
-        db[LATEST].bulk_write([ReplaceOne({"_id": r["icao24"]}, _latest_doc(r), upsert=True) for r in newest],
-                              ordered=True)
+        db[LATEST].bulk_write([UpdateOne({"_id": r["icao24"]}, _latest_update(r, chunk), upsert=True)
+                               for r in newest], ordered=True)
         sent += len(newest)
+    return sent
+
+
+def _per_minute(batch: Sequence[dict[str, Any]]) -> dict[tuple[int, str], int]:
+    """Reports per (minute, aircraft) in ``batch``, in first-seen order."""
+    counts: dict[tuple[int, str], int] = {}
+    for r in batch:
+        key = (_minute(r["ts"]), r["icao24"])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def mongo_store_busy(db: Any, reports: Sequence[dict[str, Any]]) -> int:
+    """Workload 3, precomputed: one counter document per minute in ``kv_minutes`` (``_id``: the minute),
+    ``{counts: {<icao24>: reports}}``, as Redis keeps one sorted set per minute. Per batch of
+    :data:`BATCH` reports, one ``bulk_write`` with one upsert per minute the batch touched, whose
+    ``$inc`` adds every aircraft's count at once (Redis needs one ``ZINCRBY`` per aircraft). Each
+    upsert also pushes ``expireAt`` to two hours from now, as ``EXPIRE`` does for a Redis minute key,
+    and a TTL index removes the minute after that. Returns the upserts sent."""
+    sent = 0
+    for chunk in _chunks(reports):
+        expire = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=_BUSY_TTL)
+        per_minute: dict[int, dict[str, int]] = {}
+        for (minute, icao24), n in _per_minute(chunk).items():
+            per_minute.setdefault(minute, {})[f"counts.{icao24}"] = n
+        db[MINUTES].bulk_write([UpdateOne({"_id": minute}, {"$inc": inc, "$max": {"expireAt": expire}}, upsert=True)
+                                for minute, inc in per_minute.items()], ordered=False)
+        sent += len(per_minute)
     return sent
 
 
@@ -279,15 +312,16 @@ def _minute(ts: int) -> int:
 
 
 def redis_store_busy(keys: Any, reports: Sequence[dict[str, Any]]) -> int:
-    """Workload 3: ``ZINCRBY busy:<minute> 1 <icao24>`` per report, one sorted set of report counts
-    per minute, and per batch one ``EXPIRE`` (two hours) of each minute it touched: Redis drops old
-    minutes by itself. One pipeline per :data:`BATCH` reports."""
+    """Workload 3: one sorted set of report counts per minute, ``busy:<minute>``: per batch, one
+    ``ZINCRBY busy:<minute> <n> <icao24>`` per (minute, aircraft) the batch touched, and one
+    ``EXPIRE`` (two hours) of each minute it touched: Redis drops old minutes by itself. One pipeline
+    per :data:`BATCH` reports. Returns the reports counted."""
     for chunk in _chunks(reports):
         pipe = keys.client.pipeline(transaction=False)
         minutes = []
-        for r in chunk:
-            k = keys.key("busy", _minute(r["ts"]))
-            pipe.zincrby(k, 1, r["icao24"])
+        for (minute, icao24), n in _per_minute(chunk).items():
+            k = keys.key("busy", minute)
+            pipe.zincrby(k, n, icao24)
             if k not in minutes:
                 minutes.append(k)
         for k in minutes:
@@ -308,8 +342,9 @@ def redis_store_geo(keys: Any, reports: Sequence[dict[str, Any]]) -> int:
 
 def redis_evict_stale(keys: Any, now: int = NOW, recent: int = RECENT) -> list[str]:
     """The job a tracker runs every few seconds: drop aircraft not heard since ``now - recent`` from
-    the geo set (a GEO set indexes position only; anything else is maintained by hand). Two round
-    trips: read the stale members, then remove them. Returns them, sorted."""
+    the geo set (a GEO set indexes position only; anything else is maintained by hand). A geo set *is*
+    a sorted set (its scores are geohashes) and Redis has no ``GEODEL``: ``ZREM`` removes a member.
+    Two round trips: read the stale members, then remove them. Returns them, sorted."""
     stale = keys.client.zrangebyscore(keys.key("seen"), "-inf", f"({now - recent}")
     if stale:
         pipe = keys.client.pipeline(transaction=False)
@@ -381,6 +416,19 @@ def mongo_busiest(db: Any, now: int = NOW, window: int = WINDOW, top: int = 10) 
                 {"$group": {"_id": "$icao24", "reports": {"$sum": 1}}},
                 {"$sort": {"reports": -1, "_id": -1}}, {"$limit": top}]
     return [(d["_id"], d["reports"]) for d in db[REPORTS].aggregate(pipeline)]
+
+
+def mongo_busiest_precomputed(db: Any, now: int = NOW, window: int = WINDOW, top: int = 10
+                              ) -> list[tuple[str, int]]:
+    """The same answer from the per-minute counter documents of ``kv_minutes`` (:func:`mongo_store_busy`):
+    ``$match`` the window's minutes, turn each minute's ``counts`` into (aircraft, reports) pairs
+    (``$objectToArray``, ``$unwind``), ``$group`` by aircraft, ``$sort``, ``$limit``: the work grows with
+    minutes times aircraft, not with reports, as ``ZUNIONSTORE`` over Redis's minute sets."""
+    pipeline = [{"$match": {"_id": {"$gte": _minute(now - window), "$lt": now}}},
+                {"$project": {"counts": {"$objectToArray": "$counts"}}}, {"$unwind": "$counts"},
+                {"$group": {"_id": "$counts.k", "reports": {"$sum": "$counts.v"}}},
+                {"$sort": {"reports": -1, "_id": -1}}, {"$limit": top}]
+    return [(d["_id"], d["reports"]) for d in db[MINUTES].aggregate(pipeline)]
 
 
 def redis_busiest(keys: Any, now: int = NOW, window: int = WINDOW, top: int = 10) -> list[tuple[str, int]]:
@@ -463,14 +511,29 @@ def probe_geo(db: Any) -> dict[str, bool]:
 def summary(db: Any, icao24: str) -> dict[str, Any]:
     """The value we cache: an aircraft's reports so far, first and last time, highest altitude.
 
-    One query on the ``{icao24: 1, ts: -1}`` index that returns every report of the aircraft (two
-    fields each), reduced here: the kind of read worth caching, since its reply grows with the history.
+    Computed on the server at read time: ``$match`` on the ``{icao24: 1, ts: -1}`` index, then one
+    ``$group``; one document comes back, but the server reads every report of the aircraft, so the
+    work grows with its history: the kind of read worth caching (or precomputing, :func:`summary_precomputed`).
     """
-    docs = list(db[REPORTS].find({"icao24": icao24}, {"_id": 0, "ts": 1, "altitude": 1}, batch_size=_QUERY_BATCH))
+    pipeline = [{"$match": {"icao24": icao24}},
+                {"$group": {"_id": None, "reports": {"$sum": 1}, "first_ts": {"$min": "$ts"},
+                            "last_ts": {"$max": "$ts"}, "max_altitude": {"$max": "$altitude"}}}]
+    docs = list(db[REPORTS].aggregate(pipeline))
     if not docs:
         return {"icao24": icao24, "reports": 0}
-    return {"icao24": icao24, "reports": len(docs), "first_ts": min(d["ts"] for d in docs),
-            "last_ts": max(d["ts"] for d in docs), "max_altitude": max(d["altitude"] for d in docs)}
+    d = docs[0]
+    return {"icao24": icao24, "reports": d["reports"], "first_ts": d["first_ts"], "last_ts": d["last_ts"],
+            "max_altitude": d["max_altitude"]}
+
+
+def summary_precomputed(db: Any, icao24: str) -> dict[str, Any]:
+    """The same summary from the counters the computed pattern keeps in ``kv_latest``
+    (:func:`mongo_store_latest`): one ``find_one`` by ``_id``, never stale, no cache to expire."""
+    d = db[LATEST].find_one({"_id": icao24}, {"reports": 1, "first_ts": 1, "ts": 1, "max_altitude": 1})
+    if d is None:
+        return {"icao24": icao24, "reports": 0}
+    return {"icao24": icao24, "reports": d["reports"], "first_ts": d["first_ts"], "last_ts": d["ts"],
+            "max_altitude": d["max_altitude"]}
 
 
 def redis_cached_summary(keys: Any, db: Any, icao24: str, ttl_s: float) -> dict[str, Any]:
@@ -488,13 +551,12 @@ def redis_cached_summary(keys: Any, db: Any, icao24: str, ttl_s: float) -> dict[
 def mongo_cached_summary(db: Any, icao24: str, ttl_s: float) -> dict[str, Any]:
     """Cache-aside with a MongoDB collection and a TTL index: the read must test ``expireAt`` itself,
     because the TTL monitor deletes expired documents only when it runs (every 60 seconds)."""
-    now = _dt.datetime.now(_dt.timezone.utc)
-    hit = db[CACHE].find_one({"_id": icao24, "expireAt": {"$gt": now}})
+    hit = db[CACHE].find_one({"_id": icao24, "expireAt": {"$gt": _dt.datetime.now(_dt.timezone.utc)}})
     if hit is not None:
         return hit["value"]
     value = summary(db, icao24)
-    db[CACHE].replace_one({"_id": icao24}, {"value": value, "expireAt": now + _dt.timedelta(seconds=ttl_s)},
-                          upsert=True)
+    expire = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=ttl_s)  # from the store, as SET ... PX
+    db[CACHE].replace_one({"_id": icao24}, {"value": value, "expireAt": expire}, upsert=True)
     return value
 
 
@@ -562,8 +624,8 @@ def same(mongo_answer: Any, redis_answer: Any, what: str) -> bool:
 def same_near(mongo_answer: list[tuple[str, float]], redis_answer: list[tuple[str, float]], what: str,
               rel: float = 0.005) -> bool:
     """The same aircraft in the same order, distances within ``rel`` (0.5%): the two stores use
-    different Earth radii (MongoDB 6,378.1 km, Redis 6,372.8 km) and Redis rounds positions to its
-    52-bit geohash (about 0.6 m)."""
+    different Earth radii (MongoDB 6,378.1 km, Redis 6,372.797560856 km: 0.083% apart) and Redis rounds
+    positions to its 52-bit geohash (about 0.6 m)."""
     same([a for a, _ in mongo_answer], [a for a, _ in redis_answer], what)
     for (a, dm), (_, dr) in zip(mongo_answer, redis_answer):
         if abs(dm - dr) > rel * max(dm, dr, 0.1):
@@ -621,6 +683,15 @@ def run_both(workload: str, mongo_fn: Callable[[], Any], redis_fn: Callable[[], 
         redis_answer = redis_fn()
     equal(mongo_answer, redis_answer, workload)
     return Both(workload, mongo_answer, redis_answer, mongo_cost, redis_cost, mongo_fn, redis_fn)
+
+
+def timing_columns(mongo_engine: str, redis_engine: str) -> tuple[str, str, str]:
+    """Column names for wall times that name both engines, and a line naming the machine."""
+    import os
+    import platform
+
+    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return f"MongoDB ms ({mongo_engine})", f"Redis ms ({redis_engine})", f"timed on this machine: {machine}"
 
 
 def median_ms(fn: Callable[[], Any], repeat: int = 5) -> float:

@@ -2,13 +2,14 @@
 
 Introduced in notebook 07 (``notebooks/07_mongodb_vs_redis.ipynb``). The same ladder as MongoDB's:
 
-* ``REDIS_URL`` set (``redis://[:password@]host:port/db``, ``rediss://`` for TLS): the learner's own
-  Redis (local, Docker, a cloud service). Unreachable: :class:`RedisBackendError` within 5 seconds,
-  naming ``REDIS_URL`` with its password replaced by ``****``;
+* ``REDIS_URL`` set (``redis://[:password@]host:port/db``, ``rediss://`` for TLS, ``unix:///path`` for a
+  socket): the learner's own Redis (local, Docker, a cloud service). Unusable: :class:`RedisBackendError`
+  within 5 seconds, naming ``REDIS_URL`` with its password replaced by ``****`` and saying which it is
+  (a refused login, nothing listening at the address, no answer in time, not a Redis URL);
 * else fakeredis: a pure-Python Redis inside this process (nothing to install or start).
 
 Capabilities are *probed* on connect (``MEMORY USAGE``, ``OBJECT ENCODING``, ``INFO``, ``CONFIG GET``,
-the JSON and time-series modules, ``GEOSEARCH``), so the notebook labels what an engine cannot show
+the JSON and time-series modules, the query engine's ``FT._LIST``, ``GEOSEARCH``), so the notebook labels what an engine cannot show
 from the probe, never from the engine's name.
 
 Costs, counted the same way on every engine (see :func:`count_commands`): a *round trip* is one
@@ -207,6 +208,7 @@ class RedisCaps:
     geo_search: bool  # GEOSEARCH (Redis 6.2+)
     json_module: bool  # JSON.SET (RedisJSON, Redis Stack / Redis 8)
     timeseries_module: bool  # TS.CREATE (RedisTimeSeries)
+    query_engine: bool = False  # FT._LIST answers: the Redis Query Engine (secondary indexes; core in Redis 8)
 
     def as_dict(self) -> dict[str, bool]:
         return dict(self.__dict__)
@@ -299,9 +301,10 @@ def _probe(client: Any, prefix: str) -> tuple[RedisCaps, dict[str, str], str | N
         geo_ok = _try(client, "GEOSEARCH", geo, "FROMLONLAT", 8.5, 47.45, "BYRADIUS", 10, "km") == ["LSZH"]
         json_ok = _try(client, "JSON.SET", js, "$", '{"a":1}') == "OK"
         ts_ok = _try(client, "TS.CREATE", ts) == "OK"
+        query_ok = isinstance(_try(client, "FT._LIST"), (list, set, tuple))
         caps = RedisCaps(memory_usage=memory_usage, object_encoding=object_encoding,
                          info=version is not None, config=config_ok, geo_search=geo_ok,
-                         json_module=json_ok, timeseries_module=ts_ok)
+                         json_module=json_ok, timeseries_module=ts_ok, query_engine=query_ok)
         return caps, persistence, version
     finally:
         client.delete(small, big, js, ts, geo)
@@ -310,9 +313,81 @@ def _probe(client: Any, prefix: str) -> tuple[RedisCaps, dict[str, str], str | N
 # ---------------------------------------------------------------------------------------------
 # connecting
 
+_SAFE_UNIX_OPTIONS = {"db"}  # options of a unix:// URL shown in clear; every other value is hidden
+
+
+def _redacted_unix(url: str) -> tuple[str, list[str]]:
+    """``unix://[[user]:password@]/path/to/socket[?db=N&...]`` with its password and option values
+    (other than ``db``) hidden, and the secrets it holds."""
+    rest = url.strip()[len("unix://"):]
+    path, _, query = rest.partition("?")
+    secrets: list[str] = []
+    shown = "unix://"
+    if "@" in path:
+        userinfo, path = path.rsplit("@", 1)
+        user, sep, password = userinfo.partition(":")
+        shown += user + (":****" if sep else "") + "@"
+        if sep and password:
+            secrets.append(password)
+    shown += path
+    if query:
+        pieces = []
+        for piece in query.split("&"):
+            name, eq, value = piece.partition("=")
+            if eq and name.lower() in _SAFE_UNIX_OPTIONS:
+                pieces.append(piece)
+            else:
+                pieces.append(f"{name}=****" if eq else "****")
+                secrets.append(value if eq else piece)
+        shown += "?" + "&".join(pieces)
+    return shown, [x for x in secrets if x]
+
+
 def _redacted(url: str) -> tuple[str, Any]:
-    """(the URL with its password hidden, a scrubber for error texts), from the workbook's URI helpers."""
+    """(the URL with its password hidden, a scrubber for error texts), from the workbook's URI helpers
+    (a ``unix://`` socket URL, which those do not parse, is redacted here)."""
+    if url.strip().lower().startswith("unix://"):
+        shown, secrets = _redacted_unix(url)
+
+        def scrub(text: str) -> str:
+            for secret in sorted(secrets, key=len, reverse=True):
+                text = text.replace(secret, "****")
+            return text
+        return shown, scrub
     return _uri.redact(url), lambda text: _uri.scrub(text, url)
+
+
+_AUTH_WORDS = ("NOAUTH", "WRONGPASS", "invalid password", "invalid username-password", "Authentication required",
+               "AUTH <password> called without any password")
+
+
+def _connect_error(e: BaseException, shown: str, scrub: Any) -> RedisBackendError:
+    """A message that says what went wrong: the login, the address, the time limit, or the URL itself."""
+    detail = scrub(f"{type(e).__name__}: {e}")[:300]
+    offline = "Or run offline: unset REDIS_URL (notebook 07 then uses the in-process fakeredis)."
+    text = str(e)
+    if isinstance(e, redis.AuthenticationError) or any(w.lower() in text.lower() for w in _AUTH_WORDS):
+        return RedisBackendError(
+            f"The Redis server in REDIS_URL={shown} refused the login ({detail}).\n"
+            f"Fix: put the right password (and user, for an ACL user) in REDIS_URL: "
+            f"redis://[user]:password@host:port/db.\n{offline}")
+    if isinstance(e, redis.TimeoutError):
+        return RedisBackendError(
+            f"The Redis server in REDIS_URL={shown} did not answer within {CONNECT_TIMEOUT_S:.0f} s ({detail}).\n"
+            f"Fix: check the host and that a firewall lets you reach it, or start a local server with "
+            f"`docker run -d -p 6379:6379 redis:7` and set REDIS_URL=redis://localhost:6379/0.\n{offline}")
+    if isinstance(e, ValueError):
+        return RedisBackendError(
+            f"REDIS_URL={shown} is not a valid Redis URL ({detail}).\n"
+            f"Fix: write redis://[:password@]host:port/db, e.g. REDIS_URL=redis://localhost:6379/0.\n{offline}")
+    refused = "refused" in text.lower() or "errno 111" in text.lower() or "errno 61" in text.lower()
+    where = ("nothing accepts connections at that address (connection refused): check the host and port, "
+             "and that the server is running" if refused else "check the host, port or socket path, and that the "
+             "server is running")
+    return RedisBackendError(
+        f"Cannot connect to the Redis server in REDIS_URL={shown} ({detail}).\n"
+        f"Fix: {where}; or start one with `docker run -d -p 6379:6379 redis:7` and set "
+        f"REDIS_URL=redis://localhost:6379/0.\n{offline}")
 
 
 def _connect_url(url: str) -> Any:
@@ -336,13 +411,7 @@ def _connect_url(url: str) -> Any:
     except (redis.RedisError, ValueError, OSError) as e:
         if client is not None:
             client.close()
-        detail = scrub(f"{type(e).__name__}: {e}")[:300]
-        raise RedisBackendError(
-            f"Cannot reach the Redis server in REDIS_URL={shown} within {CONNECT_TIMEOUT_S:.0f} s ({detail}).\n"
-            f"Fix: check that the server is running and reachable (host, port, password), or start one with "
-            f"`docker run -d -p 6379:6379 redis:7` and set REDIS_URL=redis://localhost:6379/0.\n"
-            f"Or run offline: unset REDIS_URL (notebook 07 then uses the in-process fakeredis)."
-        ) from None
+        raise _connect_error(e, shown, scrub) from None
 
 
 def connect_redis(url: str | None = None, *, prefix: str = "schema_workbook:", probe: bool = True,
@@ -434,13 +503,17 @@ class KeySpace:
     _ALLOWED = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-:")
 
     @classmethod
-    def for_database(cls, client: Any, database: str, lesson: str = "07") -> "KeySpace":
-        """The workbook's keys for ``database`` (the learner's MongoDB database): ``wb07:<6 hex>:``.
+    def for_database(cls, client: Any, database: str, lesson: str = "07", *,
+                     learner: str | None = None) -> "KeySpace":
+        """The workbook's keys for this learner's ``database``: ``wb07:<6 hex>:``.
 
-        The 6 hex digits come from the database's name, so two learners sharing one Redis never share
-        keys, and every prefix has the same length, so bytes sent are the same for every learner.
+        The 6 hex digits come from the database's name *and* the learner (default: the login and the
+        machine, as ``helpers.settings.student_db_name`` names a learner), so two learners sharing one
+        Redis never share keys, even when both use the offline default database ``schema_workbook``.
+        Every prefix has the same length, so bytes sent are the same for every learner.
         """
-        digest = hashlib.sha256(database.encode()).hexdigest()[:6]
+        who = learner if learner is not None else settings.student_db_name()
+        digest = hashlib.sha256(f"{database}\0{who}".encode()).hexdigest()[:6]
         return cls(client, f"wb{lesson}:{digest}:")
 
     def __init__(self, client: Any, prefix: str) -> None:

@@ -31,6 +31,8 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import heapq
+import itertools
+import json
 import random
 import re
 import statistics
@@ -60,13 +62,15 @@ __all__ = [
     "to_json_schema", "one_of_by", "versioned_validator", "set_validator", "validator_of", "validation_rights",
     "try_write", "refusal_reasons", "schema_violations", "count_valid",
     "VERSION_FIELD", "CURRENT_VERSION", "NOT_CURRENT", "version_of", "upgrade_report", "read_report",
-    "write_lazy", "migrate_batch", "migrate_in_batches", "content_digest",
+    "UPGRADE_PIPELINE", "lazy_pipeline", "write_lazy", "BatchResult", "migrate_batch", "migrate_batch_naive",
+    "migrate_in_batches", "within_box", "content_digest",
 ]
 
 ID_CHUNK = 100  # _ids per $in query when fetching a sample: each query stays small on every engine
 EXAMPLES = 3  # example values kept per field
 KMV_K = 1024  # hashes kept per field by the distinct-value estimator
 EXACT_DISTINCT = 16_384  # distinct values counted exactly per field, before the estimator takes over
+MAX_NESTING = 100  # MongoDB stores at most 100 levels of nesting (each embedded document or array is one)
 INT32 = 2 ** 31
 
 
@@ -220,7 +224,10 @@ class _Node:
         self.children: dict[str, _Node] = {}  # keys of the object values
         self.items: _Node | None = None  # elements of the array values
 
-    def add(self, value: Any, doc_index: int) -> None:
+    def add(self, value: Any, doc_index: int, depth: int = 0) -> None:
+        if depth > MAX_NESTING:
+            raise SchemaError(f"infer_documents: document {doc_index} nests more than {MAX_NESTING} levels "
+                              f"(embedded documents and arrays); MongoDB stores at most {MAX_NESTING}")
         self.count += 1
         if doc_index != self._last_doc:
             self._last_doc = doc_index
@@ -239,7 +246,7 @@ class _Node:
                     child = children[key] = _Node()
                 sub_kind = _KIND_OF_TYPE.get(type(sub))
                 if sub_kind is None or sub_kind == "object" or sub_kind == "array":
-                    child.add(sub, doc_index)
+                    child.add(sub, doc_index, depth + 1)
                 else:  # the hot path, inlined: a scalar field of a document (the same steps as below)
                     child.count += 1
                     if doc_index != child._last_doc:
@@ -257,7 +264,7 @@ class _Node:
             if items is None:
                 items = self.items = _Node()
             for element in value:
-                items.add(element, doc_index)
+                items.add(element, doc_index, depth + 1)
         else:
             self.distinct.add(value, kind)
             examples = self.examples
@@ -375,10 +382,16 @@ def _short(value: Any, width: int = 24) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def _segment(key: str) -> str:
+    """A key as one segment of a path: quoted (JSON) when it holds ``.``, ``[``, ``]`` or ``"`` or is
+    empty, so a real ``"a.b"`` key and the ``b`` inside ``a`` get two different paths."""
+    return json.dumps(key) if not key or any(c in key for c in '.[]"') else key
+
+
 def _flatten(node: _Node, sampled: int, path: str, out: dict[str, FieldStats],
              parent_objects: int | None) -> None:
     for key, child in node.children.items():
-        _emit(child, sampled, f"{path}.{key}" if path else key, out,
+        _emit(child, sampled, f"{path}.{_segment(key)}" if path else _segment(key), out,
               required=parent_objects is not None and child.count == parent_objects)
     if node.items is not None and node.items.count:  # arrays that were always empty have no elements to show
         _emit(node.items, sampled, f"{path}[]", out, required=False)
@@ -524,28 +537,32 @@ def miss_rate(collection: Any, field_path: str, sample: int, *, trials: int = 20
 # ------------------------------------------------------------------------------------------
 # Export: $jsonSchema
 # ------------------------------------------------------------------------------------------
-def _node_schema(node: _Node, required: bool, additional: bool) -> dict[str, Any]:
-    kinds = sorted(node.types)
+def _node_schema(node: _Node, required: bool, additional: bool, exact: bool) -> dict[str, Any]:
+    kinds = sorted(node.types) if exact else sorted({"number" if t in _NUMBERS else t for t in node.types})
     schema: dict[str, Any] = {"bsonType": kinds[0] if len(kinds) == 1 else kinds}
     if "object" in node.types:
         objects = node.types["object"]
         if node.children:
-            schema["properties"] = {k: _node_schema(c, required, additional) for k, c in node.children.items()}
+            schema["properties"] = {k: _node_schema(c, required, additional, exact)
+                                    for k, c in node.children.items()}
         must = [k for k, c in node.children.items() if c.count == objects]
         if required and must:
             schema["required"] = must
         if not additional:
             schema["additionalProperties"] = False
     if "array" in node.types and node.items is not None and node.items.count:
-        schema["items"] = _node_schema(node.items, required, additional)
+        schema["items"] = _node_schema(node.items, required, additional, exact)
     return schema
 
 
 def to_json_schema(inferred: InferredSchema, *, required: bool = True,
-                   additional_properties: bool = True) -> dict[str, Any]:
+                   additional_properties: bool = True, exact_types: bool = False) -> dict[str, Any]:
     """A ``$jsonSchema`` document accepting every document of the sample ``inferred`` came from.
 
-    Each field gets the ``bsonType`` (or list of types) seen; embedded documents get their
+    Each field gets the ``bsonType`` (or list of types) seen, a numeric one as ``"number"`` (any of
+    ``int``, ``long``, ``double``, ``decimal``: an application that writes ``36000`` for a field
+    stored as ``36000.0`` sends an ``int``); ``exact_types=True`` keeps the exact numeric types
+    seen. Embedded documents get their
     ``properties``; arrays get ``items`` (the types of all their elements). With ``required``, a
     field present in every sampled instance of its parent is ``required`` (so a field the sample
     happened to always see is required even if unsampled documents lack it: check the validator
@@ -557,7 +574,7 @@ def to_json_schema(inferred: InferredSchema, *, required: bool = True,
         raise SchemaError(f"to_json_schema: the inference of {inferred.source} saw no documents "
                           f"(an empty collection or filter), so it knows no fields: a validator "
                           f"from it would accept anything. Load data first or widen the filter.")
-    return _node_schema(inferred._root, required, additional_properties)
+    return _node_schema(inferred._root, required, additional_properties, exact_types)
 
 
 def one_of_by(field_name: str, schemas: Mapping[Any, Mapping[str, Any]], *,
@@ -598,14 +615,26 @@ def set_validator(db: Any, name: str, json_schema: Mapping[str, Any] | None, *, 
     """Set (``collMod``) a collection's validator, ``validationLevel`` and ``validationAction``.
 
     ``json_schema=None`` removes the validator (``validator: {}``). Unknown levels and actions are
-    refused here, before the command is sent (an engine may accept what MongoDB refuses). Returns the
-    collection's options as the server now reports them (``listCollections``). Introduced in notebook 05.
+    refused here, before the command is sent (an engine may accept what MongoDB refuses). So is a
+    collection the workbook did not create, and its own registry (``helpers.safety``): the workbook
+    changes only what it made. Returns the collection's options as the server now reports them
+    (``listCollections``). Introduced in notebook 05.
     """
     if level not in ("off", "strict", "moderate"):
         raise SchemaError(f"level={level!r}: use 'strict' (the default), 'moderate' or 'off'")
     if action not in ("error", "warn", "errorAndLog"):
         raise SchemaError(f"action={action!r}: use 'error' (the default), 'warn', or 'errorAndLog' "
                           f"(MongoDB 8.1 and later)")
+    from .safety import REGISTRY, ForeignCollectionError, is_workbook_collection
+
+    if name == REGISTRY:
+        raise SchemaError(f"set_validator: {REGISTRY!r} is the workbook's own registry; a validator there "
+                          f"would break every later workbook_collection(); pick one of your collections")
+    if not is_workbook_collection(db, name):
+        raise ForeignCollectionError(
+            f"set_validator: the collection {name!r} in database {db.name!r} was not created by this "
+            f"workbook, so the workbook will not change its validator. Create it with "
+            f"helpers.workbook_collection(db, {name!r}) first, or run collMod yourself if it is yours.")
     validator = {} if json_schema is None else {"$jsonSchema": dict(json_schema)}
     db.command("collMod", name, validator=validator, validationLevel=level, validationAction=action)
     return validator_of(db, name)
@@ -811,8 +840,19 @@ def count_valid(collection: Any, json_schema: Mapping[str, Any], *, server: bool
 # ------------------------------------------------------------------------------------------
 VERSION_FIELD = "schemaVersion"
 CURRENT_VERSION = 2
-#: a report not yet at the current version: no ``schemaVersion`` (written before it existed), or 1
-NOT_CURRENT = {VERSION_FIELD: {"$ne": CURRENT_VERSION}}
+#: a report still at version 1: no ``schemaVersion`` (written before it existed), or ``schemaVersion: 1``
+NOT_CURRENT = {VERSION_FIELD: {"$in": [None, 1]}}
+
+_IS_V1 = {"$in": [{"$ifNull": ["$" + VERSION_FIELD, 1]}, [1]]}  # the same test, as an expression
+_HAS_LAT_LON = {"$and": [{"$ne": [{"$type": "$lat"}, "missing"]}, {"$ne": [{"$type": "$lon"}, "missing"]}]}
+_POINT = {"type": "Point", "coordinates": ["$lon", "$lat"]}
+#: version 1 -> 2 on the server (an update with an aggregation pipeline), for documents the filter
+#: already limits to version 1: the same result as :func:`upgrade_report`, no document leaves the server
+UPGRADE_PIPELINE: list[dict[str, Any]] = [
+    {"$set": {VERSION_FIELD: CURRENT_VERSION,
+              "position": {"$cond": [_HAS_LAT_LON, _POINT, "$$REMOVE"]}}},
+    {"$unset": ["lat", "lon"]},
+]
 
 
 def version_of(doc: Mapping[str, Any]) -> int:
@@ -847,89 +887,167 @@ def read_report(doc: Mapping[str, Any]) -> dict[str, Any]:
     return upgrade_report(doc)
 
 
+def lazy_pipeline(changes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The update pipeline of :func:`write_lazy`: upgrade the report *if it is version 1*, then apply
+    ``changes`` (each value wrapped in ``$literal``, so a string such as ``"$lat"`` stays a string).
+
+    Every expression of a ``$set`` stage sees the document as it entered the stage, so the version
+    test and the new ``position`` both read the stored ``lat``/``lon``. Introduced in notebook 05.
+    """
+    if not isinstance(changes, Mapping) or not changes:
+        raise SchemaError(f"changes={changes!r}: give the fields to set, e.g. {{'altitude': 36000.0}}")
+    bad = [k for k in changes if not isinstance(k, str) or not k or k.startswith("$")
+           or k in ("_id", VERSION_FIELD, "lat", "lon", "position")]
+    if bad:
+        raise SchemaError(f"changes: {bad[0]!r} cannot be set by an application write (not _id, "
+                          f"{VERSION_FIELD}, lat, lon, position, or a name starting with '$')")
+    return [
+        {"$set": {VERSION_FIELD: CURRENT_VERSION,
+                  "position": {"$cond": [{"$and": [_IS_V1, _HAS_LAT_LON]}, _POINT, "$position"]}}},
+        {"$unset": ["lat", "lon"]},
+        {"$set": {k: {"$literal": v} for k, v in changes.items()}},
+    ]
+
+
 def write_lazy(collection: Any, report_id: Any, changes: Mapping[str, Any]) -> str:
     """The application's write (``$set`` of version 2 fields) that also upgrades a version 1 report.
 
-    A version 2 report: one ``update``. A version 1 report: read it, and replace it with its
-    upgraded form plus ``changes``, only if it is still version 1 (the filter checks it); if the
-    background migration upgraded it in between, the replace matches nothing and the ``update`` is
-    tried again. Returns ``"updated"``, ``"upgraded"`` or ``"missing"``. Introduced in notebook 05.
-    """
-    for _ in range(3):
-        if collection.update_one({"_id": report_id, VERSION_FIELD: CURRENT_VERSION},
-                                 {"$set": dict(changes)}).matched_count:
-            return "updated"
-        doc = collection.find_one({"_id": report_id})
-        if doc is None:
-            return "missing"
-        if version_of(doc) == CURRENT_VERSION:
-            continue  # upgraded between our two commands: the update will match now
-        new = {**upgrade_report(doc), **changes}
-        if collection.replace_one({"_id": report_id, **NOT_CURRENT}, new).matched_count:
-            return "upgraded"
-    raise RuntimeError(f"write_lazy: report {report_id!r} changed version three times during one write")
-
-
-def migrate_batch(collection: Any, batch_size: int, after_id: Any = None, *,
-                  after_read: Callable[[list[dict[str, Any]]], Any] | None = None,
-                  guarded: bool = True) -> tuple[int, int, Any]:
-    """Upgrade the next ``batch_size`` version 1 reports (in ``_id`` order, after ``after_id``).
-
-    One query reads them, one unordered ``bulk_write`` replaces each *only if it is still version 1*
-    (``schemaVersion`` absent or 1: :data:`NOT_CURRENT`), so a report the application rewrote
-    meanwhile (every application write upgrades it, see :func:`write_lazy`) is skipped, never
-    overwritten with the stale copy.
-    ``after_read`` runs between the read and the write: the window a concurrent writer races in.
-    ``guarded=False`` drops that condition (replace by ``_id`` alone): the naive migration, which
-    overwrites a concurrent write with the stale copy; notebook 05 runs it to count what it loses.
-    Returns (upgraded, skipped, last ``_id`` read or None when nothing was left).
+    One command, whatever the version: an ``update`` by ``_id`` with :func:`lazy_pipeline`, which
+    upgrades the report only if it is still version 1 (the test runs on the server, inside the
+    single-document update, so no other writer can come between the test and the write) and applies
+    ``changes``. Returns ``"written"``, or ``"missing"`` when no report has that ``_id``.
     Introduced in notebook 05.
     """
-    query: dict[str, Any] = dict(NOT_CURRENT)
-    if after_id is not None:
-        query["_id"] = {"$gt": after_id}
-    docs = list(collection.find(query).sort("_id", 1).limit(batch_size))
-    if not docs:
-        return 0, 0, None
+    result = collection.update_one({"_id": report_id}, lazy_pipeline(changes))
+    return "written" if result.matched_count else "missing"
+
+
+def _bracket(value: Any) -> str:
+    """The group of BSON types a range on ``_id`` stays within (``$gt``/``$lte`` compare within it)."""
+    kind = bson_type(value)
+    return "number" if kind in _NUMBERS else kind
+
+
+def _next_batch_ids(collection: Any, batch_size: int) -> list[Any]:
+    """The ``_id`` of the first ``batch_size`` version 1 reports in ``_id`` order, cut at the first
+    change of BSON type (a range compares within one type): only ``_id`` values leave the server."""
+    ids = [d["_id"] for d in find_in_id_order(collection, NOT_CURRENT, {"_id": 1}, limit=batch_size)]
+    if ids:
+        first = _bracket(ids[0])
+        ids = list(itertools.takewhile(lambda i: _bracket(i) == first, ids))
+    return ids
+
+
+@dataclass
+class BatchResult:
+    """One batch of a background migration: ``_id`` values read, reports upgraded, and reports
+    found already upgraded when the batch's update ran (the application wrote them meanwhile)."""
+
+    ids: list[Any]
+    upgraded: int
+    skipped: int
+
+
+def migrate_batch(collection: Any, batch_size: int, *,
+                  after_read: Callable[[list[Any]], Any] | None = None) -> BatchResult:
+    """Upgrade the next ``batch_size`` version 1 reports on the server, shipping no document bodies.
+
+    One query returns the ``_id`` of the first ``batch_size`` version 1 reports (in ``_id`` order,
+    within one BSON type); one ``update_many`` over that ``_id`` range, still limited to version 1
+    reports (:data:`NOT_CURRENT`), runs :data:`UPGRADE_PIPELINE` on the server. A report the
+    application wrote meanwhile is version 2 already (every application write upgrades it, see
+    :func:`write_lazy`), so the filter skips it: nothing it wrote is overwritten. Two round trips.
+    ``after_read`` gets the ``_id`` values between the read and the update: the window a concurrent
+    writer races in. Introduced in notebook 05.
+    """
+    ids = _next_batch_ids(collection, batch_size)
+    if not ids:
+        return BatchResult([], 0, 0)
     if after_read is not None:
-        after_read(docs)
-    guard = NOT_CURRENT if guarded else {}
-    result = collection.bulk_write(
-        [ReplaceOne({"_id": d["_id"], **guard}, upgrade_report(d)) for d in docs], ordered=False)
-    return result.modified_count, len(docs) - result.matched_count, docs[-1]["_id"]
+        after_read(list(ids))
+    result = collection.update_many({"_id": {"$gte": ids[0], "$lte": ids[-1]}, **NOT_CURRENT},
+                                    UPGRADE_PIPELINE)
+    return BatchResult(ids, result.modified_count, max(0, len(ids) - result.modified_count))
+
+
+def migrate_batch_naive(collection: Any, batch_size: int, *,
+                        after_read: Callable[[list[Any]], Any] | None = None) -> BatchResult:
+    """The counter-example: read the batch's documents, upgrade them in the client, and replace each
+    by ``_id`` alone. A report the application rewrote between the read and the replace gets the
+    stale copy back: its write is lost, with no error. Ships every document twice (read, replace).
+    Notebook 05 runs it to count what it loses; never use it. Introduced in notebook 05.
+    """
+    docs = list(find_in_id_order(collection, NOT_CURRENT, limit=batch_size))
+    if not docs:
+        return BatchResult([], 0, 0)
+    ids = [d["_id"] for d in docs]
+    if after_read is not None:
+        after_read(list(ids))
+    result = collection.bulk_write([ReplaceOne({"_id": d["_id"]}, upgrade_report(d)) for d in docs],
+                                   ordered=False)
+    return BatchResult(ids, result.modified_count, 0)
 
 
 @dataclass
 class MigrationResult:
     """What a background migration did: batches, reports upgraded, reports skipped because the
-    application had upgraded them first."""
+    application had upgraded them first, and the version 1 reports left (0 unless it stopped)."""
 
     batches: int = 0
     upgraded: int = 0
     skipped: int = 0
+    left: int = 0
 
 
 def migrate_in_batches(collection: Any, batch_size: int = 500, *,
-                       after_read: Callable[[list[dict[str, Any]]], Any] | None = None,
-                       between: Callable[[], Any] | None = None, guarded: bool = True) -> MigrationResult:
-    """Upgrade every version 1 report, ``batch_size`` at a time (:func:`migrate_batch`), resuming
-    after the last ``_id`` read, so it ends even if a document cannot be upgraded. ``between``
-    runs after each batch (readers and writers keep working). Introduced in notebook 05.
+                       after_read: Callable[[list[Any]], Any] | None = None,
+                       between: Callable[[], Any] | None = None, naive: bool = False) -> MigrationResult:
+    """Upgrade every version 1 report, ``batch_size`` at a time (:func:`migrate_batch`; with
+    ``naive=True`` the counter-example :func:`migrate_batch_naive`), until no version 1 report is
+    left, whatever the types of the ``_id`` values (each batch starts again from the first version 1
+    report, so nothing is passed over). ``between`` runs after each batch (readers and writers keep
+    working). Raises :class:`SchemaError`, naming the reports, if a batch upgrades none of the
+    reports it found and finds them again. Introduced in notebook 05.
     """
-    if not isinstance(batch_size, int) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise SchemaError(f"batch_size={batch_size!r} must be a positive integer")
+    step = migrate_batch_naive if naive else migrate_batch
     result = MigrationResult()
-    last = None
+    stuck: list[Any] | None = None
     while True:
-        upgraded, skipped, last = migrate_batch(collection, batch_size, last, after_read=after_read,
-                                                guarded=guarded)
-        if last is None:
+        batch = step(collection, batch_size, after_read=after_read)
+        if not batch.ids:
             return result
         result.batches += 1
-        result.upgraded += upgraded
-        result.skipped += skipped
+        result.upgraded += batch.upgraded
+        result.skipped += batch.skipped
+        if batch.upgraded == 0 and batch.ids == stuck:
+            result.left = collection.count_documents(NOT_CURRENT)
+            raise SchemaError(f"migrate_in_batches: {len(batch.ids)} version 1 report(s) from "
+                              f"{batch.ids[0]!r} to {batch.ids[-1]!r} were found twice and not upgraded "
+                              f"({result.left:,} version 1 reports left); check them by hand")
+        stuck = batch.ids if batch.upgraded == 0 else None
         if between is not None:
             between()
+
+
+def within_box(west: float, south: float, east: float, north: float, *,
+               both_versions: bool = True) -> dict[str, Any]:
+    """The filter "reports inside this box" while both versions are stored.
+
+    Version 2: ``position`` ``$geoWithin`` the box as a GeoJSON polygon (served by a ``2dsphere``
+    index on ``position``). Version 1 keeps ``lat``/``lon``, which no geo operator reads, so
+    ``both_versions`` adds an ``$or`` branch with a range on each (served by a ``{lat: 1, lon: 1}``
+    index). The polygon's west and east edges are meridians, its north and south edges are great-circle
+    arcs, not parallels: near those edges the two branches can disagree by a few tens of metres.
+    Introduced in notebook 05.
+    """
+    ring = [[west, south], [east, south], [east, north], [west, north], [west, south]]
+    by_position = {"position": {"$geoWithin": {"$geometry": {"type": "Polygon", "coordinates": [ring]}}}}
+    if not both_versions:
+        return by_position
+    by_lat_lon = {**NOT_CURRENT, "lat": {"$gte": south, "$lte": north}, "lon": {"$gte": west, "$lte": east}}
+    return {"$or": [by_position, by_lat_lon]}
 
 
 def content_digest(documents: Iterable[Mapping[str, Any]]) -> str:

@@ -86,7 +86,9 @@ def test_near_an_airport_is_the_same_in_both_stores(db, redis_keys):
     assert [a for a, _ in w4.redis_answer] == ["3c0ca4", "344282", "3991ea"]
     for a, km in w4.redis_answer:
         r = next(r for r in reversed(reports) if r["icao24"] == a)
-        assert math.isclose(km, kv.haversine_km(ap["lat"], ap["lon"], r["lat"], r["lon"]), rel_tol=1e-4)
+        # Redis's sphere has a radius of 6,372,797.560856 m; the workbook's one distance uses MongoDB's 6,378.1 km
+        assert math.isclose(km * 6378.1 / 6372.797560856, kv.distance_km([ap["lon"], ap["lat"]], [r["lon"], r["lat"]]),
+                            rel_tol=1e-4)
     assert (w4.mongo_cost.round_trips, w4.redis_cost.round_trips, w4.redis_cost.commands) == (1, 1, 1)
 
 
@@ -97,10 +99,12 @@ def test_the_costs_of_writing_and_reading(db, redis_keys, reports):
         with count_commands() as cost:
             assert store(redis_keys, reports) == n
         assert (cost.round_trips, cost.commands) == (batches, k * n)
-    minutes = sum(len({r["ts"] // 60 for r in reports[i:i + kv.BATCH]}) for i in range(0, n, kv.BATCH))
-    with count_commands() as cost:  # a ZINCRBY per report, an EXPIRE per minute per batch
+    chunks = [reports[i:i + kv.BATCH] for i in range(0, n, kv.BATCH)]
+    minutes = sum(len({r["ts"] // 60 for r in c}) for c in chunks)
+    pairs = sum(len({(r["ts"] // 60, r["icao24"]) for r in c}) for c in chunks)
+    with count_commands() as cost:  # a ZINCRBY per (minute, aircraft) per batch, an EXPIRE per minute per batch
         assert kv.redis_store_busy(redis_keys, reports) == n
-    assert (cost.round_trips, cost.commands) == (batches, n + minutes)
+    assert (cost.round_trips, cost.commands) == (batches, pairs + minutes)
     assert all(0 < redis_keys.client.ttl(k) <= 7200 for k in redis_keys.keys("busy:*"))
     newest = sum(len(kv.newest_per_aircraft(reports[i:i + kv.BATCH])) for i in range(0, n, kv.BATCH))
     with count_commands() as cost:
@@ -111,11 +115,28 @@ def test_the_costs_of_writing_and_reading(db, redis_keys, reports):
         kv.mongo_store_reports(db, reports)
         assert kv.mongo_store_latest(db, reports) == newest
     assert (cost.round_trips, cost.docs_written) == (2 * batches, n + newest)
+    with helpers.counting() as cost:  # per batch one upsert per minute, with every aircraft's $inc
+        assert kv.mongo_store_busy(db, reports) == minutes
+    assert (cost.round_trips, cost.docs_written) == (batches, minutes)
+    assert sum(sum(d["counts"].values()) for d in db[kv.MINUTES].find()) == n
+    assert db[kv.MINUTES].count_documents({}) == len({r["ts"] // 60 for r in reports})
     a = reports[-1]["icao24"]
     w1 = kv.run_both("W1", lambda: kv.mongo_latest(db, a), lambda: kv.redis_latest(redis_keys, a))
     assert (w1.mongo_cost.round_trips, w1.redis_cost.round_trips, w1.redis_cost.commands) == (1, 1, 1)
     w3 = kv.run_both("W3", lambda: kv.mongo_busiest(db), lambda: kv.redis_busiest(redis_keys))
     assert (w3.mongo_cost.round_trips, w3.redis_cost.round_trips, w3.redis_cost.commands) == (1, 1, 3)
+    for now in (kv.NOW, kv.NOW - 3600, kv.NOW - 5 * 3600):  # precomputed in both stores, the same answer
+        kv.run_both("W3 precomputed", lambda now=now: kv.mongo_busiest_precomputed(db, now),
+                    lambda now=now: kv.redis_busiest(redis_keys, now))
+    # the computed pattern: kv_latest's counters give every aircraft's summary, as $group does
+    for a in sorted({r["icao24"] for r in reports})[:10]:
+        with helpers.counting() as computed:
+            want = kv.summary(db, a)
+        with helpers.counting() as precomputed:
+            assert kv.summary_precomputed(db, a) == want
+        assert (computed.round_trips, computed.docs_returned) == (1, 1)  # $group on the server: one document back
+        assert (precomputed.round_trips, precomputed.docs_returned) == (1, 1)
+        assert want["reports"] == sum(r["icao24"] == a for r in reports)
 
 
 def test_newest_per_aircraft_keeps_the_latest_report_of_each():
@@ -162,6 +183,27 @@ def test_staleness_lasts_until_the_entry_expires(db, redis_keys, reports):
                        lambda: kv.mongo_store_reports(db, [new_report]),
                        lambda s: s["reports"] == before + 1, timeout_s=15)
     assert got["stale reads"] >= 1 and got["seconds stale"] is not None
+
+
+def test_precomputed_counters_and_an_invalidated_cache_are_never_stale(db, redis_keys, reports):
+    kv.mongo_setup(db)
+    kv.mongo_store_reports(db, reports)
+    kv.mongo_store_latest(db, reports)
+    new = kv.feed(scale=SCALE, start=kv.NOW, until=kv.NOW + 3600)
+    new_report = next(r for r in new if r["icao24"] in {x["icao24"] for x in reports})
+    a = new_report["icao24"]
+    before = kv.summary(db, a)["reports"]
+    cache_key = redis_keys.key("cache", "summary", a)
+
+    def write_and_invalidate():
+        kv.mongo_store_reports(db, [new_report])
+        kv.mongo_store_latest(db, [new_report])
+        redis_keys.client.delete(cache_key)  # the writer drops the cached entry
+
+    got = kv.staleness(lambda: kv.redis_cached_summary(redis_keys, db, a, 600), write_and_invalidate,
+                       lambda s: s["reports"] == before + 1, timeout_s=5)
+    assert got["stale reads"] == 0
+    assert kv.summary_precomputed(db, a) == kv.summary(db, a) and kv.summary(db, a)["reports"] == before + 1
 
 
 def test_the_geo_probe_says_what_the_engine_does(db, backend):
@@ -221,11 +263,19 @@ def test_the_exercise_checks_accept_right_answers_and_explain_wrong_ones(both, r
     # 7.2: a groundspeed index for one airline
     airline = reports[0]["airline"]
     key = keys.key("speed", airline)
-    r.zadd(key, {x["id"]: x["groundspeed"] for x in reports if x["airline"] == airline})
-    assert evaluate("7.2", key, db=db, redis=r, airline=airline)[0] == "correct"
+    with count_commands() as cost:
+        pipe = r.pipeline(transaction=False)
+        for x in reports:
+            if x["airline"] == airline:
+                pipe.zadd(key, {x["id"]: x["groundspeed"]})
+        pipe.execute()
+    assert evaluate("7.2", (key, cost.commands), db=db, redis=r, airline=airline)[0] == "correct"
+    assert "number of commands" in evaluate("7.2", (key, 1), db=db, redis=r, airline=airline)[1]
+    assert "number of commands" in evaluate("7.2", (key, cost.commands + 1), db=db, redis=r, airline=airline)[1]
+    assert "(key, commands)" in evaluate("7.2", key, db=db, redis=r, airline=airline)[1]
     r.zadd(key, {"nope:1": 1})
-    assert "not reports of" in evaluate("7.2", key, db=db, redis=r, airline=airline)[1]
-    assert "not a sorted set" in evaluate("7.2", keys.key("missing"), db=db, redis=r, airline=airline)[1]
+    assert "not reports of" in evaluate("7.2", (key, cost.commands), db=db, redis=r, airline=airline)[1]
+    assert "not a sorted set" in evaluate("7.2", (keys.key("missing"), 3), db=db, redis=r, airline=airline)[1]
     # 7.3: the same hour in MongoDB
     pipeline = [{"$match": {"ts": {"$gte": kv.NOW - 7200, "$lt": kv.NOW - 3600}}},
                 {"$group": {"_id": "$icao24", "reports": {"$sum": 1}}}, {"$sort": {"reports": -1}}, {"$limit": 5}]

@@ -68,6 +68,7 @@ def test_probes(redis_conn):
     assert caps.geo_search
     if info.name == "fakeredis":
         assert not caps.memory_usage and not caps.object_encoding and not caps.config
+        assert not caps.query_engine  # no FT.CREATE: no secondary indexes, as in Redis 7's core
         assert "memory per key (MEMORY USAGE)" in info.cannot_show()
         assert "in this process" in info.banner()
     else:
@@ -146,3 +147,68 @@ def test_a_databases_key_space_has_one_length_and_its_own_keys():
     a, b = KeySpace.for_database(None, "schema_workbook"), KeySpace.for_database(None, "wbtest_0123456789")
     assert a.prefix != b.prefix and len(a.prefix) == len(b.prefix) == len("wb07:123456:")
     assert a.prefix == KeySpace.for_database(None, "schema_workbook").prefix  # the same every run
+
+
+def test_two_learners_on_one_redis_with_the_default_database_get_two_prefixes():
+    ana = KeySpace.for_database(None, "schema_workbook", learner="schema_workbook_ana_1a2b")
+    ben = KeySpace.for_database(None, "schema_workbook", learner="schema_workbook_ben_3c4d")
+    assert ana.prefix != ben.prefix and len(ana.prefix) == len(ben.prefix)
+    # by default the learner is the login and machine, as the student database is named
+    from helpers import settings
+    assert KeySpace.for_database(None, "schema_workbook").prefix == \
+        KeySpace.for_database(None, "schema_workbook", learner=settings.student_db_name()).prefix
+
+
+def _refusing_server(reply: bytes):
+    """A loopback server that answers every request with ``reply``: a Redis that refuses the login."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    while conn.recv(4096):
+                        conn.sendall(reply)
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+def test_a_refused_login_is_named_as_such_not_as_unreachable():
+    server = _refusing_server(b"-WRONGPASS invalid username-password pair or user is disabled.\r\n")
+    try:
+        port = server.getsockname()[1]
+        with pytest.raises(RedisBackendError) as err:
+            connect_redis(f"redis://:N0tThePassword@127.0.0.1:{port}/0")
+    finally:
+        server.close()
+    message = str(err.value)
+    assert "refused the login" in message and "password" in message
+    assert "within" not in message and "Cannot connect" not in message
+    assert "N0tThePassword" not in message and "redis://:****@127.0.0.1" in message
+
+
+def test_a_closed_port_is_named_as_such_not_as_a_time_limit():
+    with pytest.raises(RedisBackendError) as err:
+        connect_redis(f"redis://127.0.0.1:{_closed_port()}/0")
+    message = str(err.value)
+    assert "connection refused" in message and "within" not in message
+
+
+def test_a_unix_socket_url_is_shown_with_only_its_password_hidden(tmp_path):
+    path = tmp_path / "no-redis.sock"
+    with pytest.raises(RedisBackendError) as err:
+        connect_redis(f"unix://:s0ck3tpw@{path}?db=0")
+    message = str(err.value)
+    assert f"unix://:****@{path}?db=0" in message and "s0ck3tpw" not in message
+    assert "hidden" not in message and "within" not in message

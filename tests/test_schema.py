@@ -49,6 +49,13 @@ def _collection(db, prefix="t"):
     return db[f"{prefix}_{uuid.uuid4().hex[:8]}"]
 
 
+def _own(db, prefix="t"):
+    """A fresh collection name recorded as the workbook's (set_validator changes only those)."""
+    from helpers.safety import workbook_collection
+
+    return workbook_collection(db, f"{prefix}_{uuid.uuid4().hex[:8]}").name
+
+
 # ------------------------------------------------------------------------------------------
 # inference on documents in hand
 
@@ -89,7 +96,7 @@ def test_bson_type_names_match_the_type_aliases():
 
 
 def test_conflicting_types_export_as_a_bson_type_list():
-    schema = sc.to_json_schema(sc.infer_documents(DOCS))
+    schema = sc.to_json_schema(sc.infer_documents(DOCS), exact_types=True)
     assert schema["properties"]["n"]["bsonType"] == ["int", "long", "string"]
     assert schema["properties"]["tags"]["items"]["bsonType"] == ["object", "string"]
     assert schema["required"] == ["_id", "name", "tags", "n"]
@@ -101,13 +108,53 @@ def test_conflicting_types_export_as_a_bson_type_list():
         "n: bsonType ['int', 'long', 'string'], got 1.5 (double)"]
 
 
+def test_numbers_export_as_number_unless_exact_types_are_asked_for(vdb):
+    stored = [{"_id": i, "altitude": float(i), "n": i} for i in range(5)]  # altitude: double, n: int
+    inferred = sc.infer_documents(stored)
+    loose, exact = sc.to_json_schema(inferred), sc.to_json_schema(inferred, exact_types=True)
+    assert loose["properties"] == {"_id": {"bsonType": "number"}, "altitude": {"bsonType": "number"},
+                                   "n": {"bsonType": "number"}}
+    assert exact["properties"]["altitude"] == {"bsonType": "double"}
+    schema = sc.to_json_schema(sc.infer_documents(DOCS))
+    assert schema["properties"]["n"]["bsonType"] == ["number", "string"]
+    written = {"_id": 9, "altitude": 36000, "n": 1}  # an application writes an int where a double was stored
+    assert sc.schema_violations(written, loose) == []
+    assert sc.schema_violations(written, exact) == ["altitude: bsonType double, got 36000 (int)"]
+    if _caps_of(vdb).json_schema:  # the server agrees
+        name = _own(vdb)
+        vdb.drop_collection(name)
+        vdb.create_collection(name, validator={"$jsonSchema": loose})
+        vdb[name].insert_many(stored)
+        assert sc.try_write(lambda: vdb[name].update_one({"_id": 1}, {"$set": {"altitude": 36000}})).accepted
+        sc.set_validator(vdb, name, exact)
+        assert sc.try_write(lambda: vdb[name].update_one({"_id": 2}, {"$set": {"altitude": 36000}})).code == 121
+
+
+def test_a_dotted_key_and_a_nested_field_get_two_paths():
+    inf = sc.infer_documents([{"_id": 1, "a.b": 1, "a": {"b": "x"}}, {"_id": 2, "a": {"b": "y"}}])
+    assert inf.paths() == ["_id", '"a.b"', "a", "a.b"]
+    assert inf['"a.b"'].types == {"int": 1} and inf["a.b"].types == {"string": 2}
+
+
+def test_nesting_beyond_the_servers_limit_is_a_clear_error():
+    deep: dict = {"v": 1}
+    for _ in range(1000):
+        deep = {"d": deep}
+    with pytest.raises(sc.SchemaError, match="more than 100 levels"):
+        sc.infer_documents([{"_id": 1, "d": deep}])
+    ok: dict = {"v": 1}
+    for _ in range(40):
+        ok = {"d": [ok]}
+    assert "v" in sc.infer_documents([ok]).paths()[-1]
+
+
 def test_empty_arrays_and_documents_export_without_items_or_properties(vdb):
     docs = [{"_id": 1, "a": [], "b": {}, "c": [[]]}, {"_id": 2, "a": [], "b": {}, "c": []}]
     inf = sc.infer_documents(docs)
     assert inf.paths() == ["_id", "a", "b", "c", "c[]"]
     assert inf["a"].array_lengths == (0, 0.0, 0) and inf["c[]"].array_lengths == (0, 0.0, 0)
     schema = sc.to_json_schema(inf)
-    assert schema["properties"] == {"_id": {"bsonType": "int"}, "a": {"bsonType": "array"},
+    assert schema["properties"] == {"_id": {"bsonType": "number"}, "a": {"bsonType": "array"},
                                     "b": {"bsonType": "object"},
                                     "c": {"bsonType": "array", "items": {"bsonType": "array"}}}
     if _caps_of(vdb).json_schema:
@@ -133,6 +180,7 @@ def test_the_estimate_past_the_exact_count_is_the_sketch_of_every_value():
     """Switching from exact counting to the sketch loses nothing: the same estimate as hashing every value."""
     values = [f"id{i:05d}" for i in range(sc.EXACT_DISTINCT + 5_000)]
     sketch = sc._Distinct()
+    sketch.exact = None  # the sketch alone, from the first value
     for v in values:
         sketch._add_hash(sc._hash_key(("string", v)))
     assert sc.infer_documents({"v": v} for v in values)["v"].distinct == sketch.estimate()[0]
@@ -269,7 +317,7 @@ def test_refusal_has_code_121_and_readable_reasons(vdb):
 
 def test_validation_level_action_and_bypass_follow_the_manual(vdb):
     _needs_validation(vdb)
-    name = _collection(vdb).name
+    name = _own(vdb)
     coll = vdb[name]
     coll.insert_many([{"_id": "old", "lon": 1.0}, {"_id": "good", "lat": 1.0}])  # before any validator
     opts = sc.set_validator(vdb, name, REPORT_SCHEMA)  # existing documents are not checked
@@ -305,6 +353,23 @@ def test_set_validator_refuses_unknown_levels_and_actions(db):
         sc.set_validator(db, "x", REPORT_SCHEMA, action="log")
 
 
+def test_set_validator_changes_only_the_workbooks_own_collections(db):
+    from helpers.safety import REGISTRY, ForeignCollectionError, workbook_collection
+
+    foreign = _collection(db, "theirs")
+    foreign.insert_one({"_id": 1, "note": "not the workbook's"})
+    with pytest.raises(ForeignCollectionError, match="not created by this workbook"):
+        sc.set_validator(db, foreign.name, REPORT_SCHEMA)
+    workbook_collection(db, "t_own_probe")  # the registry exists and holds an entry
+    with pytest.raises(sc.SchemaError, match="registry"):
+        sc.set_validator(db, REGISTRY, REPORT_SCHEMA)
+    assert db[REGISTRY].count_documents({"_id": "t_own_probe"}) == 1
+    assert foreign.find_one({"_id": 1}) == {"_id": 1, "note": "not the workbook's"}
+    for info in db.list_collections():
+        if info["name"] in (foreign.name, REGISTRY):
+            assert not info.get("options", {}).get("validator")  # neither was touched
+
+
 # ------------------------------------------------------------------------------------------
 # versioning
 
@@ -338,7 +403,7 @@ def test_versioned_validator_on_the_server(vdb):
     _needs_validation(vdb)
     v1 = sc.to_json_schema(sc.infer_documents(V1[:-1]))
     v2 = sc.to_json_schema(sc.infer_documents([sc.upgrade_report(d) for d in V1[:-1]]))
-    name = _collection(vdb).name
+    name = _own(vdb)
     vdb.create_collection(name, validator={"$jsonSchema": sc.versioned_validator({1: v1, 2: v2})})
     coll = vdb[name]
     assert sc.try_write(lambda: coll.insert_one(V1[0])).accepted
@@ -356,29 +421,81 @@ def _load_v1(db):
     return coll
 
 
-def test_lazy_write_upgrades_what_it_touches_and_costs_the_documented_round_trips(db):
+def test_lazy_write_is_one_command_whatever_the_version(db):
     coll = _load_v1(db)
     with counting() as cost:
-        assert sc.write_lazy(coll, "r005", {"altitude": 1.0}) == "upgraded"
-    assert cost.commands == ["update", "find", "update"]  # failed v2 update, read, conditional replace
+        assert sc.write_lazy(coll, "r005", {"altitude": 1.0}) == "written"
+    assert cost.commands == ["update"] and cost.round_trips == 1 and cost.docs_returned == 0
+    assert coll.count_documents(sc.NOT_CURRENT) == len(V1) - 1  # upgraded
     with counting() as cost:
-        assert sc.write_lazy(coll, "r005", {"altitude": 2.0}) == "updated"
-    assert cost.round_trips == 1
+        assert sc.write_lazy(coll, "r005", {"altitude": 2.0}) == "written"
+    assert cost.commands == ["update"] and cost.round_trips == 1
     assert sc.write_lazy(coll, "nope", {"altitude": 2.0}) == "missing"
     stored = coll.find_one({"_id": "r005"})
     assert stored == {**sc.upgrade_report(V1[5]), "altitude": 2.0}
+    assert list(stored) == list({**sc.upgrade_report(V1[5]), "altitude": 2.0})  # same field order too
     assert coll.count_documents({"schemaVersion": {"$exists": False}}) == len(V1) - 1
+    # a report without a position is upgraded without one; a string that looks like a field path stays a string
+    assert sc.write_lazy(coll, "r999", {"callsign": "$lat"}) == "written"
+    assert coll.find_one({"_id": "r999"}) == {**sc.upgrade_report(V1[-1]), "callsign": "$lat"}
+    with pytest.raises(sc.SchemaError, match="position"):
+        sc.write_lazy(coll, "r001", {"position": None})
+
+
+def test_one_hundred_lazy_writes_cost_one_hundred_round_trips(db):
+    coll = _load_v1(db)
+    rng = random.Random(5)
+    writes = [(rng.choice(V1)["_id"], {"altitude": float(rng.randrange(40_000))}) for _ in range(100)]
+    with counting() as cost:
+        outcomes = [sc.write_lazy(coll, rid, change) for rid, change in writes]
+    assert cost.round_trips == 100 and outcomes == ["written"] * 100
+    touched = {rid for rid, _ in writes}
+    assert coll.count_documents(sc.NOT_CURRENT) == len(V1) - len(touched)
+    last = {rid: change for rid, change in writes}  # the last write to each report wins
+    for rid, change in last.items():
+        assert coll.find_one({"_id": rid}) == {**sc.upgrade_report(next(d for d in V1 if d["_id"] == rid)), **change}
 
 
 def test_an_explicit_schema_version_1_is_version_1_for_every_helper(db):
     """version_of and the oneOf validator take schemaVersion: 1 as version 1: so do the writers."""
     coll = _load_v1(db)
     coll.update_many({"_id": {"$in": ["r001", "r002"]}}, {"$set": {"schemaVersion": 1}})
-    assert sc.write_lazy(coll, "r001", {"altitude": 1.0}) == "upgraded"
+    assert sc.write_lazy(coll, "r001", {"altitude": 1.0}) == "written"
     assert coll.find_one({"_id": "r001"}) == {**sc.upgrade_report(V1[1]), "altitude": 1.0}
     result = sc.migrate_in_batches(coll, 25)
     assert result.upgraded == len(V1) - 1
     assert coll.count_documents({"schemaVersion": {"$ne": 2}}) == 0
+
+
+def test_background_migration_ships_no_document_bodies(db):
+    coll = _load_v1(db)
+    with counting() as cost:
+        result = sc.migrate_in_batches(coll, 25)
+    assert (result.batches, result.upgraded, result.skipped, result.left) == (5, len(V1), 0, 0)
+    assert cost.round_trips == 2 * 5 + 1  # per batch: the _id values, one update; then "none left"
+    assert cost.docs_returned == len(V1)  # one {_id} per report, nothing else
+    assert cost.bytes_returned < 30 * len(V1)
+    assert [sc.read_report(d) for d in coll.find().sort("_id", 1)] == [sc.upgrade_report(d) for d in V1]
+    # the counter-example reads every document and writes every document back
+    naive = _load_v1(db)
+    with counting() as cost:
+        sc.migrate_in_batches(naive, 25, naive=True)
+    assert cost.bytes_returned > 50 * len(V1)
+    assert [d for d in naive.find().sort("_id", 1)] == [d for d in coll.find().sort("_id", 1)]
+
+
+def test_background_migration_finishes_whatever_the_id_types(db):
+    coll = _collection(db, "mixed_ids")
+    ids = [f"s{i:02d}" for i in range(20)] + [ObjectId() for _ in range(3)] + list(range(4))
+    coll.insert_many([{"_id": i, "lat": 46.0, "lon": 7.0, "altitude": 1.0} for i in ids])
+    result = sc.migrate_in_batches(coll, 5)
+    assert (result.upgraded, result.skipped, result.left) == (27, 0, 0)
+    assert coll.count_documents(sc.NOT_CURRENT) == 0
+    # the naive counter-example pages the same way
+    again = _collection(db, "mixed_ids")
+    again.insert_many([{"_id": i, "lat": 46.0, "lon": 7.0} for i in ids])
+    assert sc.migrate_in_batches(again, 5, naive=True).upgraded == 27
+    assert again.count_documents(sc.NOT_CURRENT) == 0
 
 
 def test_background_migration_never_overwrites_a_concurrent_write(db):
@@ -388,10 +505,10 @@ def test_background_migration_never_overwrites_a_concurrent_write(db):
     failures = []
 
     def racing_writer(batch):  # between a batch's read and its write: the worst moment
-        for d in rng.sample(batch, 3):
+        for rid in rng.sample(batch, 3):
             change = {"altitude": float(rng.randrange(10_000))}
-            sc.write_lazy(coll, d["_id"], change)
-            expected[d["_id"]].update(change)
+            sc.write_lazy(coll, rid, change)
+            expected[rid].update(change)
         for d in coll.find().limit(10):  # a reader: every version reads
             try:
                 sc.read_report(d)
@@ -405,6 +522,22 @@ def test_background_migration_never_overwrites_a_concurrent_write(db):
     assert sc.content_digest(coll.find()) == sc.content_digest(expected.values())
     again = sc.migrate_in_batches(coll, 25)
     assert (again.batches, again.upgraded) == (0, 0)
+
+
+def test_the_naive_migration_loses_the_racing_writes(db):
+    coll = _load_v1(db)
+    expected = {d["_id"]: sc.upgrade_report(d) for d in V1}
+    rng = random.Random(5)
+
+    def racing_writer(batch):
+        for rid in rng.sample(batch, 3):
+            change = {"altitude": float(rng.randrange(10_000))}
+            sc.write_lazy(coll, rid, change)
+            expected[rid].update(change)
+
+    sc.migrate_in_batches(coll, 25, after_read=racing_writer, naive=True)
+    lost = sum(sc.read_report(d) != expected[d["_id"]] for d in coll.find())
+    assert lost == 15  # every write made between a batch's read and its replace
 
 
 def test_migration_with_a_real_concurrent_writer_and_reader(server_db):

@@ -48,11 +48,16 @@ def busiest_10_to_11(answer: Any, *, db: Any) -> str | None:
 
 
 @exercise("7.2", hint="in one pipeline, ZADD the key {report id: groundspeed} for each report whose "
-                      "airline is AIRLINE; use keys.key('speed', AIRLINE) as the key")
+                      "airline is AIRLINE (one ZADD per report, as the feed sends them), inside "
+                      "`with redis_backend.count_commands() as cost:`; use keys.key('speed', AIRLINE) as the key")
 def speed_index(answer: Any, *, db: Any, redis: Any, airline: str) -> str | None:
-    """The sorted set holds exactly the airline's reports, scored by ground speed (from MongoDB)."""
+    """``(key, commands)``: the sorted set holds exactly the airline's reports, scored by ground speed
+    (from MongoDB), and it took one ``ZADD`` per report."""
     from .. import kv
 
+    if not (isinstance(answer, (list, tuple)) and len(answer) == 2):
+        return "give (key, commands): the sorted set's full name and the number of commands it took"
+    answer, commands = answer
     if not isinstance(answer, str) or not answer:
         return "give the full name of the sorted set (a string, e.g. keys.key('speed', AIRLINE))"
     if redis.type(answer) != "zset":
@@ -67,7 +72,12 @@ def speed_index(answer: Any, *, db: Any, redis: Any, airline: str) -> str | None
     if extra:
         return f"{len(extra)} members are not reports of {airline}, e.g. {extra[0]!r}"
     wrong = sorted(k for k in want if abs(float(got[k]) - want[k]) > 1e-9)
-    return f"{len(wrong)} scores are not the report's groundspeed, e.g. {wrong[0]!r}" if wrong else None
+    if wrong:
+        return f"{len(wrong)} scores are not the report's groundspeed, e.g. {wrong[0]!r}"
+    if isinstance(commands, bool) or not isinstance(commands, int) or commands != len(want):
+        return ("the sorted set is right, but that is not the number of commands a ZADD per report takes: "
+                "count them with redis_backend.count_commands() around the pipeline (cost.commands)")
+    return None
 
 
 @exercise("7.3", hint="$match ts in [kv.NOW - 7200, kv.NOW - 3600), $group by $icao24 with "
