@@ -9,6 +9,7 @@ import pytest
 from engines import embedded
 from helpers import backends
 from helpers.backends import BackendError, connect, redact_uri
+from helpers.capabilities import CAPABILITIES
 
 
 @pytest.fixture
@@ -106,19 +107,11 @@ def test_auto_falls_back_to_mock_when_embedded_cannot_start(monkeypatch):
         connect("embedded", db_name="wbtest_fallback")
 
 
-# What each engine's probes find, measured (docs/ENGINES.md). A real MongoDB passes every probe
-# (transactions: only a replica set or Atlas).
+# What each engine's probes find, measured (docs/ENGINES.md), as each capability declares it. A real
+# MongoDB passes every probe (transactions: only a replica set or Atlas).
 PINNED = {
-    "mongomock-ng": dict(indexes=False, explain=False, explain_regex=False, bson_size=False, json_schema=False,
-                         max_document_size=False, transactions=True, graph_restrict=True, slice_projection=False,
-                         bare_regex_indexed=True, id_range_index=False, array_field_path=True,
-                         graph_missing_start_as=False, near_sorted=True, geo_center_sphere=False, geo_index=True,
-                         collation=False, transaction_isolation=False, concurrent_clients=False),
-    "SecantusDB": dict(indexes=True, explain=True, explain_regex=False, bson_size=True, json_schema=True,
-                       max_document_size=True, transactions=True, graph_restrict=False, slice_projection=True,
-                       bare_regex_indexed=False, id_range_index=False, array_field_path=False,
-                       graph_missing_start_as=True, near_sorted=False, geo_center_sphere=True, geo_index=True,
-                       collation=True, transaction_isolation=True, concurrent_clients=True),
+    "mongomock-ng": {c.name: c.mock[0] for c in CAPABILITIES if not c.limit},
+    "SecantusDB": {c.name: c.embedded[0] for c in CAPABILITIES if not c.limit},
 }
 
 
@@ -243,6 +236,9 @@ def test_engine_limits_are_probed_and_known_for_any_client(backend):
     characters; the mock meets no cap (docs/ENGINES.md)."""
     caps = backend.info.caps
     expected = {"SecantusDB": (100, 1000), "mongomock-ng": (None, None)}.get(backend.info.engine)
+    limits = {"SecantusDB": "embedded", "mongomock-ng": "mock"}  # the declarations say the same
+    if expected is not None:
+        assert tuple(getattr(c, limits[backend.info.engine])[0] for c in CAPABILITIES if c.limit) == expected
     if expected is not None:
         assert (caps.graph_max_depth, caps.regex_max_length) == expected
     assert backends.engine_limits(backend.db) == (caps.graph_max_depth, caps.regex_max_length)

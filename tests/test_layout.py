@@ -25,7 +25,7 @@ from tools import repo
 ROOT = repo.ROOT
 PACKAGES = ("helpers", "engines")
 #: helpers modules that are not a lesson's pattern code (the rest must name their notebook)
-INFRASTRUCTURE = {"__init__", "backends", "counting", "datasets", "display", "exercises",
+INFRASTRUCTURE = {"__init__", "backends", "capabilities", "counting", "datasets", "display", "exercises",
                   "generators", "measure", "plans", "safety", "settings", "sizes", "uri", "workload"}
 
 
