@@ -20,13 +20,13 @@ import re
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Generic, TypeVar
 
 from . import capabilities as _capabilities
 from . import settings
 from . import uri as _uri
 from .capabilities import Capabilities
-from .counting import attach_listener_client
+from .counting import attach_listener_client, recorder
 
 __all__ = [
     "BackendError",
@@ -44,6 +44,8 @@ __all__ = [
     "SOCKET_CONNECT_TIMEOUT_MS",
     "DEFAULT_DB",
     "engine_limits",
+    "ProcessWide",
+    "current_connection",
 ]
 
 DEFAULT_DB = settings.DEFAULT_DB
@@ -56,6 +58,7 @@ CONNECT_TIMEOUT_MS = 4000  # server selection: + our own overhead stays under th
 #: lookup with it, and a real MongoDB's streaming heartbeat waits that plus heartbeatFrequencyMS.
 SOCKET_CONNECT_TIMEOUT_MS = 20_000
 BACKENDS = settings.BACKENDS
+T = TypeVar("T")
 SWITCH_HINT = "switch with WORKBOOK_BACKEND=mongodb|embedded|mock (mongodb needs MONGODB_URI)"
 
 class BackendError(RuntimeError):
@@ -319,7 +322,7 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
     from engines.mock import MockDatabase
 
     client, ver = _connect_mock(db_name)
-    conn = Connection(client, MockDatabase(client[db_name]), None)
+    conn = Connection(client, MockDatabase(client[db_name], recorder), None)
     return _finish(conn, "mock", "mongomock-ng", ver, None, note, probe)
 
 
@@ -364,16 +367,30 @@ def info_of(obj: Any) -> BackendInfo | None:
 # ---------------------------------------------------------------------------------------------
 # the process-wide connection the notebooks use
 
-_CURRENT: Connection | None = None
-_LOCK = threading.Lock()
+class ProcessWide(Generic[T]):
+    """One connection per process, opened on first use and shared by every caller (the one home of
+    that for MongoDB here and for Redis in ``helpers.redis_backend``)."""
+
+    def __init__(self, open_: Callable[[], T]) -> None:
+        self._open = open_
+        self._lock = threading.Lock()
+        #: the open connection, or None (reading it never connects)
+        self.current: T | None = None
+
+    def get(self) -> T:
+        with self._lock:
+            if self.current is None:
+                self.current = self._open()
+            return self.current
+
+    def close(self) -> None:
+        with self._lock:
+            if self.current is not None:
+                self.current.close()  # type: ignore[attr-defined]
+                self.current = None
 
 
-def _current() -> Connection:
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is None:
-            _CURRENT = connect()
-        return _CURRENT
+_SHARED: ProcessWide[Connection] = ProcessWide(lambda: connect())
 
 
 def get_db() -> Any:
@@ -381,12 +398,17 @@ def get_db() -> Any:
 
     Every notebook starts with this. See ``backend_info()`` for what the engine can show.
     """
-    return _current().db
+    return _SHARED.get().db
 
 
 def backend_info() -> BackendInfo:
     """Name, version, database and probed capabilities of the current backend."""
-    return _current().info
+    return _SHARED.get().info
+
+
+def current_connection() -> Connection | None:
+    """The process-wide connection if it is open, else None (never connects)."""
+    return _SHARED.current
 
 
 def banner() -> str:
@@ -402,8 +424,4 @@ def banner() -> str:
 
 def close() -> None:
     """Close the process-wide connection (and stop the embedded server, if any)."""
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is not None:
-            _CURRENT.close()
-            _CURRENT = None
+    _SHARED.close()
