@@ -1,11 +1,11 @@
-"""Every figure of issue 15 in one run, as one table: the measured ratio beside each goal.
+"""Every figure of the workbook's performance goals in one run, as one table: the measured ratio beside each goal.
 
     .venv/bin/python bench/run.py            # loads, ingest, every notebook at the default scale
     .venv/bin/python bench/run.py --quick    # loads and ingest only (a minute or two)
     .venv/bin/python bench/run.py --full     # also WORKBOOK_SCALE=full notebooks and the test command
     .venv/bin/python bench/run.py --others   # also the older per-topic benchmarks (measure, classroom)
 
-Goals (issue 15), each a ratio or a bound from this one run:
+Goals, each a ratio or a bound from this one run:
 
 * ``load_dataset`` of all 139,098 ADS-B reports <= 1.10x a raw ``insert_many`` of the same documents
   on the same engine, for a first load and for a reload. Each is timed in a fresh process (a fresh
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.pop("WORKBOOK_SCALE", None)
         rows += bench_suite()
     load2 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n## issue 15 goals ({os.cpu_count()} CPUs, load average {load1:.1f} at the start, {load2:.1f} at "
+    print(f"\n## performance goals ({os.cpu_count()} CPUs, load average {load1:.1f} at the start, {load2:.1f} at "
           f"the end; {time.perf_counter() - started:.0f} s)\n")
     print(table(rows))
     goals = [r for r in rows if r["holds"] != "-"]

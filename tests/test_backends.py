@@ -207,7 +207,7 @@ def test_the_collation_probe(backend):
         (backend.info.name == "mock")
 
 
-# --- issue 14 item 10 (+ the missing TLS file of item 9): the error says which of the failures it is
+# --- the error says which of the failures it is (a wrong password, a malformed URI, a missing TLS file, no server)
 
 def test_a_wrong_password_says_authentication_failed(auth_server):
     login, _admin = auth_server
@@ -254,7 +254,7 @@ def test_an_unreachable_server_says_unreachable(quick_timeout):
 
 
 def test_engine_limits_are_probed_and_known_for_any_client(backend):
-    """issue 14 item 7: SecantusDB's $graphLookup stops at depth 100 and refuses regexes over 1,000
+    """SecantusDB's $graphLookup stops at depth 100 and refuses regexes over 1,000
     characters; the mock meets no cap (docs/ENGINES.md)."""
     caps = backend.info.caps
     expected = {"SecantusDB": (100, 1000), "mongomock-ng": (None, None)}.get(backend.info.engine)

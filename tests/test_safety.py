@@ -46,7 +46,7 @@ def test_registry_name_is_reserved(db):
         workbook_collection(db, "workbook_registry")
 
 
-# --- issue 14 item 3: a probe never removes or rewrites what it did not create
+# --- a probe never removes or rewrites what it did not create
 
 def test_the_capability_probe_keeps_what_another_kernel_recorded_meanwhile(db, backend, monkeypatch):
     import dataclasses
