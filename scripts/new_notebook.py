@@ -4,7 +4,7 @@
     .venv/bin/python scripts/new_notebook.py 09 topic             # write, then run it (embedded engine)
     .venv/bin/python scripts/new_notebook.py 09 topic --no-run    # write only (run scripts/nb.py later)
 
-Writes, from the workbook's skeleton (README.md, "To add a notebook"):
+Writes, from the workbook's skeleton (CONTRIBUTING.md):
 
 * ``notebooks/09_topic.ipynb``: title, You will learn, You need, Setup (the banner cell tagged
   ``nbval-ignore-output``), one numbered section, one exercise with its check, Recap, and the

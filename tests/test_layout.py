@@ -171,3 +171,22 @@ def test_each_packages_docstring_names_every_module(package):
     modules = sorted(p.stem for p in (ROOT / package).glob("*.py") if p.stem != "__init__")
     missing = [m for m in modules if f"``{m}``" not in doc and f"``{package}.{m}``" not in doc]
     assert missing == [], f"{package}/__init__.py's docstring does not name {missing}"
+
+
+#: the tests of the whole project rather than of one module (README.md, "Layout")
+PROJECT_TESTS = {"layout", "notebooks_skeleton", "repo", "manual_examples", "browser", "bench"}
+
+
+def test_test_files_are_named_after_their_module():
+    """``test_<module>[_<aspect>].py`` for ``helpers/``, ``test_tools_``/``test_engines_``/``test_scripts_``
+    for the others, or one of the project-wide tests: so a module's tests are found by its name."""
+    modules = {p.stem for p in (ROOT / "helpers").glob("*.py")}
+    for prefix, folder in (("tools_", "tools"), ("engines_", "engines"), ("scripts_", "scripts")):
+        modules |= {prefix + p.stem for p in (ROOT / folder).glob("*.py")}
+    modules -= {"__init__", "tools___init__", "engines___init__"}
+    strays = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        name = path.stem[len("test_"):]
+        if name not in PROJECT_TESTS and not any(name == m or name.startswith(m + "_") for m in modules):
+            strays.append(path.name)
+    assert strays == [], f"name these after the module they test (README.md, Layout): {strays}"

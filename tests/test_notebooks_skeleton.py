@@ -1,4 +1,4 @@
-"""Every notebook has the workbook's skeleton (the README's "To add a notebook").
+"""Every notebook has the workbook's skeleton (CONTRIBUTING.md).
 
 Title, You will learn, You need; Setup in at most two code cells (connect with the banner, load the
 data); numbered sections in order; ``## Exercises`` with one layout (exercise cell, check cell, one
