@@ -4,9 +4,11 @@
     python3 workbook.py lab     # set up .venv, open JupyterLab at notebooks/00_start_here.ipynb
     python3 workbook.py test    # set up .venv, run the unit tests and every notebook on every backend
     python3 workbook.py setup   # only set up .venv (the dev container runs this once)
+    python3 workbook.py --help  # every command: for teaching (see the README) student-copies, progress,
+                                # class list|drop|logins|progress, html; advise (notebook 06)
 
-For teaching (see the README): student-copies, progress, class list, class drop, html; and
-advise: review a database for schema anti-patterns (notebook 06; `advise --help`).
+The arguments are parsed here, before anything is set up, by the one parser of ``tools/cli.py``
+(standard library only), so help and errors are the same for every command.
 
 Set-up is a virtual environment in .venv with requirements.txt installed; it is redone only when
 requirements.txt or pyproject.toml change.
@@ -97,15 +99,25 @@ def setup_only(args: list[str]) -> int:
     return 0
 
 
-def main() -> int:
+def _cli():
+    """tools/cli.py, loaded from its file (standard library only; no .venv, no sys.path edit needed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("workbook_cli", ROOT / "tools" / "cli.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = _cli()
+    build_parser, parse = cli.build_parser, cli.parse
+    argv = sys.argv[1:] if argv is None else argv
+    args, extra = parse(argv, build_parser())
     commands = {"lab": lab, "test": test, "setup": setup_only}
-    tools = {"student-copies", "progress", "class", "html", "advise"}
-    if len(sys.argv) >= 2 and sys.argv[1] in tools:
-        return tool(sys.argv[1:])
-    if len(sys.argv) < 2 or sys.argv[1] not in commands:
-        print(__doc__)
-        return 2
-    return commands[sys.argv[1]](sys.argv[2:])
+    if args.command in commands:
+        return commands[args.command](extra)
+    return tool(argv)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ Goals, each a ratio or a bound from this one run:
 * ``aerodata.ingest`` <= 1.25x its floor: a raw unordered ``insert_many`` of the very documents ingest
   stored, into a fresh collection with the same indexes;
 * every notebook at the default scale <= 20 s on embedded and on mock, no cell over 3 s;
+* ``helpers.schema.infer_documents`` at most 1.00x the CPU time of ``mongodb-schema`` (Compass's
+  schema engine) on the same documents, with the same answers (``bench/bench_schema.py``; where
+  Node.js is missing the row says so);
 * ``--full``: every notebook at ``WORKBOOK_SCALE=full`` <= 120 s on embedded, and the test command
   on a fresh clone, set-up included (no .venv, pip's cache off, a HOME of its own) <= 8 minutes.
 
@@ -358,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = bench_load(engines)
     print(table(rows), flush=True)
     rows += bench_ingest(engines, args.ingest_messages)
+    from bench_schema import goal_rows as schema_rows
+    rows += schema_rows()
     if not args.quick:
         rows += bench_notebooks(engines)
     if args.full:

@@ -327,9 +327,9 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
 
 
 def _check_db_name(name: str, source: str = "WORKBOOK_DB") -> None:
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,63}", name) or name in ("admin", "local", "config"):
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,63}", name) or name.lower() in ("admin", "local", "config"):
         raise BackendError(f"{source} {name!r} is not usable: use letters, digits, '_' or '-' "
-                           f"(at most 63), and not admin/local/config.")
+                           f"(at most 63), and not admin, local or config in any letter case.")
 
 
 def _finish(conn: Connection, name: str, engine: str, version: str, uri: str | None,

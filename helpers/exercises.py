@@ -14,9 +14,13 @@ A check never raises on a wrong or missing answer: an unfinished exercise report
 with its hint, so a student copy still runs top to bottom. Each result is recorded in the progress
 file (``helpers.settings.progress_file()``: ``WORKBOOK_PROGRESS``, else
 ``~/.schema_workbook/progress.json``), which ``python3 workbook.py progress`` (``tools/progress.py``) reads.
+On a server (``MONGODB_URI``) each answered check is also recorded in the learner's own database, in
+the workbook's ``workbook_progress`` collection (:func:`record_server_progress`), which the
+instructor's ``python3 workbook.py class progress`` reads.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import importlib
 import json
 import os
@@ -33,7 +37,8 @@ try:  # POSIX: lock the progress record while updating it
 except ImportError:  # Windows: a unique temporary file and an atomic replace, without the lock
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress"]
+__all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress",
+           "record_server_progress", "exercise_ids"]
 
 #: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
 Checker = Callable[..., "str | None"]
@@ -156,6 +161,55 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
     status, line = evaluate(exercise_id, answer, **context)
     print(line)
     record_progress(exercise_id, status == "correct")
+    if status != "not done yet":  # an answer given: an attempt
+        server = _server_db()
+        if server is not None:
+            record_server_progress(server, exercise_id, status == "correct")
+
+
+def exercise_ids() -> list[str]:
+    """Every exercise that has a checker (``helpers/checks/nbNN.py``), in notebook and exercise order."""
+    from . import checks
+
+    for module in sorted(p.stem for p in Path(checks.__file__).parent.glob("nb[0-9][0-9].py")):
+        importlib.import_module(f"{checks.__name__}.{module}")
+    return sorted(_CHECKERS, key=lambda e: tuple(int(x) for x in e.split(".")))
+
+
+# ---------------------------------------------------------------------------------------------
+# the progress record on a server: one document per exercise in the learner's own database
+
+def _server_db() -> Any:
+    """The learner's own database when this process works on a server, else None (never connects)."""
+    from . import backends
+
+    conn = backends.current_connection()
+    if conn is None or conn._closed or conn.info.name != "mongodb":
+        return None
+    return conn.db
+
+
+def record_server_progress(db: Any, exercise_id: str, passed: bool) -> bool:
+    """Record an attempt at ``exercise_id`` in ``db`` (the learner's own database), in the workbook's
+    ``workbook_progress`` collection (:data:`helpers.safety.PROGRESS`, recorded as the workbook's):
+    ``{_id: exercise id, notebook, passed, attempts, last}``, ``passed`` the latest result and
+    ``last`` its time (UTC). One update, so two kernels never lose an attempt.
+
+    Returns False (and raises nothing: progress is a convenience) when the server refused it, e.g.
+    a ``workbook_progress`` collection that the workbook did not create.
+    """
+    from .safety import PROGRESS, workbook_collection
+
+    try:
+        workbook_collection(db, PROGRESS).update_one(
+            {"_id": exercise_id},
+            {"$set": {"notebook": _notebook_name(exercise_id), "passed": bool(passed),
+                      "last": _dt.datetime.now(_dt.timezone.utc)},
+             "$inc": {"attempts": 1}},
+            upsert=True)
+        return True
+    except Exception:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------

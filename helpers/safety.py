@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 __all__ = [
     "REGISTRY",
+    "PROGRESS",
     "ForeignCollectionError",
     "workbook_collection",
     "track_collection",
@@ -21,6 +22,9 @@ __all__ = [
 ]
 
 REGISTRY = "workbook_registry"
+#: the learner's exercise results on a server (``helpers.exercises``): recorded like any workbook
+#: collection, but a reset keeps it (the results outlive each notebook's data); ``class drop`` drops it
+PROGRESS = "workbook_progress"
 
 
 class ForeignCollectionError(RuntimeError):
@@ -101,7 +105,7 @@ def reset_workbook(db: Any, keep: Iterable[Any] = ()) -> list[str]:
     record a collection while this runs, and its entry must survive (or its next load would be
     refused as foreign). An entry that cannot name a collection (not a string) is removed too.
     """
-    kept: set[str] = set()
+    kept: set[str] = {PROGRESS}
     for item in keep:
         if hasattr(item, "counts"):  # a LoadResult: its collections
             kept.update(item.counts)

@@ -65,7 +65,8 @@ __all__ = [
 
 ID_CHUNK = 100  # _ids per $in query when fetching a sample: each query stays small on every engine
 EXAMPLES = 3  # example values kept per field
-KMV_K = 1024  # hashes kept per field by the distinct-value estimator (exact up to this many values)
+KMV_K = 1024  # hashes kept per field by the distinct-value estimator
+EXACT_DISTINCT = 16_384  # distinct values counted exactly per field, before the estimator takes over
 INT32 = 2 ** 31
 
 
@@ -123,20 +124,41 @@ def bson_type(value: Any) -> str:
 # Inference
 # ------------------------------------------------------------------------------------------
 class _Distinct:
-    """Distinct-value estimate by K minimum values: exact up to ``KMV_K`` values, then an estimate.
+    """Distinct values: counted exactly up to ``EXACT_DISTINCT``, then estimated by K minimum values.
 
     Each value is hashed (its BSON bytes, so 1 and 1.0 and "1" are three values); the ``k``
     smallest hashes of ``n`` distinct values are spread evenly over [0, 1), so if the k-th smallest
     is ``h``, about ``(k - 1) / h`` values were seen (within about 1/sqrt(k), some 3% here).
+
+    Up to ``EXACT_DISTINCT`` distinct values nothing is hashed: the values themselves are kept
+    (keyed by their BSON type, so 1 and 1.0 stay two) and counted exactly. The first value past
+    that hashes the kept ones, and from then on every value is hashed: the estimate is the same as
+    hashing every value from the start.
     """
 
+    __slots__ = ("exact", "kept", "heap", "saturated")
+
     def __init__(self) -> None:
+        self.exact: set[Any] | None = set()  # (kind, value) keys while at most EXACT_DISTINCT values
         self.kept: set[int] = set()
         self.heap: list[int] = []  # the kept hashes, negated: heap[0] is minus the largest
         self.saturated = False
 
-    def add(self, value: Any) -> None:
-        h = int.from_bytes(hashlib.blake2b(bson.encode({"v": value}), digest_size=8).digest(), "big")
+    def add(self, value: Any, kind: str) -> None:
+        exact = self.exact
+        if exact is not None:
+            key = _exact_key(value, kind)
+            if key in exact:
+                return
+            if len(exact) < EXACT_DISTINCT:
+                exact.add(key)
+                return
+            self.exact = None  # past EXACT_DISTINCT distinct values: hash the kept ones, then this one
+            for k in exact:
+                self._add_hash(_hash_key(k))
+        self._add_hash(_hash_key(_exact_key(value, kind)))
+
+    def _add_hash(self, h: int) -> None:
         if h in self.kept:
             return
         if len(self.heap) < KMV_K:
@@ -149,14 +171,43 @@ class _Distinct:
             self.kept.add(h)
 
     def estimate(self) -> tuple[int, bool]:
+        if self.exact is not None:
+            return len(self.exact), True
         if not self.saturated:
             return len(self.heap), True
         kth = -self.heap[0] / 2 ** 64
         return round((KMV_K - 1) / kth), False
 
 
+#: kinds whose Python values compare as their BSON bytes do (a value of another kind, or a NaN, is
+#: keyed by its BSON bytes)
+_PLAIN_KINDS = frozenset(("string", "int", "long", "double", "bool", "null", "objectId"))
+
+
+def _exact_key(value: Any, kind: str) -> Any:
+    if kind in _PLAIN_KINDS and value == value and (value or kind != "double"):  # NaN, -0.0: by their bytes
+        if kind == "long":
+            value = int(value)  # an Int64 and a large int are the same BSON long
+        return (kind, value)
+    return bson.encode({"v": value})
+
+
+def _hash_key(key: Any) -> int:
+    """A 64-bit hash of a value's BSON bytes, the same on every run and machine."""
+    data = key if isinstance(key, bytes) else bson.encode({"v": key[1]} if key[0] != "long" else {"v": Int64(key[1])})
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+#: the BSON type of a value of exactly these Python types (subclasses go through ``bson_type``)
+_KIND_OF_TYPE: dict[type, str] = {str: "string", float: "double", bool: "bool", type(None): "null", dict: "object",
+                                  SON: "object", list: "array", tuple: "array", _dt.datetime: "date",
+                                  ObjectId: "objectId", Int64: "long"}
+
+
 class _Node:
     """Everything seen at one path: types, array lengths, distinct values, children."""
+
+    __slots__ = ("count", "docs", "_last_doc", "types", "lengths", "distinct", "examples", "children", "items")
 
     def __init__(self) -> None:
         self.count = 0  # values seen (each array element once, at the element's path)
@@ -174,21 +225,44 @@ class _Node:
         if doc_index != self._last_doc:
             self._last_doc = doc_index
             self.docs += 1
-        kind = bson_type(value)
-        self.types[kind] = self.types.get(kind, 0) + 1
+        cls = type(value)
+        kind = _KIND_OF_TYPE.get(cls)
+        if kind is None:
+            kind = ("int" if -INT32 <= value < INT32 else "long") if cls is int else bson_type(value)
+        types = self.types
+        types[kind] = types.get(kind, 0) + 1
         if kind == "object":
+            children = self.children
             for key, sub in value.items():
-                self.children.setdefault(key, _Node()).add(sub, doc_index)
+                child = children.get(key)
+                if child is None:
+                    child = children[key] = _Node()
+                sub_kind = _KIND_OF_TYPE.get(type(sub))
+                if sub_kind is None or sub_kind == "object" or sub_kind == "array":
+                    child.add(sub, doc_index)
+                else:  # the hot path, inlined: a scalar field of a document (the same steps as below)
+                    child.count += 1
+                    if doc_index != child._last_doc:
+                        child._last_doc = doc_index
+                        child.docs += 1
+                    sub_types = child.types
+                    sub_types[sub_kind] = sub_types.get(sub_kind, 0) + 1
+                    child.distinct.add(sub, sub_kind)
+                    examples = child.examples
+                    if len(examples) < EXAMPLES and sub not in examples:
+                        examples.append(sub)
         elif kind == "array":
             self.lengths.append(len(value))
-            if self.items is None:
-                self.items = _Node()
+            items = self.items
+            if items is None:
+                items = self.items = _Node()
             for element in value:
-                self.items.add(element, doc_index)
+                items.add(element, doc_index)
         else:
-            self.distinct.add(value)
-            if len(self.examples) < EXAMPLES and value not in self.examples:
-                self.examples.append(value)
+            self.distinct.add(value, kind)
+            examples = self.examples
+            if len(examples) < EXAMPLES and value not in examples:
+                examples.append(value)
 
 
 @dataclass(frozen=True)
@@ -199,7 +273,7 @@ class FieldStats:
     says the field is in *every* sampled instance of its parent document (what ``to_json_schema``
     exports as ``required``). ``types`` counts values per BSON type, ``type_shares`` divides by
     ``count``. ``array_lengths`` is (min, median, max) when the field holds arrays. ``distinct`` is
-    exact when ``distinct_exact`` (at most ``KMV_K`` = 1,024 values), else an estimate; documents and arrays
+    exact when ``distinct_exact`` (at most ``EXACT_DISTINCT`` = 16,384 values), else an estimate; documents and arrays
     are not counted. Introduced in notebook 05.
     """
 

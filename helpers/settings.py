@@ -30,7 +30,7 @@ from pathlib import Path
 from . import uri as _uri
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_DB", "DB_PREFIX", "DEFAULT_SCALE", "VARIABLES",
-           "backend", "mongodb_uri", "database_override", "database_name", "student_db_name", "scale",
+           "backend", "mongodb_uri", "database_override", "database_name", "student_db_name", "login_db_name", "scale",
            "datasets_folder", "demo", "progress_file", "cache_folder", "progress_bars", "notebook_session", "redis_url"]
 
 BACKENDS = ("auto", "mongodb", "embedded", "mock")
@@ -91,20 +91,33 @@ def _os_user() -> str:
         return "student"
 
 
-def student_db_name(uri: str | None = None, *, user: str | None = None, host: str | None = None) -> str:
-    """The database of this student on a shared server, named without any set-up by the student.
+def login_db_name(login: str) -> str:
+    """The database of a per-student login made by ``python3 workbook.py class logins``:
+    ``schema_workbook_<login>_<4 hex of the exact login>`` (``Ana`` and ``ana`` never share)."""
+    return f"{DB_PREFIX}_{_slug(login, 30)}_{_tag(login)}"
 
-    * ``schema_workbook_<user>_<4 hex>`` when ``uri`` carries a user name (one login per student;
-      the hex digits come from the exact name, so ``Ana`` and ``ana`` never share);
-    * ``schema_workbook_<os user>_<4 hex of login and machine>`` otherwise (a shared class login on
-      thirty lab machines still gives thirty databases).
+
+def student_db_name(uri: str | None = None, *, user: str | None = None, host: str | None = None) -> str:
+    """The database of this learner on a shared server, named without any set-up by the learner.
+
+    * the database the URI's path names, when it is a ``schema_workbook_*`` one: the instructor made
+      this login for that database (``class logins`` writes such URIs; see :func:`login_db_name`);
+    * otherwise ``schema_workbook_<URI user>_<os user>_<6 hex>`` when the URI carries a user, and
+      ``schema_workbook_<os user>_<6 hex>`` when it carries none, the hex digits made from the URI's
+      user, the login and the machine: learners who share one server login (``ana`` on ``pc01``,
+      ``ben`` on ``pc02``) never share a database, and ``Ana``/``ana`` or ``ana.lopez``/``ana_lopez``
+      never do either. ``user``/``host`` replace the login and machine (tests).
     """
-    login = _uri.user_name(uri)
-    if login and user is None:
-        return f"{DB_PREFIX}_{_slug(login, 30)}_{_tag(login)}"
+    named = _uri.database(uri)
+    if named and named.startswith(DB_PREFIX + "_"):
+        return named
+    login = _uri.user_name(uri) or ""
     user = user if user is not None else _os_user()
     host = host if host is not None else socket.gethostname()
-    return f"{DB_PREFIX}_{_slug(user)}_{_tag(user + '@' + host)}"
+    tag = hashlib.sha256(f"{login}\0{user}@{host}".encode()).hexdigest()[:6]
+    if login:
+        return f"{DB_PREFIX}_{_slug(login, 16)}_{_slug(user, 12)}_{tag}"
+    return f"{DB_PREFIX}_{_slug(user)}_{tag}"
 
 
 def scale() -> str | None:

@@ -19,7 +19,7 @@ import re
 from typing import NamedTuple
 from urllib.parse import unquote, unquote_plus
 
-__all__ = ["UriParts", "parse", "user_name", "redact", "secrets", "scrub", "is_uri", "options", "UNPARSABLE",
+__all__ = ["UriParts", "parse", "user_name", "database", "redact", "secrets", "scrub", "is_uri", "options", "UNPARSABLE",
            "SENSITIVE_OPTIONS"]
 
 #: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
@@ -131,6 +131,17 @@ def user_name(uri: str | None) -> str | None:
     if parts is None or not parts.user:
         return None
     return unquote(parts.user)
+
+
+def database(uri: str | None) -> str | None:
+    """The database a MongoDB URI's path names (``mongodb://h/NAME?...``, percent-decoded), or None."""
+    split = _split(uri or "")
+    if split is None or not _MONGODB.match(split[0]):
+        return None
+    _scheme, _userinfo, hosts, _query = split
+    _hosts, slash, path = hosts.partition("/")
+    name = unquote(path) if slash else ""
+    return name or None
 
 
 def _option(piece: str) -> tuple[str, str | None]:

@@ -10,3 +10,24 @@ def test_thirty_students_at_once_lose_nothing_and_never_cross(test_uri):
     assert report["problems"] == []
     assert report["operations"] == 30 * 2 * 15
     print(f"\nclass load test: {report}")
+
+
+def test_the_schema_benchmark_compares_paths_types_and_array_lengths():
+    """bench/bench_schema.py's comparison with mongodb-schema finds each kind of difference (and none
+    between equal answers), so its "same answers" column can fail."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from bench_schema import differences, workbook_side
+
+    _, _, ours = workbook_side([{"a": 1, "b": [1, 2, 3], "c": {"d": "x"}}, {"a": "s", "b": []}], repeat=1)
+    assert ours == {"a": {"types": {"int": 1, "string": 1}, "lengths": None},
+                    "b": {"types": {"array": 2}, "lengths": [0, 1.5, 3]},
+                    "c": {"types": {"object": 1}, "lengths": None}, "c.d": {"types": {"string": 1}, "lengths": None},
+                    "b[]": {"types": {"int": 3}, "lengths": None}}
+    assert differences(ours, ours) == []
+    theirs = {**ours, "a": {"types": {"int": 2}, "lengths": None}, "b": {"types": {"array": 2}, "lengths": [0, 2, 3]}}
+    del theirs["c.d"]
+    assert differences(ours, theirs) == ["a: types {'int': 1, 'string': 1} vs {'int': 2}",
+                                         "b: array lengths [0, 1.5, 3] vs [0, 2, 3]", "c.d: only in the workbook"]

@@ -181,3 +181,51 @@ def test_exercise_4_6_accepts_region_rules_and_refuses_loose_or_tight_ones(db):
     status, line = evaluate("4.6", tight, aerodata=reports)
     assert status == "not right yet" and "stored reports break" in line
     assert evaluate("4.6", {"lat": 1}, aerodata=reports)[0] == "not right yet"
+
+
+def test_on_a_server_each_answer_is_also_recorded_in_the_learners_own_database(backend, capsys, tmp_path,
+                                                                               monkeypatch):
+    import uuid
+
+    from helpers import backends
+    from helpers.safety import PROGRESS, is_workbook_collection, reset_workbook
+
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/98_test.ipynb")
+    monkeypatch.setattr(backends._SHARED, "current", backend)  # this process's connection: the learner's own database
+    db = backend.db
+    db.drop_collection(PROGRESS)
+    try:
+        check("98.1", None)  # not done yet: not an attempt
+        check("98.1", 4)
+        check("98.1", 5)
+        check("98.1", 1)
+        on_server = backend.info.name == "mongodb"
+        docs = list(db[PROGRESS].find())
+        if not on_server:  # offline: the local file only, as before
+            assert docs == []
+            return
+        assert len(docs) == 1 and is_workbook_collection(db, PROGRESS)
+        doc = docs[0]
+        assert (doc["_id"], doc["notebook"], doc["passed"], doc["attempts"]) == ("98.1", "98_test", False, 3)
+        assert doc["last"].year >= 2024
+        # a Setup cell's reset keeps the results; other databases get nothing
+        other = f"wbtest_{uuid.uuid4().hex[:10]}"
+        reset_workbook(db)
+        assert db[PROGRESS].count_documents({}) == 1
+        assert other not in backend.client.list_database_names()
+        # a collection of that name the workbook did not make is never written
+        db.drop_collection(PROGRESS)
+        db["workbook_registry"].delete_one({"_id": PROGRESS})
+        db[PROGRESS].insert_one({"_id": "someone else's"})
+        assert exercises.record_server_progress(db, "98.1", True) is False
+        assert list(db[PROGRESS].find()) == [{"_id": "someone else's"}]
+    finally:
+        db.drop_collection(PROGRESS)
+        db["workbook_registry"].delete_one({"_id": PROGRESS})
+
+
+def test_exercise_ids_list_every_checker_in_order():
+    ids = exercises.exercise_ids()
+    assert ids[0] == "0.1" and {"1.4", "4.6", "7.3"} <= set(ids)
+    assert ids == sorted(ids, key=lambda e: tuple(int(x) for x in e.split(".")))

@@ -119,11 +119,23 @@ def test_empty_arrays_and_documents_export_without_items_or_properties(vdb):
 def test_distinct_estimate_is_exact_below_the_sketch_size_and_close_above():
     few = sc.infer_documents({"v": i % 50} for i in range(1000))
     assert (few["v"].distinct, few["v"].distinct_exact) == (50, True)
-    exact = sc.infer_documents({"v": i} for i in range(sc.KMV_K))
-    assert (exact["v"].distinct, exact["v"].distinct_exact) == (sc.KMV_K, True)
-    many = sc.infer_documents({"v": i} for i in range(20_000))
+    exact = sc.infer_documents({"v": i} for i in range(sc.EXACT_DISTINCT))
+    assert (exact["v"].distinct, exact["v"].distinct_exact) == (sc.EXACT_DISTINCT, True)
+    # 1 and 1.0 and "1" and True are four BSON values; -0.0 and 0.0 two; each NaN the same value
+    mixed = sc.infer_documents({"v": v} for v in (1, 1.0, "1", True, 0.0, -0.0, float("nan"), float("nan"), 1))
+    assert mixed["v"].distinct == 7
+    many = sc.infer_documents({"v": i} for i in range(40_000))
     assert not many["v"].distinct_exact
-    assert abs(many["v"].distinct - 20_000) / 20_000 < 0.15
+    assert abs(many["v"].distinct - 40_000) / 40_000 < 0.15
+
+
+def test_the_estimate_past_the_exact_count_is_the_sketch_of_every_value():
+    """Switching from exact counting to the sketch loses nothing: the same estimate as hashing every value."""
+    values = [f"id{i:05d}" for i in range(sc.EXACT_DISTINCT + 5_000)]
+    sketch = sc._Distinct()
+    for v in values:
+        sketch._add_hash(sc._hash_key(("string", v)))
+    assert sc.infer_documents({"v": v} for v in values)["v"].distinct == sketch.estimate()[0]
 
 
 def test_percent_never_rounds_a_partial_share_to_all_or_nothing():

@@ -14,16 +14,43 @@ from helpers.backends import connect
 def test_student_database_names_need_no_setup():
     a = settings.student_db_name(None, user="Ana María", host="lab-pc-01")
     b = settings.student_db_name(None, user="Ana María", host="lab-pc-02")
-    assert a.startswith("schema_workbook_ana_mar") and a != b  # shared login, two machines
+    assert a.startswith("schema_workbook_ana_mar") and a != b  # one login name, two machines
     assert settings.student_db_name(None, user="Ana María", host="lab-pc-01") == a  # stable
-    s07 = settings.student_db_name("mongodb://s07:pw@srv:27017/")
-    assert s07.startswith("schema_workbook_s07_") and len(s07) == len("schema_workbook_s07_") + 4
+    s07 = settings.student_db_name("mongodb://s07:pw@srv:27017/", user="ana", host="pc01")
+    assert s07 == "schema_workbook_s07_ana_" + s07[-6:] and len(s07) == len("schema_workbook_s07_ana_") + 6
     assert settings.student_db_name("mongodb+srv://ana.lopez%40uni:p@ss@c0.example.net/").startswith(
         "schema_workbook_ana_lopez_uni_")
     # names that slug alike still get their own databases
     assert settings.student_db_name("mongodb://Ana:x@h/") != settings.student_db_name("mongodb://ana:x@h/")
     assert settings.student_db_name(None, user="ana.lopez", host="pc") != \
         settings.student_db_name(None, user="ana_lopez", host="pc")
+
+
+def test_learners_who_share_a_server_login_never_share_a_database():
+    shared = "mongodb://student:pw@lab-server:27017/"
+    ana = settings.student_db_name(shared, user="ana", host="pc01")
+    ben = settings.student_db_name(shared, user="ben", host="pc02")
+    same_name = settings.student_db_name(shared, user="student", host="pc01")
+    other_pc = settings.student_db_name(shared, user="student", host="pc02")
+    assert len({ana, ben, same_name, other_pc}) == 4
+    assert ana.startswith("schema_workbook_student_ana_") and ben.startswith("schema_workbook_student_ben_")
+    # a login made for one database (class logins) names it in the URI's path: that database, on every machine
+    own = settings.login_db_name("ana")
+    uri = f"mongodb://ana:pw@lab-server:27017/{own}?authSource=admin"
+    assert settings.student_db_name(uri, user="x", host="pc01") == own == \
+        settings.student_db_name(uri, user="y", host="pc02")
+    # any other path (an Atlas URI's /test, /admin) is only where the driver authenticates: not the database
+    assert settings.student_db_name("mongodb://ana:pw@h/admin", user="ana", host="pc01") == \
+        settings.student_db_name("mongodb://ana:pw@h/", user="ana", host="pc01")
+
+
+@pytest.mark.parametrize("name", ["admin", "Admin", "ADMIN", "Local", "CONFIG", "config"])
+def test_reserved_database_names_are_refused_in_any_letter_case(monkeypatch, name):
+    from helpers.backends import BackendError
+
+    monkeypatch.setenv("WORKBOOK_DB", name)
+    with pytest.raises(BackendError, match="not admin, local or config in any letter case"):
+        connect("mock")
 
 
 def test_server_backend_defaults_to_the_students_own_database(monkeypatch, test_uri):

@@ -1,6 +1,8 @@
 """Tests of tools/classdb.py: the instructor's class list and drop."""
 from __future__ import annotations
 
+import contextlib
+import re
 import uuid
 
 import pytest
@@ -122,3 +124,178 @@ def test_class_drop_of_a_database_that_is_not_the_workbooks_is_a_sentence(test_u
 ])
 def test_instructor_privileges_as_a_real_mongodb_reports_them(privileges, allowed):
     assert classdb.instructor_privileges(privileges) is allowed
+
+
+# --- per-student logins, the class's progress, and the end of term
+
+def _roster(tmp_path, *lines):
+    path = tmp_path / "roster.csv"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _uris(out):
+    return {line.split(": ", 1)[0]: line.split(": ", 1)[1] for line in out.splitlines()
+            if ": mongodb://" in line and not line.startswith("server:")}
+
+
+def test_class_logins_progress_and_drop_on_a_server_with_authentication(auth_server, monkeypatch, capsys, tmp_path):
+    import json
+
+    import pymongo
+
+    from helpers import backends, settings
+    from helpers.exercises import record_server_progress
+    from helpers.safety import PROGRESS
+
+    login, admin = auth_server
+    tag = uuid.uuid4().hex[:6]
+    names = [f"wbt{tag}ana", f"wbt{tag}ben", f"wbt{tag}cleo"]
+    ana, ben, cleo = (settings.login_db_name(n) for n in names)
+    roster = _roster(tmp_path, "login", *names)
+    try:
+        code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "logins", str(roster))
+        assert code == 0, err
+        uris = _uris(out)
+        assert sorted(uris) == names and f"{len(names)} logins created" in err
+        assert all(settings.student_db_name(u) == settings.login_db_name(n) for n, u in uris.items())
+        passwords = {uris[n].split(":")[2].split("@")[0] for n in names}
+        assert len(passwords) == 3 and all(len(p) >= 20 for p in passwords)
+        # again: nothing changes, no password is shown
+        code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "logins", str(roster))
+        assert code == 0 and _uris(out) == {} and "0 logins created, 3 unchanged" in err
+        assert not any(p in out + err for p in passwords)
+        # each learner works in their own database and is refused in another's
+        clients = {}
+        for n in names:
+            conn = backends.connect("mongodb", uri=uris[n])
+            clients[n] = conn
+            assert conn.db.name == settings.login_db_name(n)
+            workbook_collection(conn.db, "orders").insert_one({"_id": 1})
+        with pytest.raises(pymongo.errors.OperationFailure) as refused:
+            clients[names[0]].client[ben]["orders"].insert_one({"_id": "intruder"})
+        assert refused.value.code == 13
+        with pytest.raises(pymongo.errors.OperationFailure):
+            clients[names[1]].client[ana][PROGRESS].find_one()
+        # two of them answer an exercise: ana right (after one wrong try), ben wrong
+        record_server_progress(clients[names[0]].db, "0.1", False)
+        record_server_progress(clients[names[0]].db, "0.1", True)
+        record_server_progress(clients[names[1]].db, "0.1", False)
+        for conn in clients.values():
+            conn.close()
+        code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "progress", "--json",
+                                    "--html", str(tmp_path / "class.html"))
+        assert code == 0, err
+        data = json.loads(out)
+        assert set(data) == {"databases"}
+        mine = {k: v for k, v in data["databases"].items() if k in (ana, ben, cleo)}
+        assert {k: {e: (r["passed"], r["attempts"]) for e, r in v.items()} for k, v in mine.items()} == {
+            ana: {"0.1": (True, 2)}, ben: {"0.1": (False, 1)}, cleo: {}}
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["last"]) for v in mine.values() for r in v.values())
+        page = (tmp_path / "class.html").read_text(encoding="utf-8")
+        for db_name, mark in ((ana, '<td class="pass" title="passed, 2 attempts'),
+                              (ben, '<td class="fail" title="failed, 1 attempt,')):
+            row = page.split(f'title="{db_name}"', 1)[1].split("</tr>", 1)[0]
+            assert mark in row and row.count('class="none"') == row.count("<td") - 2
+        cleo_row = page.split(f'title="{cleo}"', 1)[1].split("</tr>", 1)[0]
+        assert "pass" not in cleo_row and "fail" not in cleo_row and "<script" not in page
+        # a learner's login cannot see the class
+        code, out, err = _class_cli(monkeypatch, capsys, uris[names[0]], "progress")
+        assert code == 2 and "listDatabases" in err
+        # the end of term: the logins go with their databases
+        code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "drop", ana, ben, cleo)
+        assert code == 2 and f"would remove the logins: {', '.join(names)}" in out
+        assert f"{ana}: would drop orders, {PROGRESS}; then the database" in out
+        code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "drop", ana, ben, cleo, "--yes")
+        assert code == 0, err
+        assert not {ana, ben, cleo} & set(admin.list_database_names())
+        assert admin.admin.command("usersInfo", names)["users"] == []
+        with pytest.raises(pymongo.errors.OperationFailure):
+            pymongo.MongoClient(uris[names[0]], serverSelectionTimeoutMS=3000).admin.command("ping")
+    finally:
+        for n in names:
+            with contextlib.suppress(Exception):
+                admin.admin.command("dropUser", n)
+        for db_name in (ana, ben, cleo):
+            admin.drop_database(db_name)
+
+
+@pytest.mark.parametrize("lines, expected", [
+    (["ana", "ben lopez", "ANA"], ["roster.csv:2: 'ben lopez' is not a usable login", "roster.csv:3: 'ANA' repeats line 1"]),
+    (["ana", "-x", "é"], ["roster.csv:2: '-x' is not a usable login", "roster.csv:3: 'é' is not a usable login"]),
+    (["login", ""], ["no learner in the roster"]),
+])
+def test_a_roster_with_an_unusable_line_creates_nothing(auth_server, monkeypatch, capsys, tmp_path, lines, expected):
+    login, admin = auth_server
+    before = admin.admin.command("usersInfo", 1)["users"]
+    code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "logins", str(_roster(tmp_path, *lines)))
+    assert code == 2 and "Traceback" not in err
+    assert all(e in err for e in expected), err
+    assert admin.admin.command("usersInfo", 1)["users"] == before
+
+
+def test_class_logins_needs_a_login_that_may_create_users_and_creates_nothing(auth_server, monkeypatch, capsys,
+                                                                               tmp_path):
+    login, admin = auth_server
+    tag = uuid.uuid4().hex[:6]
+    names = [f"wbt{tag}a", f"wbt{tag}b"]
+    roster = str(_roster(tmp_path, *names))
+    before = admin.admin.command("usersInfo", 1)["users"]
+    for user in ("student", "rwany"):
+        code, out, err = _class_cli(monkeypatch, capsys, login(user), "logins", roster)
+        assert code == 2 and "No login was created" in err and "Traceback" not in err
+    # a login that may create users but not the learners' databases: the first user made is removed again
+    helper, pwd = f"wbt{tag}useradmin", uuid.uuid4().hex
+    admin.admin.command("createUser", helper, pwd=pwd, roles=["userAdminAnyDatabase"])
+    try:
+        code, out, err = _class_cli(monkeypatch, capsys, login(helper, pwd), "logins", roster)
+        assert code == 2 and "No login was created" in err
+        assert _uris(out) == {}
+        assert admin.admin.command("usersInfo", 1)["users"] == [
+            *before, *[u for u in admin.admin.command("usersInfo", 1)["users"] if u["user"] == helper]]
+        assert not any(n.startswith(f"schema_workbook_wbt{tag}") for n in admin.list_database_names())
+    finally:
+        admin.admin.command("dropUser", helper)
+
+
+def test_class_logins_refuses_a_server_without_authentication(test_uri, monkeypatch, capsys, tmp_path):
+    import pymongo
+
+    name = f"wbt{uuid.uuid4().hex[:6]}"
+    code, out, err = _class_cli(monkeypatch, capsys, test_uri, "logins", str(_roster(tmp_path, name)))
+    assert code == 2 and "does not require authentication" in err and "No login was created" in err
+    client = pymongo.MongoClient(test_uri)
+    try:
+        assert client.admin.command("usersInfo", name)["users"] == []
+    finally:
+        client.close()
+
+
+def test_a_user_the_workbook_did_not_make_is_never_taken_over(auth_server, monkeypatch, capsys, tmp_path):
+    login, admin = auth_server
+    other = f"wbt{uuid.uuid4().hex[:6]}"
+    try:
+        code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "logins",
+                                    str(_roster(tmp_path, other, "student")))
+        assert code == 2 and "not made by `class logins`" in err and "student" in err
+        assert admin.admin.command("usersInfo", other)["users"] == []  # nothing half done
+        assert [u["roles"] for u in admin.admin.command("usersInfo", "student")["users"]] == [
+            [{"role": "readWrite", "db": "schema_workbook_student_0001"}]]
+    finally:
+        with contextlib.suppress(Exception):
+            admin.admin.command("dropUser", other)
+
+
+def test_the_class_pattern_names_only_workbook_databases():
+    assert classdb.is_workbook_database_name("schema_workbook")
+    assert classdb.is_workbook_database_name("schema_workbook_ana_1a2b")
+    assert not classdb.is_workbook_database_name("schema_workbookings")
+    assert not classdb.is_workbook_database_name("schema_workbook2")
+
+
+def test_a_learners_uri_keeps_the_servers_options_not_the_instructors_credentials():
+    uri = classdb.learner_uri("mongodb+srv://teacher:t0p@c0.example.net/admin?tls=true&authSource=admin"
+                              "&authMechanism=SCRAM-SHA-256&retryWrites=true", "ana", "pw-1_x")
+    from helpers.settings import login_db_name
+
+    assert uri == f"mongodb+srv://ana:pw-1_x@c0.example.net/{login_db_name('ana')}?tls=true&retryWrites=true&authSource=admin"

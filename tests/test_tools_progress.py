@@ -56,3 +56,42 @@ def test_a_folder_the_cli_cannot_write_is_a_sentence(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tools.cli", "student-copies", str(blocker / "out")],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "not_a_folder" in done.stderr
+
+
+def test_the_class_page_and_report_show_passed_failed_and_not_attempted():
+    data = {"databases": {
+        "schema_workbook_ana_1a2b": {"0.1": {"passed": True, "attempts": 2, "last": "2026-01-05T10:00:00Z"}},
+        "schema_workbook_<b>en_3c4d": {"0.1": {"passed": False, "attempts": 3, "last": "2026-01-05T10:01:00Z"}},
+        "schema_workbook_cleo_5e6f": {}}}
+    page = progress.class_html(data)
+    assert page.count('class="pass"') == 1 and page.count('class="fail"') == 1 and "✗3" in page
+    assert "<b>en" not in page and "&lt;b&gt;en" in page  # names are escaped
+    assert "<script" not in page and "http" not in page  # self-contained
+    text = progress.class_report(data)
+    assert "schema_workbook_ana_1a2b: 1 passed, 0 failed" in text and "failed: 0.1 (3 attempts)" in text
+    assert "schema_workbook_cleo_5e6f: 0 passed, 0 failed" in text
+
+
+def test_class_progress_reads_only_well_formed_records(test_uri):
+    import uuid
+
+    import pymongo
+
+    from helpers.exercises import record_server_progress
+    from helpers.safety import PROGRESS, workbook_collection
+
+    name = f"schema_workbook_wbtest{uuid.uuid4().hex[:8]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        db = client[name]
+        record_server_progress(db, "2.1", True)
+        workbook_collection(db, PROGRESS).insert_many([
+            {"_id": "not an id", "passed": True, "attempts": 1},
+            {"_id": "2.2", "passed": "yes", "attempts": 1},
+            {"_id": "2.3", "passed": False, "attempts": 0},
+        ])
+        rows = progress.class_progress(client)["databases"][name]
+        assert list(rows) == ["2.1"] and rows["2.1"]["passed"] is True and rows["2.1"]["attempts"] == 1
+    finally:
+        client.drop_database(name)
+        client.close()

@@ -53,10 +53,89 @@ def test_student_copy_drops_the_solutions_section():
     assert len(nb["cells"]) == 8
 
 
-def test_a_solutions_heading_is_only_a_markdown_cell_starting_with_it():
+def test_a_solutions_heading_is_only_a_markdown_heading():
     assert student.is_solutions_heading(_cell("markdown", "## Solutions"))
     assert not student.is_solutions_heading(_cell("markdown", "See ## Solutions below"))
     assert not student.is_solutions_heading(_cell("code", "## Solutions"))
+    assert not student.is_solutions_heading(_cell("markdown", "## Solution design: embedding"))  # a lesson's heading
+    assert not student.is_solutions_heading(_cell("markdown", "Solutions are below.\n\nMore text."))
+
+
+SECRET = "answer = 4242  # the secret answer"
+
+
+def _notebook(tail_cells, exercise_cells=(), metadata=None):
+    """A notebook with an Exercises section (an exercise, its check, ``exercise_cells``) and a tail."""
+    return {"cells": [
+        _cell("markdown", "# 09 · Title"),
+        _cell("markdown", "## Exercises"),
+        _cell("code", "answer = None  # your code here", ["exercise"]),
+        *exercise_cells,
+        _cell("code", 'helpers.check("9.1", answer)', ["check"]),
+        _cell("markdown", "## Recap"),
+        *tail_cells,
+    ], "metadata": metadata or {}, "nbformat": 4, "nbformat_minor": 4}
+
+
+def _solution_section(heading):
+    return [_cell("markdown", heading), _cell("code", SECRET)]  # an untagged solution under the heading
+
+
+#: the odd but plausible layouts a notebook's author may use, each with the answer SECRET somewhere
+LAYOUTS = {
+    "## Solutions": _notebook(_solution_section("## Solutions")),
+    "### Solutions": _notebook(_solution_section("### Solutions")),
+    "## Solution": _notebook(_solution_section("## Solution")),
+    "## solutions": _notebook(_solution_section("## solutions")),
+    "two spaces": _notebook(_solution_section("##  Solutions")),
+    "numbered": _notebook(_solution_section("## 9. Solutions")),
+    "html heading": _notebook(_solution_section("<h2>Solutions</h2>")),
+    "anchor first": _notebook(_solution_section('<a id="solutions"></a>\n\n## Solutions')),
+    "rule first": _notebook(_solution_section("---\n\n## Solutions")),
+    "setext": _notebook(_solution_section("Solutions\n---------")),
+    "bold numbered": _notebook(_solution_section("## **9.  SOLUTIONS** {#solutions}")),
+    "mid-cell": _notebook([_cell("markdown", "Next: notebook 10.\n\n## Solutions\n\n" + SECRET)]),
+    "hidden among exercises": _notebook(
+        _solution_section("## Solutions"),
+        [_cell("code", SECRET, jupyter={"source_hidden": True})]),
+    "tag solution": _notebook([_cell("code", SECRET, ["solution"])]),
+    "tag Solution": _notebook([_cell("code", SECRET, ["Solution"])]),
+    "tag solutions": _notebook([_cell("code", SECRET, ["solutions"])]),
+    "attachment": _notebook(_solution_section("## Solutions"), [{
+        "cell_type": "markdown", "metadata": {}, "source": "![hint](attachment:hint.png)",
+        "attachments": {"hint.png": {"image/png": SECRET}}}]),
+    "widget state": _notebook(_solution_section("## Solutions"), metadata={"widgets": {
+        "application/vnd.jupyter.widget-state+json": {"state": {"m": {"value": SECRET}}}}}),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=list(LAYOUTS))
+def test_no_layout_of_the_solutions_leaks_into_the_student_copy(layout):
+    nb = LAYOUTS[layout]
+    assert SECRET in json.dumps(nb)
+    out = student.student_copy(nb, layout)
+    assert "4242" not in json.dumps(out)
+    sources = [student._source(c) for c in out["cells"]]
+    assert "answer = None  # your code here" in sources and 'helpers.check("9.1", answer)' in sources
+    assert "## Recap" in sources
+    if layout == "mid-cell":  # what stands above the heading in its cell stays
+        assert sources[-1] == "Next: notebook 10.\n"
+
+
+def test_a_notebook_whose_solutions_cannot_be_found_is_refused_and_nothing_is_written(tmp_path):
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    good = _notebook(_solution_section("## Solutions"))
+    odd = _notebook(_solution_section("## Answers"))  # no heading or tag says solution
+    (src / "01_good.ipynb").write_text(json.dumps(good))
+    (src / "02_odd.ipynb").write_text(json.dumps(odd))
+    with pytest.raises(student.StudentCopyError, match="02_odd.ipynb: it has exercises, but no Solutions heading"):
+        student.build_student_copies(tmp_path / "student", src)
+    assert not (tmp_path / "student").exists()
+    (src / "02_odd.ipynb").unlink()
+    assert [p.name for p in student.build_student_copies(tmp_path / "student", src)] == ["01_good.ipynb"]
+    # a notebook with no exercises has nothing to hide
+    assert student.student_copy({"cells": [_cell("markdown", "# Notes")], "metadata": {}})["cells"]
 
 
 @pytest.mark.parametrize("path", NBS, ids=[p.name for p in NBS])

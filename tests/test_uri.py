@@ -22,6 +22,15 @@ def test_user_name_is_decoded_and_database_naming_uses_it():
     assert student_db_name("mongodb://s07:pw@srv/").startswith("schema_workbook_s07_")
 
 
+def test_the_database_a_uri_path_names():
+    assert uri.database("mongodb://ana:pw@h:27017/schema_workbook_ana_1a2b?authSource=admin") == \
+        "schema_workbook_ana_1a2b"
+    assert uri.database("mongodb+srv://c0.example.net/mydb") == "mydb"
+    for no_db in ("mongodb://h:27017/", "mongodb://h:27017", "mongodb://h/?tls=true", None, "redis://h/0",
+                  "not a uri"):
+        assert uri.database(no_db) is None
+
+
 def test_redact_and_scrub_never_show_a_secret():
     raw = "mongodb://teacher:s3cr%21t@h/?authMechanismProperties=AWS_SESSION_TOKEN:tok123"
     shown = uri.redact(raw)

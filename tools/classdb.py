@@ -1,6 +1,6 @@
 """The class's databases on a shared server: list them, drop them at the end of term.
 
-    python3 workbook.py class list | class drop [DB ...] [--yes]
+    python3 workbook.py class list | class drop [DB ...] [--yes] | class logins ROSTER.csv | class progress
 
 Each student's work lives in its own database (``helpers.settings.student_db_name``). A database
 is the workbook's only when it is named ``schema_workbook*`` *and* holds the workbook's registry.
@@ -12,18 +12,30 @@ database, as ``root`` or ``dbAdminAnyDatabase`` are. A student's login is refuse
 is dropped: one with ``readWrite`` on its own database, and also one with ``readWriteAnyDatabase``
 (which may drop every collection of everyone, but not a database: a shared student login with
 that role is a risk on its own; give each student ``readWrite`` on their database instead).
+
+``class logins`` gives each learner of a roster that login (:func:`create_logins`): a user in the
+``admin`` database with ``readWrite`` on the learner's own database only
+(``helpers.settings.login_db_name``), a generated password printed once in the learner's
+``MONGODB_URI``. A user is the workbook's when its only role is exactly that one (:func:`workbook_users`);
+``class drop --yes`` removes those users with their databases. (A user's ``customData`` marks it too,
+but SecantusDB 0.7.0b3 does not return ``customData``, so the role is what is checked.)
 """
 from __future__ import annotations
 
+import csv
+import re
+import secrets
 import uuid
+from pathlib import Path
 from typing import Any
 
 from helpers.datasets import is_staging_name
-from helpers.safety import REGISTRY, reset_workbook
-from helpers.settings import DB_PREFIX
+from helpers.safety import PROGRESS, REGISTRY, reset_workbook
+from helpers.settings import DB_PREFIX, login_db_name
 
-__all__ = ["ClassError", "workbook_databases", "drop_plan", "check_instructor", "instructor_privileges",
-           "drop_workbook_databases"]
+__all__ = ["ClassError", "is_workbook_database_name", "workbook_database_names", "workbook_databases",
+           "drop_plan", "check_instructor", "instructor_privileges", "drop_workbook_databases", "read_roster",
+           "workbook_users", "create_logins", "drop_users", "learner_uri"]
 
 _PROBE = "workbook_probe_"
 _UNAUTHORIZED = 13
@@ -46,7 +58,8 @@ def _list_databases(client: Any) -> list[str]:
         if _denied(e):
             raise ClassError("This login may not list the server's databases (the listDatabases action), "
                              "so it cannot see the class. Run class commands with the instructor's login "
-                             "(a user with the root or dbAdminAnyDatabase role) in MONGODB_URI.") from None
+                             "(a user with the root role; readAnyDatabase is enough for class list and class "
+                             "progress) in MONGODB_URI.") from None
         raise
 
 
@@ -57,19 +70,39 @@ def _workbook_collections(db: Any) -> list[str]:
                   if not is_staging_name(n) and not n.startswith(_PROBE))
 
 
-def workbook_databases(client: Any) -> list[dict[str, Any]]:
-    """The workbook's databases on a server: named ``schema_workbook*`` *and* holding the registry.
+def is_workbook_database_name(name: str) -> bool:
+    """``schema_workbook`` itself or ``schema_workbook_<anything>`` (not ``schema_workbookings``)."""
+    return name == DB_PREFIX or name.startswith(DB_PREFIX + "_")
 
-    A database that merely shares the prefix but was not made by the workbook is never listed.
+
+def workbook_database_names(client: Any) -> list[str]:
+    """The workbook's databases on a server, sorted: named :func:`is_workbook_database_name` *and*
+    holding the registry (a database that merely shares the prefix is never listed)."""
+    return [name for name in _list_databases(client)
+            if is_workbook_database_name(name) and REGISTRY in _collections(client[name])]
+
+
+def _collections(db: Any) -> list[str]:
+    from pymongo.errors import OperationFailure
+
+    try:
+        return db.list_collection_names()
+    except OperationFailure as e:
+        if _denied(e):
+            raise ClassError(f"This login may not read the database {db.name!r} (the listCollections and "
+                             f"find actions). Run class commands with the instructor's login (read on every "
+                             f"database: the readAnyDatabase or root role) in MONGODB_URI.") from None
+        raise
+
+
+def workbook_databases(client: Any) -> list[dict[str, Any]]:
+    """The workbook's databases (:func:`workbook_database_names`) with their sizes.
+
     ``collections`` counts the workbook's collections that exist (not a load's staging copy).
     """
     out = []
-    for name in _list_databases(client):
-        if not name.startswith(DB_PREFIX):
-            continue
+    for name in workbook_database_names(client):
         db = client[name]
-        if REGISTRY not in db.list_collection_names():
-            continue
         stats = db.command("dbStats")
         out.append({"database": name, "collections": len(_workbook_collections(db)),
                     "data bytes": int(stats.get("dataSize", 0)),
@@ -180,6 +213,8 @@ def drop_workbook_databases(client: Any, names: list[str] | None = None, *,
     for name in plan:
         db = client[name]
         reset_workbook(db)
+        if PROGRESS in plan[name]["drop"]:  # a reset keeps the learner's results; the end of term does not
+            db.drop_collection(PROGRESS)
         others = sorted(n for n in db.list_collection_names() if n != REGISTRY)
         if not others:
             client.drop_database(name)
@@ -187,3 +222,196 @@ def drop_workbook_databases(client: Any, names: list[str] | None = None, *,
             db.drop_collection(REGISTRY)  # no longer a workbook database
         kept[name] = others
     return kept
+
+
+# ---------------------------------------------------------------------------------------------
+# per-student logins: one user per learner, readWrite on the learner's own database only
+
+#: a roster name that makes a login and a database name: letters, digits, '.', '_', '-' (at most 30)
+_LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,29}")
+_HEADERS = {"login", "name", "username"}  # a header line, not a learner
+
+
+def read_roster(path: Path | str) -> list[str]:
+    """The logins of a roster: one learner a line (a CSV whose first column is the login; a header
+    line ``login``, ``name`` or ``username`` and blank lines are skipped). Every unusable line is reported at once
+    (:class:`ClassError`, naming the file and line): nothing is created from a roster with one."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ClassError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}). Save the roster as UTF-8 "
+                         f"CSV, one learner a line.") from None
+    logins: list[str] = []
+    seen: dict[str, int] = {}
+    problems = []
+    for number, row in enumerate(csv.reader(text.splitlines()), start=1):
+        name = row[0].strip() if row else ""
+        if not name or (number == 1 and name.lower() in _HEADERS):
+            continue
+        if not _LOGIN.fullmatch(name):
+            problems.append(f"{path}:{number}: {name[:40]!r} is not a usable login: use 1 to 30 letters, "
+                            f"digits, '.', '_' or '-', starting with a letter or digit")
+        elif name.lower() in seen:
+            problems.append(f"{path}:{number}: {name!r} repeats line {seen[name.lower()]} "
+                            f"(logins that differ only in letter case are one learner)")
+        else:
+            seen[name.lower()] = number
+            logins.append(name)
+    if problems:
+        raise ClassError("The roster has lines that cannot become logins, so no login was created:\n  "
+                         + "\n  ".join(problems))
+    if not logins:
+        raise ClassError(f"{path}: no learner in the roster (one login a line, e.g. ana.lopez).")
+    return logins
+
+
+def _users(client: Any, names: list[str] | None = None) -> list[dict]:
+    """``usersInfo`` on the admin database (every user there, or the named ones)."""
+    from pymongo.errors import OperationFailure
+
+    try:
+        reply = client.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in names]
+                                     if names is not None else 1)
+    except OperationFailure as e:
+        if _denied(e):
+            raise ClassError("This login may not see the server's users (the viewUser action). Run "
+                             "`class logins` and `class drop` with a login that has the root or "
+                             "userAdminAnyDatabase role.") from None
+        raise
+    return list(reply.get("users", []))
+
+
+def _workbook_role(user: dict) -> str | None:
+    """The database of a user the workbook made: its only role is readWrite on login_db_name(user)."""
+    want = login_db_name(str(user.get("user", "")))
+    roles = user.get("roles") or []
+    if user.get("db") == "admin" and len(roles) == 1 and roles[0].get("role") == "readWrite" \
+            and roles[0].get("db") == want:
+        return want
+    return None
+
+
+def workbook_users(client: Any) -> dict[str, str]:
+    """The users ``class logins`` made, ``{login: its database}`` (see :func:`_workbook_role`)."""
+    out = {}
+    for user in _users(client):
+        db = _workbook_role(user)
+        if db:
+            out[user["user"]] = db
+    return out
+
+
+def _check_access_control(uri: str) -> None:
+    """Refuse a server that does not enforce authentication: a login there protects nothing."""
+    import pymongo
+    from pymongo.errors import OperationFailure, PyMongoError
+
+    from helpers import uri as uris
+
+    parts = uris.parse(uri)
+    anonymous = uri if parts is None else parts.scheme + parts.rest
+    client = pymongo.MongoClient(anonymous, serverSelectionTimeoutMS=5000)
+    try:
+        client.list_database_names()
+    except OperationFailure:
+        return  # refused without a login: authentication is enforced
+    except PyMongoError:
+        return  # cannot tell this way (e.g. the URI's options need the credentials): the server decides
+    finally:
+        client.close()
+    raise ClassError("This server does not require authentication: anyone who can reach it may read, "
+                     "change or drop every learner's database, whatever logins exist, so per-student "
+                     "logins would protect nothing. Start the server with access control (mongod "
+                     "--auth, or security.authorization: enabled; secantusd-py --auth), create the "
+                     "instructor's user, and run `class logins` with that user in MONGODB_URI. "
+                     "No login was created.")
+
+
+def learner_uri(instructor_uri: str, login: str, password: str) -> str:
+    """The learner's ``MONGODB_URI``: the instructor's hosts and connection options (not its
+    credentials or authentication options), the learner's login, the learner's database as the
+    path, and ``authSource=admin`` (where the user is defined)."""
+    from urllib.parse import quote
+
+    from helpers import uri as uris
+
+    parts = uris.parse(instructor_uri)
+    scheme = parts.scheme if parts else re.match(r"^[a-z+]+://", instructor_uri.strip()).group(0)
+    rest = parts.rest if parts else instructor_uri.strip()[len(scheme):]
+    hosts, _q, query = rest.partition("?")
+    hosts = hosts.split("/", 1)[0]
+    keep = [p for p in re.split(r"[&;]", query) if p and p.split("=", 1)[0].lower() not in
+            ("authsource", "authmechanism", "authmechanismproperties")]
+    return (f"{scheme}{quote(login, safe='')}:{quote(password, safe='')}@{hosts}/{login_db_name(login)}?"
+            + "&".join([*keep, "authSource=admin"]))
+
+
+def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, str | None, str]]:
+    """Create one user per learner (in ``admin``, ``readWrite`` on :func:`~helpers.settings.login_db_name`
+    only) and the learner's database (its registry, so ``class list`` and ``class progress`` show it).
+
+    Returns ``(login, URI with the password or None when the user existed already, database)``.
+    All or nothing: the server must enforce authentication, every existing user of a roster name must
+    be the workbook's (same role), and if the server refuses one creation, every user and database
+    this call created is removed again before the refusal is raised (:class:`ClassError`).
+    """
+    from pymongo.errors import OperationFailure
+
+    _check_access_control(uri)
+    try:
+        existing = {u["user"]: u for u in _users(client, logins)}
+    except ClassError as e:
+        raise ClassError(f"{e} No login was created.") from None
+    foreign = [n for n, u in existing.items() if _workbook_role(u) is None]
+    if foreign:
+        raise ClassError(f"These users exist already and were not made by `class logins` (their roles "
+                         f"differ): {', '.join(sorted(foreign))}. Rename them in the roster; no login "
+                         f"was created.")
+    made_users: list[str] = []
+    made_dbs: list[str] = []
+    out: list[tuple[str, str | None, str]] = []
+    try:
+        for login in logins:
+            db_name = login_db_name(login)
+            if login in existing:
+                out.append((login, None, db_name))
+                continue
+            password = secrets.token_urlsafe(18)  # 144 random bits; never stored, printed once
+            client.admin.command("createUser", login, pwd=password,
+                                 roles=[{"role": "readWrite", "db": db_name}],
+                                 customData={"workbook": DB_PREFIX, "database": db_name})
+            made_users.append(login)
+            if REGISTRY not in client[db_name].list_collection_names():
+                client[db_name].create_collection(REGISTRY)
+                made_dbs.append(db_name)
+            out.append((login, learner_uri(uri, login, password), db_name))
+    except OperationFailure as e:
+        for login in made_users:
+            try:
+                client.admin.command("dropUser", login)
+            except OperationFailure:
+                pass
+        for db_name in made_dbs:
+            if client[db_name].list_collection_names() == [REGISTRY] and \
+                    client[db_name][REGISTRY].count_documents({}) == 0:
+                client.drop_database(db_name)
+        if _denied(e):
+            raise ClassError("This login may not create users (the createUser and grantRole actions) or "
+                             "the learners' databases: run `class logins` with a login that has the root "
+                             "role (or userAdminAnyDatabase and readWriteAnyDatabase). No login was "
+                             "created.") from None
+        raise ClassError(f"The server refused to create a login ({type(e).__name__}, code "
+                         f"{getattr(e, 'code', None)}): every login this run created was removed again; "
+                         f"nothing was changed.") from None
+    return out
+
+
+def drop_users(client: Any, databases: list[str] | None = None) -> list[str]:
+    """Remove the users ``class logins`` made (those of ``databases`` only, when given); their names."""
+    gone = []
+    for login, db_name in sorted(workbook_users(client).items()):
+        if databases is None or db_name in databases:
+            client.admin.command("dropUser", login)
+            gone.append(login)
+    return gone

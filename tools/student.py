@@ -2,20 +2,43 @@
 
     python3 workbook.py student-copies [DIR]      # or: python -m tools.student [DIR]
 
-A student copy drops the ``## Solutions`` section (from the markdown cell that starts with
-``## Solutions`` to the end of the notebook) and any other cell tagged ``solution``; the exercise
-cells and their checks stay, so the copy runs top to bottom and each check says "not done yet".
+A student copy drops the Solutions section (from its heading to the end of the notebook), every
+cell tagged ``solution``, and every cell hidden with ``source_hidden`` among the exercises (an
+answer collapsed out of sight is still an answer); the exercise cells and their checks stay, so the
+copy runs top to bottom and each check says "not done yet". Headings and tags are matched without
+regard to letter case, spacing, numbering or markup: ``## Solutions``, ``### solution``,
+``## 9. Solutions``, ``<h2>Solutions</h2>``, one after an anchor or a ``---`` line; tags
+``solution``, ``Solution``, ``solutions``. It also drops what could carry an answer unseen: every
+output, cell attachments (pasted images), and the widget state kept in the notebook's metadata.
+
+A notebook with exercises whose solutions cannot be found is refused (:class:`StudentCopyError`),
+and no copy is written: a copy that might hold the answers is worse than none.
 """
 from __future__ import annotations
 
 import copy
+import html
 import json
+import re
 import sys
 from pathlib import Path
 
 from tools.repo import NOTEBOOKS, ROOT, notebooks
 
-__all__ = ["student_copy", "build_student_copies", "is_solutions_heading"]
+__all__ = ["StudentCopyError", "student_copy", "build_student_copies", "is_solutions_heading", "heading_title"]
+
+
+class StudentCopyError(ValueError):
+    """A notebook's solutions cannot be told apart; the message names the notebook and what to do."""
+
+
+_SOLUTION_WORDS = {"solution", "solutions"}
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]*(.*?)[ \t#]*$")
+_HTML_HEADING = re.compile(r"^\s*<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.I | re.S)
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_RULE = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
+_ANCHOR = re.compile(r"^\s*(<a\b[^>]*>\s*</a>|<a\b[^>]*/>|<span\b[^>]*>\s*</span>|<div\b[^>]*>\s*</div>)\s*$", re.I)
+_NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.):]?|(?:[ivxlc]+|[a-z])[.):])\s+", re.I)
 
 
 def _source(cell: dict) -> str:
@@ -23,37 +46,152 @@ def _source(cell: dict) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
+def _norm(text: str) -> str:
+    """A heading's or a tag's words: no markup, numbering, punctuation or case; spaces collapsed."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    text = re.sub(r"\{#[^}]*\}", " ", text)  # a {#anchor} id
+    text = " ".join(re.sub(r"[^\w\s.):]|_", " ", text).split())
+    text = _NUMBERING.sub("", text)
+    return " ".join(re.sub(r"[^\w ]|_", " ", text).lower().split())
+
+
+def _headings(source: str) -> list[tuple[int, int, str]]:
+    """Every heading of a markdown source: ``(line index, level, title)`` (ATX, setext or HTML)."""
+    lines = source.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = _ATX.match(line)
+        if m:
+            out.append((i, len(m.group(1)), m.group(2)))
+            continue
+        m = _HTML_HEADING.match("\n".join(lines[i:i + 3]))
+        if m and line.lstrip().lower().startswith("<h"):
+            out.append((i, int(m.group(1)), m.group(2)))
+            continue
+        if i + 1 < len(lines) and line.strip() and not _RULE.match(line) and _SETEXT.match(lines[i + 1]) \
+                and (i == 0 or not lines[i - 1].strip() or _ANCHOR.match(lines[i - 1])):
+            out.append((i, 1 if lines[i + 1].strip()[0] == "=" else 2, line))
+    return out
+
+
+def heading_title(title: str) -> str:
+    """A heading's title as compared here: ``'## 9. **Solutions**'`` -> ``'solutions'``."""
+    return _norm(title)
+
+
+#: a Solutions heading's whole title, as :func:`heading_title` gives it ("Solution 9.1" too; not
+#: "Solution design: embedding", a lesson's own heading)
+_SOLUTIONS_TITLE = re.compile(r"^(?:exercises? )?solutions?(?: (?:to|for) (?:the )?exercises?)?(?: \d+)*$")
+
+
+def _is_solutions_title(title: str) -> bool:
+    return bool(_SOLUTIONS_TITLE.match(heading_title(title)))
+
+
+def _solutions_at(cell: dict) -> int | None:
+    """The line where a Solutions heading starts in a markdown cell (anchors and rules just above
+    it go with it), or None."""
+    if cell.get("cell_type") != "markdown":
+        return None
+    lines = _source(cell).splitlines()
+    for i, _level, title in _headings(_source(cell)):
+        if _is_solutions_title(title):
+            while i > 0 and (not lines[i - 1].strip() or _ANCHOR.match(lines[i - 1]) or _RULE.match(lines[i - 1])):
+                i -= 1
+            return i
+    return None
+
+
 def is_solutions_heading(cell: dict) -> bool:
-    """The markdown cell that opens the notebook's ``## Solutions`` section."""
-    return cell.get("cell_type") == "markdown" and _source(cell).lstrip().startswith("## Solutions")
+    """True for a markdown cell that holds the heading of the notebook's Solutions section."""
+    return _solutions_at(cell) is not None
 
 
-def student_copy(nb: dict) -> dict:
-    """The notebook without its Solutions section and ``solution`` cells, outputs cleared."""
+def _tags(cell: dict) -> set[str]:
+    tags = cell.get("metadata", {}).get("tags", [])
+    return {_norm(t) for t in tags if isinstance(t, str)} if isinstance(tags, list) else set()
+
+
+def _is_solution_cell(cell: dict) -> bool:
+    return bool(_tags(cell) & _SOLUTION_WORDS)
+
+
+def _is_exercises_heading(cell: dict) -> bool:
+    return cell.get("cell_type") == "markdown" and any(
+        heading_title(t).split()[:1] in (["exercise"], ["exercises"]) for _i, _l, t in _headings(_source(cell)))
+
+
+def _hidden(cell: dict) -> bool:
+    jupyter = cell.get("metadata", {}).get("jupyter", {})
+    return isinstance(jupyter, dict) and bool(jupyter.get("source_hidden"))
+
+
+def student_copy(nb: dict, name: str = "the notebook") -> dict:
+    """The notebook without its solutions (see the module's docstring), outputs cleared.
+
+    Raises :class:`StudentCopyError` for a notebook with exercises (an Exercises heading, or cells
+    tagged ``exercise`` or ``check``) and no Solutions heading or ``solution`` cell to remove.
+    """
     out = copy.deepcopy(nb)
-    cells = out["cells"]
-    cut = next((i for i, c in enumerate(cells) if is_solutions_heading(c)), len(cells))
-    out["cells"] = [c for c in cells[:cut] if "solution" not in c.get("metadata", {}).get("tags", [])]
-    for c in out["cells"]:
-        if c["cell_type"] == "code":
+    cells = out.get("cells", [])
+    cut, keep_lines = len(cells), None
+    for i, c in enumerate(cells):
+        at = _solutions_at(c)
+        if at is not None:
+            cut, keep_lines = i, at
+            break
+    has_exercises = any(_is_exercises_heading(c) or _tags(c) & {"exercise", "exercises", "check"} for c in cells)
+    if has_exercises and cut == len(cells) and not any(_is_solution_cell(c) for c in cells):
+        raise StudentCopyError(
+            f"{name}: it has exercises, but no Solutions heading (e.g. '## Solutions') and no cell tagged "
+            f"'solution', so its answers cannot be told apart and no student copy was written. Put the "
+            f"solutions under a '## Solutions' heading at the end, each solution cell tagged 'solution'.")
+    kept = []
+    in_exercises = False
+    for c in cells[:cut]:
+        if _is_exercises_heading(c):
+            in_exercises = True
+        if _is_solution_cell(c) or (in_exercises and _hidden(c)):
+            continue
+        kept.append(c)
+    if keep_lines:  # the part of the heading's cell above the heading stays
+        head = copy.deepcopy(cells[cut])
+        head["source"] = "\n".join(_source(head).splitlines()[:keep_lines]).rstrip() + "\n"
+        if head["source"].strip():
+            kept.append(head)
+    for c in kept:
+        c.pop("attachments", None)
+        if c.get("cell_type") == "code":
             c["outputs"] = []
             c["execution_count"] = None
+    out["cells"] = kept
+    out.get("metadata", {}).pop("widgets", None)
     return out
 
 
 def build_student_copies(out_dir: Path | str = ROOT / "student", src_dir: Path | str = NOTEBOOKS) -> list[Path]:
-    """Write a student copy of every notebook into ``out_dir``; returns their paths."""
+    """Write a student copy of every notebook into ``out_dir``; returns their paths.
+
+    Every notebook is checked first: if one cannot be copied safely (:class:`StudentCopyError`),
+    none is written.
+    """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    copies = []
     for src in notebooks(src_dir):
         nb = json.loads(src.read_text(encoding="utf-8"))
-        dest = out_dir / src.name
-        dest.write_text(json.dumps(student_copy(nb), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        copies.append((out_dir / src.name, student_copy(nb, str(src))))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for dest, nb in copies:
+        dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(dest)
     return written
 
 
 if __name__ == "__main__":
-    for path in build_student_copies(*sys.argv[1:2]):
-        print("wrote", path)
+    try:
+        for path in build_student_copies(*sys.argv[1:2]):
+            print("wrote", path)
+    except StudentCopyError as err:
+        print(err, file=sys.stderr)
+        sys.exit(2)
