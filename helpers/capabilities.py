@@ -24,7 +24,7 @@ from typing import Any, Callable
 import bson
 
 __all__ = ["Capability", "CAPABILITIES", "Capabilities", "Probe", "probe", "cannot_show", "warnings",
-           "LIMITS", "readme_table"]
+           "BY_NAME", "LIMITS", "readme_table"]
 
 
 class Probe:
