@@ -174,7 +174,7 @@ def bench_load(engines: list[str], repeats: int = 2) -> list[dict]:
                        ratio, f"<= {LOAD_GOAL:.2f}x", ratio <= LOAD_GOAL)
             if scenario == "new machine":  # once per machine: `workbook.py setup` and `lab` type the files
                 row.update(bound="info: paid once, by setup", holds="-")
-            if scenario == "reload, all changed":  # a drop and a full write, as before this issue
+            if scenario == "reload, all changed":  # a drop and a full write: what a reload cost before it wrote only the difference
                 row.update(bound="info: drop + write", holds="-")
             rows.append(row)
     return rows
