@@ -1,11 +1,11 @@
-"""Every figure of issue 15 in one run, as one table: the measured ratio beside each goal.
+"""Every figure of the workbook's performance goals in one run, as one table: the measured ratio beside each goal.
 
     .venv/bin/python bench/run.py            # loads, ingest, every notebook at the default scale
     .venv/bin/python bench/run.py --quick    # loads and ingest only (a minute or two)
     .venv/bin/python bench/run.py --full     # also WORKBOOK_SCALE=full notebooks and the test command
     .venv/bin/python bench/run.py --others   # also the older per-topic benchmarks (measure, classroom)
 
-Goals (issue 15), each a ratio or a bound from this one run:
+Goals, each a ratio or a bound from this one run:
 
 * ``load_dataset`` of all 139,098 ADS-B reports <= 1.10x a raw ``insert_many`` of the same documents
   on the same engine, for a first load and for a reload. Each is timed in a fresh process (a fresh
@@ -174,7 +174,7 @@ def bench_load(engines: list[str], repeats: int = 2) -> list[dict]:
                        ratio, f"<= {LOAD_GOAL:.2f}x", ratio <= LOAD_GOAL)
             if scenario == "new machine":  # once per machine: `workbook.py setup` and `lab` type the files
                 row.update(bound="info: paid once, by setup", holds="-")
-            if scenario == "reload, all changed":  # a drop and a full write, as before this issue
+            if scenario == "reload, all changed":  # a drop and a full write: what a reload cost before it wrote only the difference
                 row.update(bound="info: drop + write", holds="-")
             rows.append(row)
     return rows
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.pop("WORKBOOK_SCALE", None)
         rows += bench_suite()
     load2 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n## issue 15 goals ({os.cpu_count()} CPUs, load average {load1:.1f} at the start, {load2:.1f} at "
+    print(f"\n## performance goals ({os.cpu_count()} CPUs, load average {load1:.1f} at the start, {load2:.1f} at "
           f"the end; {time.perf_counter() - started:.0f} s)\n")
     print(table(rows))
     goals = [r for r in rows if r["holds"] != "-"]

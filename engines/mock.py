@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any
+from typing import Any, Protocol
 
 import bson
 
-from helpers.counting import is_counting, record
+__all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup", "FIRST_BATCH",
+           "MAX_BATCH_BYTES", "MAX_WRITE_BATCH", "MAX_MESSAGE_BYTES"]
 
-__all__ = ["MockDatabase", "MockCollection", "MockCursor", "FIRST_BATCH", "MAX_BATCH_BYTES",
-           "MAX_WRITE_BATCH", "MAX_MESSAGE_BYTES"]
 
-def _id_equality_by_key() -> None:
+class Counter(Protocol):
+    """Where the adapter reports the commands pymongo would send (``helpers.counting`` is one)."""
+
+    def record(self, name: str, docs: list[Any] | None = None, written: int = 0,
+               command: dict[str, Any] | None = None) -> None: ...
+
+    def is_counting(self) -> bool: ...
+
+
+def install_id_lookup() -> None:
     """Answer ``{_id: <string or integer>}`` from mongomock-ng's store, which is keyed by ``_id``,
     instead of testing every document of the collection against the filter.
 
@@ -52,9 +60,6 @@ def _id_equality_by_key() -> None:
     _iter_documents.by_key = True  # type: ignore[attr-defined]
     mc.Collection._iter_documents = _iter_documents
 
-
-_id_equality_by_key()
-
 FIRST_BATCH = 101
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 MAX_WRITE_BATCH = 100_000
@@ -74,9 +79,10 @@ class MockCursor:
     _CHAIN = {"sort", "limit", "skip", "batch_size", "hint", "max_time_ms", "comment", "collation",
               "allow_disk_use", "where", "max", "min", "max_scan", "add_option", "remove_option"}
 
-    def __init__(self, inner: Any, command: str, batch_size: int = 0, limit: int = 0,
+    def __init__(self, inner: Any, command: str, counter: Counter, batch_size: int = 0, limit: int = 0,
                  eager: bool = False, document: dict[str, Any] | None = None) -> None:
         self._inner = inner
+        self._counter = counter
         self._command = command
         self._document = document  # the command document pymongo would send (completed by chaining)
         self._batch_size = batch_size
@@ -114,7 +120,7 @@ class MockCursor:
         return attr
 
     def explain(self, *args: Any, **kwargs: Any) -> Any:
-        record("explain")
+        self._counter.record("explain")
         return self._inner.explain(*args, **kwargs)
 
     def __iter__(self) -> "MockCursor":
@@ -160,7 +166,7 @@ class MockCursor:
             self._closed = True  # a single batch, or the limit reached: the server closes the cursor
         elif cut_by_count and not self._lookahead:
             pass  # the server does not know yet that nothing is left: one more (empty) getMore
-        record(self._command if first else "getMore", batch,
+        self._counter.record(self._command if first else "getMore", batch,
                command=self._document if first else None)
         self._buffer.extend(batch)
 
@@ -202,6 +208,7 @@ class MockCollection:
     def __init__(self, inner: Any, database: "MockDatabase") -> None:
         self._inner = inner
         self._database = database
+        self._counter = database._counter
 
     def __getattr__(self, name: str) -> Any:
         return _wrap(getattr(self._inner, name), self._database)
@@ -236,13 +243,13 @@ class MockCollection:
 
     # reads
     def find(self, *args: Any, **kwargs: Any) -> MockCursor:
-        return MockCursor(self._inner.find(*args, **kwargs), "find",
+        return MockCursor(self._inner.find(*args, **kwargs), "find", self._counter,
                           batch_size=int(kwargs.get("batch_size", 0) or 0),
                           limit=int(kwargs.get("limit", 0) or 0), document=self._find_cmd(args, kwargs))
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         doc = self._inner.find_one(filter, *args, **kwargs)
-        record("find", [doc] if doc is not None else [], command=self._find_cmd((filter or {}, *args), kwargs))
+        self._counter.record("find", [doc] if doc is not None else [], command=self._find_cmd((filter or {}, *args), kwargs))
         return doc
 
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
@@ -258,25 +265,25 @@ class MockCollection:
                                                 kwargs.get("session"))
         else:
             inner = self._inner.aggregate(pipeline, *args, **kwargs)
-        return MockCursor(inner, "aggregate", batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
+        return MockCursor(inner, "aggregate", self._counter, batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
                           document=self._cmd("aggregate", pipeline=list(pipeline),
                                              collation=kwargs.get("collation")))
 
     def count_documents(self, filter: Any, *args: Any, **kwargs: Any) -> int:
         n = self._inner.count_documents(filter, *args, **kwargs)
-        record("aggregate", [{"_id": 1, "n": n}] if n else [],
+        self._counter.record("aggregate", [{"_id": 1, "n": n}] if n else [],
                command=self._cmd("aggregate", pipeline=[{"$match": filter}, {"$group": {"_id": 1, "n": {"$sum": 1}}}],
                                  collation=kwargs.get("collation")))
         return n
 
     def estimated_document_count(self, *args: Any, **kwargs: Any) -> int:
         n = self._inner.estimated_document_count(*args, **kwargs)
-        record("count", command=self._cmd("count"))
+        self._counter.record("count", command=self._cmd("count"))
         return n
 
     def distinct(self, *args: Any, **kwargs: Any) -> Any:
         out = self._inner.distinct(*args, **kwargs)
-        record("distinct", command=self._cmd("distinct", key=args[0] if args else kwargs.get("key"),
+        self._counter.record("distinct", command=self._cmd("distinct", key=args[0] if args else kwargs.get("key"),
                                              query=args[1] if len(args) > 1 else kwargs.get("filter")))
         return out
 
@@ -288,7 +295,7 @@ class MockCollection:
             written = 1
             return result
         finally:  # a refused insert (duplicate key) was still sent
-            record("insert", written=written, command=self._cmd("insert", n=1))
+            self._counter.record("insert", written=written, command=self._cmd("insert", n=1))
 
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
         from pymongo.errors import BulkWriteError
@@ -297,9 +304,9 @@ class MockCollection:
         try:
             result = self._inner.insert_many(documents, *args, **kwargs)
         except BulkWriteError as e:  # the server still received the insert, and wrote some
-            record("insert", written=int(e.details.get("nInserted", 0)), command=self._cmd("insert", n=len(documents)))
+            self._counter.record("insert", written=int(e.details.get("nInserted", 0)), command=self._cmd("insert", n=len(documents)))
             raise
-        if is_counting():
+        if self._counter.is_counting():
             batches, n, size = 0, 0, 0
             for d in documents:
                 s = len(bson.encode(d))
@@ -308,7 +315,7 @@ class MockCollection:
                 n += 1
                 size += s
             for i in range(batches):
-                record("insert", written=len(documents) if i == 0 else 0,
+                self._counter.record("insert", written=len(documents) if i == 0 else 0,
                        command=self._cmd("insert", n=len(documents) if i == 0 else None))
         return result
 
@@ -316,7 +323,7 @@ class MockCollection:
         result = getattr(self._inner, method)(*args, **kwargs)
         q = args[0] if args else kwargs.get("filter")
         u = args[1] if len(args) > 1 else kwargs.get("update", kwargs.get("replacement"))
-        record("update", written=result.modified_count + (1 if result.upserted_id is not None else 0),
+        self._counter.record("update", written=result.modified_count + (1 if result.upserted_id is not None else 0),
                command=self._cmd("update", updates=[{"q": q, "u": u, "multi": method == "update_many",
                                                      "upsert": bool(kwargs.get("upsert"))}]))
         return result
@@ -332,7 +339,7 @@ class MockCollection:
 
     def _delete(self, method: str, *args: Any, **kwargs: Any) -> Any:
         result = getattr(self._inner, method)(*args, **kwargs)
-        record("delete", written=result.deleted_count,
+        self._counter.record("delete", written=result.deleted_count,
                command=self._cmd("delete", deletes=[{"q": args[0] if args else kwargs.get("filter"),
                                                      "limit": 1 if method == "delete_one" else 0}]))
         return result
@@ -348,7 +355,7 @@ class MockCollection:
         # no document back, but upsert=True: nothing matched, so one was inserted
         written = 1 if doc is not None or kwargs.get("upsert") else 0
         sort = kwargs.get("sort")
-        record("findAndModify", [doc] if doc is not None else [], written=written,
+        self._counter.record("findAndModify", [doc] if doc is not None else [], written=written,
                command=self._cmd("findAndModify", query=args[0] if args else kwargs.get("filter"),
                                  update=args[1] if len(args) > 1 else None, sort=dict(sort) if sort else None,
                                  remove=True if method == "find_one_and_delete" else None))
@@ -366,7 +373,7 @@ class MockCollection:
     def bulk_write(self, requests: Any, ordered: bool = True, **kwargs: Any) -> Any:
         requests = list(requests)
         result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
-        if is_counting() and requests:
+        if self._counter.is_counting() and requests:
             def kind(r: Any) -> str:
                 n = type(r).__name__
                 return "insert" if n.startswith("Insert") else "delete" if n.startswith("Delete") else "update"
@@ -389,43 +396,49 @@ class MockCollection:
                     command = self._cmd("delete", deletes=[{"q": getattr(r, "_filter", None),
                                                             "limit": 0 if type(r).__name__ == "DeleteMany" else 1}
                                                            for r in reqs])
-                record(k, written=written if i == 0 else 0, command=command)
+                self._counter.record(k, written=written if i == 0 else 0, command=command)
         return result
 
     def create_index(self, *args: Any, **kwargs: Any) -> Any:
-        record("createIndexes")
+        self._counter.record("createIndexes")
         return self._inner.create_index(*args, **kwargs)
 
     def create_indexes(self, *args: Any, **kwargs: Any) -> Any:
-        record("createIndexes")
+        self._counter.record("createIndexes")
         return self._inner.create_indexes(*args, **kwargs)
 
     def drop_index(self, *args: Any, **kwargs: Any) -> Any:
-        record("dropIndexes")
+        self._counter.record("dropIndexes")
         return self._inner.drop_index(*args, **kwargs)
 
     def drop(self, *args: Any, **kwargs: Any) -> Any:
-        record("drop")
+        self._counter.record("drop")
         return self._inner.drop(*args, **kwargs)
 
     def rename(self, *args: Any, **kwargs: Any) -> Any:
-        record("renameCollection")
+        self._counter.record("renameCollection")
         return self._inner.rename(*args, **kwargs)
 
     def index_information(self) -> dict[str, Any]:
         info = self._inner.index_information()
         # listIndexes returns one document per index: {"v", "key", "name", options...}
-        record("listIndexes", command=self._cmd("listIndexes"), docs=[{"v": spec.get("v", 2), "key": dict(spec["key"]), "name": name,
+        self._counter.record("listIndexes", command=self._cmd("listIndexes"), docs=[{"v": spec.get("v", 2), "key": dict(spec["key"]), "name": name,
                               **{k: v for k, v in spec.items() if k not in ("v", "key")}}
                              for name, spec in info.items()])
         return info
 
 
 class MockDatabase:
-    """mongomock-ng database whose collections count commands like a server backend."""
+    """mongomock-ng database whose collections count commands like a server backend.
 
-    def __init__(self, inner: Any) -> None:
+    ``counter`` receives them (``helpers.counting``). Wrapping a database installs the ``_id`` lookup
+    (:func:`install_id_lookup`): the adapter changes mongomock-ng when the mock is connected, never
+    as a side effect of an import."""
+
+    def __init__(self, inner: Any, counter: Counter) -> None:
+        install_id_lookup()
         self._inner = inner
+        self._counter = counter
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -450,26 +463,26 @@ class MockDatabase:
     def create_collection(self, name: str, *args: Any, **kwargs: Any) -> MockCollection:
         # pymongo first asks whether the collection exists (listCollections), then creates it
         exists = name in self._inner.list_collection_names()
-        record("listCollections", [{"name": name, "type": "collection"}] if exists else [])
-        record("create")
+        self._counter.record("listCollections", [{"name": name, "type": "collection"}] if exists else [])
+        self._counter.record("create")
         return MockCollection(self._inner.create_collection(name, *args, **kwargs), self)
 
     def drop_collection(self, name: Any, *args: Any, **kwargs: Any) -> Any:
-        record("drop")
+        self._counter.record("drop")
         if isinstance(name, MockCollection):
             name = name.name
         return self._inner.drop_collection(name, *args, **kwargs)
 
     def aggregate(self, pipeline: Any, *args: Any, **kwargs: Any) -> MockCursor:
-        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate", eager=True,
+        return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate", self._counter, eager=True,
                           document={"aggregate": 1, "pipeline": list(pipeline), "$db": self._inner.name})
 
     def list_collection_names(self, *args: Any, **kwargs: Any) -> list[str]:
         names = self._inner.list_collection_names(*args, **kwargs)
-        record("listCollections", [{"name": n, "type": "collection"} for n in names],
+        self._counter.record("listCollections", [{"name": n, "type": "collection"} for n in names],
                command={"listCollections": 1, "$db": self._inner.name})
         return names
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
-        record(str(args[0]) if args and isinstance(args[0], str) else "command")
+        self._counter.record(str(args[0]) if args and isinstance(args[0], str) else "command")
         return self._inner.command(*args, **kwargs)

@@ -1,11 +1,16 @@
 """Shared helpers of the MongoDB schema-design workbook (start with notebooks/00_start_here.ipynb).
 
-One module per job: ``backends`` (connect, capabilities, banner), ``settings`` (the environment,
-defaults), ``uri`` (connection strings, redacted), ``safety`` (the workbook's own collections,
-reset), ``counting`` and ``measure`` (costs, timings, cost tables and plots), ``plans`` (explain
-plans), ``sizes`` (BSON sizes and the 16 MiB limit), ``datasets`` and ``generators`` (the data),
-``exercises`` (self-checks), ``display`` (show a helper's real source); and one module per
-lesson: ``embedding`` (01), ``outlier`` (02), ``trees`` (03), ``aerodata`` (04).
+One module per job: ``backends`` (connect, the banner, the process-wide connection),
+``capabilities`` (what the engine really does: each capability declared once, probed on connect),
+``settings`` (the environment, defaults), ``uri`` (connection strings, redacted), ``safety`` (the
+workbook's own collections, reset), ``counting`` and ``measure`` (costs, timings, cost tables and
+plots), ``workload`` (a design's workload, weighed into a daily cost), ``plans`` (explain plans),
+``sizes`` (BSON sizes and the 16 MiB limit), ``datasets`` and ``generators`` (the data),
+``exercises`` (self-checks) and ``checks/`` (each notebook's checkers, ``checks/nbNN.py``),
+``display`` (show a helper's real source), ``redis_backend`` (notebook 07's Redis); and one module
+per lesson, its first docstring line naming its notebook: ``embedding`` (01), ``outlier`` (02),
+``trees`` (03), ``aerodata`` (04), ``schema`` (05), ``advisor`` (split into ``advisor_rules``,
+``advisor_findings`` and ``advisor_workload``) and ``advisor_cases`` (06), ``kv`` (07), ``buckets`` (08).
 Engine adapters live in ``engines/``; maintainers' tools in ``tools/``; benchmarks in ``bench/``.
 """
 from .backends import (

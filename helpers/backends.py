@@ -10,23 +10,23 @@ Introduced in notebook 00. ``WORKBOOK_BACKEND`` chooses the engine:
 
 Capabilities are *probed* on connect (explain, ``$bsonSize``, validators, the 16 MiB limit,
 transactions, regex and geo queries, ...), so notebooks branch on what the engine does, not on its
-name, and every label of a deviation (``BackendInfo.cannot_show``, the banner) comes from the probes.
+name, and every label of a deviation (``BackendInfo.cannot_show``, the banner) comes from the probes,
+each capability declared once in ``helpers.capabilities``.
 """
 from __future__ import annotations
 
 import contextlib
 import re
 import threading
-import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Generic, TypeVar
 
-import bson
-
+from . import capabilities as _capabilities
 from . import settings
 from . import uri as _uri
-from .counting import attach_listener_client
+from .capabilities import Capabilities
+from .counting import attach_listener_client, recorder
 
 __all__ = [
     "BackendError",
@@ -44,6 +44,8 @@ __all__ = [
     "SOCKET_CONNECT_TIMEOUT_MS",
     "DEFAULT_DB",
     "engine_limits",
+    "ProcessWide",
+    "current_connection",
 ]
 
 DEFAULT_DB = settings.DEFAULT_DB
@@ -56,44 +58,11 @@ CONNECT_TIMEOUT_MS = 4000  # server selection: + our own overhead stays under th
 #: lookup with it, and a real MongoDB's streaming heartbeat waits that plus heartbeatFrequencyMS.
 SOCKET_CONNECT_TIMEOUT_MS = 20_000
 BACKENDS = settings.BACKENDS
+T = TypeVar("T")
 SWITCH_HINT = "switch with WORKBOOK_BACKEND=mongodb|embedded|mock (mongodb needs MONGODB_URI)"
 
 class BackendError(RuntimeError):
     """The chosen backend cannot be used; the message says which variable to change and how."""
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What the connected engine really does, probed on connect (see docs/ENGINES.md)."""
-
-    indexes: bool  # queries use indexes (the mock scans every document)
-    explain: bool  # explain() shows real plans (IXSCAN vs COLLSCAN) for equality/range queries
-    explain_regex: bool  # an anchored prefix regex on a secondary index is an index scan with tight bounds
-    bson_size: bool  # server-side $bsonSize
-    json_schema: bool  # $jsonSchema validators reject bad documents (code 121)
-    max_document_size: bool  # the server itself rejects documents over 16 MiB
-    transactions: bool  # multi-document transactions (a standalone mongod has none)
-    graph_restrict: bool  # $graphLookup honours restrictSearchWithMatch
-    slice_projection: bool  # {"arr": {"$slice": n}} keeps the other fields
-    bare_regex_indexed: bool  # a bare regex value (re.compile, bson.Regex) on an indexed field matches like {$regex}
-    id_range_index: bool  # an _id range / anchored _id regex is served by the _id index (IXSCAN, bounded keys)
-    array_field_path: bool  # "$arr.name" through an array of documents gives the array of values
-    graph_missing_start_as: bool  # $graphLookup sets as: [] when startWith is missing
-    near_sorted: bool  # $near / $nearSphere return the nearest document first
-    geo_center_sphere: bool  # $geoWithin: {$centerSphere: ...} works
-    geo_index: bool  # a 2dsphere index can be created and $near runs
-    collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
-    transaction_isolation: bool = False  # a write inside an open transaction is invisible to others until commit
-    concurrent_clients: bool = False  # threads may share the engine: a server behind the wire protocol (the mock is not thread-safe)
-    timeseries_option: bool = False  # create_collection(timeseries=..., expireAfterSeconds=...) is accepted and both options listed
-    timeseries_storage: bool = False  # listCollections says type "timeseries": a real time series collection (internal buckets)
-
-
-    graph_max_depth: int | None = None  # deepest level $graphLookup reaches without maxDepth; None: no cap met
-    regex_max_length: int | None = None  # longest $regex pattern accepted; None: no cap met
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -117,72 +86,11 @@ class BackendInfo:
 
     def warnings(self) -> list[str]:
         """Deviations that give a learner's own query a wrong answer without an error (for the banner)."""
-        out = []
-        if not self.caps.bare_regex_indexed:
-            out.append(f"Warning: on {self.engine} a bare regex value (re.compile, bson.Regex) on an indexed "
-                       f"field matches nothing: write {{\"field\": {{\"$regex\": \"^...\"}}}} (docs/ENGINES.md)")
-        return out
+        return [f"Warning: {line} (docs/ENGINES.md)" for line in _capabilities.warnings(self.caps, self.engine)]
 
     def cannot_show(self) -> list[str]:
         """Plain-language list of what this engine cannot show that a real server would, from the probes."""
-        out = []
-        c = self.caps
-        if not c.indexes:
-            out.append("index effects: it has no indexes, every query scans the collection (an _id equality "
-                       "is looked up by key)")
-        if not c.explain:
-            out.append("query plans: explain() is not faithful here")
-        if c.indexes and not c.id_range_index:
-            out.append("an _id range or anchored _id regex served by the _id index: here it scans the whole "
-                       "collection (its explain's COLLSCAN is the truth); a real MongoDB scans index bounds")
-        if c.indexes and not c.explain_regex:
-            out.append("a prefix regex on an indexed field served by index bounds: here it scans the collection")
-        if not c.bare_regex_indexed:
-            out.append("a bare regex value (re.compile, bson.Regex) on an indexed field: it matches nothing here; "
-                       "{\"$regex\": ...} works")
-        if not c.bson_size:
-            out.append("server-side $bsonSize (the workbook computes sizes client-side, same numbers)")
-        if not c.json_schema:
-            out.append("$jsonSchema validation")
-        if not c.max_document_size:
-            out.append("the server's own 16 MiB rejection (a labelled client-side check stands in)")
-        if not c.transactions:
-            out.append("multi-document transactions")
-        if not c.concurrent_clients:
-            out.append("concurrency: it is not thread-safe, so the demonstrations with several threads are skipped")
-        if not c.timeseries_option:
-            out.append("time series collections: the timeseries option is refused (an ordinary collection stands in, "
-                       "labelled)")
-        elif not c.timeseries_storage:
-            out.append("time series storage: the timeseries option is accepted but the documents are stored one by one "
-                       "in an ordinary collection (no internal buckets, no compression)")
-        if c.transactions and not c.transaction_isolation:
-            out.append("transaction isolation: a write inside an open transaction is visible to other readers "
-                       "before it commits (abort still undoes it)")
-        if not c.graph_restrict:
-            out.append("$graphLookup restrictSearchWithMatch (accepted, ignored)")
-        if not c.graph_missing_start_as:
-            out.append("$graphLookup's empty 'as' array when startWith is missing (the field is left out)")
-        if not c.slice_projection:
-            out.append("a $slice projection that keeps the other fields (they are dropped)")
-        if not c.array_field_path:
-            out.append("an expression field path through an array of documents (\"$arr.name\" is missing)")
-        if not c.geo_index:
-            out.append("2dsphere indexes and $near")
-        elif not c.near_sorted:
-            out.append("$near / $nearSphere order: the right documents, not nearest first (sort by distance "
-                       "yourself)")
-        if not c.geo_center_sphere:
-            out.append("$geoWithin with $centerSphere (it raises)")
-        if not c.collation:
-            out.append("collations (case-insensitive indexes and queries)")
-        if c.graph_max_depth is not None:
-            out.append(f"$graphLookup beyond depth {c.graph_max_depth} without maxDepth (the workbook's "
-                       f"tree walks continue from where it stops, at the cost of more round trips)")
-        if c.regex_max_length is not None:
-            out.append(f"regex patterns over {c.regex_max_length:,} characters (the workbook's path "
-                       f"queries use the equivalent key range instead)")
-        return out
+        return _capabilities.cannot_show(self.caps)
 
 
 @dataclass
@@ -214,271 +122,7 @@ def redact_uri(uri: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# capability probes: small experiments in a throwaway collection of the workbook's database
-
-def _probe(db: Any, is_mock: bool) -> Capabilities:
-    from pymongo.errors import DocumentTooLarge, OperationFailure, PyMongoError
-
-    from .safety import REGISTRY, track_collection
-
-    name = f"workbook_probe_{uuid.uuid4().hex[:8]}"
-    coll = track_collection(db, name)
-    caps: dict[str, bool] = {}
-    try:
-        coll.insert_many([{"_id": f"k{i:03d}", "v": i, "s": f"s{i:03d}", "p": None if i == 0 else (i - 1) // 2,
-                           "arr": [1, 2, 3], "x": "y", "docs": [{"name": "a"}, {"name": "b"}]}
-                          for i in range(64)])
-        coll.create_index("v")
-        coll.create_index("s")
-        # explain: an equality on an indexed field must be an IXSCAN that examines one key
-        try:
-            plan = coll.find({"v": 7}).explain()
-            stats = plan.get("executionStats", {})
-            caps["explain"] = "IXSCAN" in str(plan.get("queryPlanner", {}).get("winningPlan")) and \
-                stats.get("totalKeysExamined") == 1
-            caps["indexes"] = True if not is_mock else False
-        except (OperationFailure, NotImplementedError, AttributeError, TypeError):
-            caps["explain"] = False
-            caps["indexes"] = not is_mock
-        if is_mock:
-            caps["indexes"] = False  # mongomock-ng scans every document (docs/ENGINES.md)
-        # an anchored prefix regex on a secondary index: an IXSCAN of the 10 keys in ["s01", "s02")
-        caps["explain_regex"] = caps["explain"] and _bounded_ixscan(coll, {"s": {"$regex": "^s01"}})
-        # the _id index serves a range and an anchored regex (10 keys in ["k010", "k020"), ["k01", "k02"))
-        caps["id_range_index"] = caps["explain"] and _bounded_ixscan(
-            coll, {"_id": {"$gte": "k010", "$lt": "k020"}}) and _bounded_ixscan(coll, {"_id": {"$regex": "^k01"}})
-        # a bare regex value on an indexed field matches like {"$regex": ...} (10 documents)
-        try:
-            caps["bare_regex_indexed"] = coll.count_documents({"s": re.compile("^s01")}) == 10 and \
-                coll.count_documents({"s": bson.Regex("^s01")}) == 10
-        except (OperationFailure, NotImplementedError, TypeError):
-            caps["bare_regex_indexed"] = False
-        # an expression field path through an array of documents: ["a", "b"]
-        try:
-            got = list(coll.aggregate([{"$match": {"_id": "k001"}}, {"$project": {"n": "$docs.name"}}]))
-            caps["array_field_path"] = bool(got) and got[0].get("n") == ["a", "b"]
-        except (OperationFailure, NotImplementedError, TypeError):
-            caps["array_field_path"] = False
-        # $graphLookup from a document without the startWith field: as is []
-        try:
-            got = list(coll.aggregate([
-                {"$match": {"_id": "k001"}},
-                {"$graphLookup": {"from": name, "startWith": "$missing", "connectFromField": "p",
-                                  "connectToField": "v", "as": "up"}}]))
-            caps["graph_missing_start_as"] = bool(got) and got[0].get("up", None) == []
-        except (OperationFailure, NotImplementedError, TypeError):
-            caps["graph_missing_start_as"] = False
-        # server-side $bsonSize
-        try:
-            doc = coll.find_one({"_id": "k001"})
-            got = list(coll.aggregate([{"$match": {"_id": "k001"}}, {"$project": {"s": {"$bsonSize": "$$ROOT"}}}]))
-            caps["bson_size"] = bool(got) and got[0].get("s") == len(bson.encode(doc))
-        except (OperationFailure, NotImplementedError, KeyError, TypeError):
-            caps["bson_size"] = False
-        # $slice projection keeps other fields
-        try:
-            d = coll.find_one({"_id": "k001"}, {"arr": {"$slice": 2}})
-            caps["slice_projection"] = d.get("arr") == [1, 2] and d.get("x") == "y"
-        except (OperationFailure, NotImplementedError):
-            caps["slice_projection"] = False
-        # $graphLookup restrictSearchWithMatch: walk up from k010 but only through odd v
-        try:
-            got = list(coll.aggregate([
-                {"$match": {"_id": "k010"}},
-                {"$graphLookup": {"from": name, "startWith": "$p", "connectFromField": "p",
-                                  "connectToField": "v", "as": "up",
-                                  "restrictSearchWithMatch": {"v": {"$gt": 3}}}},
-            ]))
-            ups = sorted(u["v"] for u in got[0]["up"]) if got else None
-            caps["graph_restrict"] = ups == [4]
-        except (OperationFailure, NotImplementedError):
-            caps["graph_restrict"] = False
-        # $jsonSchema validator
-        vname = f"{name}_v"
-        track_collection(db, vname)
-        try:
-            db.create_collection(vname, validator={"$jsonSchema": {"required": ["a"]}})
-            try:
-                db[vname].insert_one({"b": 1})
-                caps["json_schema"] = False
-            except OperationFailure as e:  # WriteError is a subclass
-                caps["json_schema"] = getattr(e, "code", None) == 121
-        except (OperationFailure, NotImplementedError, TypeError):
-            caps["json_schema"] = False
-        except Exception:
-            caps["json_schema"] = False
-        finally:
-            db.drop_collection(vname)
-        # collation: a case-insensitive index keeps its collation, and a query with it matches "Y" for "y"
-        cname = f"{name}_c"
-        track_collection(db, cname)
-        try:
-            strength2 = {"locale": "en", "strength": 2}
-            db[cname].insert_many([{"_id": 1, "x": "Y"}, {"_id": 2, "x": "z"}])
-            db[cname].create_index("x", collation=strength2)
-            kept = any((spec.get("collation") or {}).get("strength") == 2
-                       for spec in db[cname].index_information().values())
-            caps["collation"] = kept and [d["_id"] for d in db[cname].find({"x": "y"}, collation=strength2)] == [1]
-        except (OperationFailure, NotImplementedError, TypeError):
-            caps["collation"] = False
-        finally:
-            db.drop_collection(cname)
-        # the server's own 16 MiB limit: grow a 9 MiB document to 18 MiB with $set
-        chunk = "x" * (9 * 1024 * 1024)
-        try:
-            coll.insert_one({"_id": "big", "a": chunk})
-            try:
-                coll.update_one({"_id": "big"}, {"$set": {"b": chunk}})
-                caps["max_document_size"] = False
-            except (OperationFailure, DocumentTooLarge):
-                caps["max_document_size"] = True
-        except (PyMongoError, NotImplementedError):
-            caps["max_document_size"] = False
-        finally:
-            coll.delete_one({"_id": "big"})
-        # transactions (a standalone mongod refuses them; Atlas and replica sets have them)
-        caps["transactions"] = _probe_transactions(db, coll)
-        caps["transaction_isolation"] = caps["transactions"] and _probe_transaction_isolation(db, coll)
-        # several threads at once need a server: a pymongo client talks to one over the wire protocol,
-        # each thread on a pooled connection; mongomock-ng's in-process collections have no locks
-        import pymongo
-
-        caps["concurrent_clients"] = isinstance(getattr(db, "client", None), pymongo.MongoClient)
-        # geo: a 2dsphere index, $near order, $centerSphere
-        caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
-        # time series collections: the option accepted and listed, and real time series storage
-        caps.update(_probe_timeseries(db, track_collection(db, f"{name}_ts")))
-
-
-        # the engine's limits: how deep $graphLookup walks unasked, how long a regex may be
-        coll.delete_many({})
-        caps["graph_max_depth"] = _probe_graph_max_depth(coll)
-        caps["regex_max_length"] = _probe_regex_max_length(coll)
-    finally:
-        db.drop_collection(name)
-        db.drop_collection(f"{name}_geo")
-        db.drop_collection(f"{name}_ts")
-        # remove only its own entries: never the registry, which another kernel may have filled meanwhile
-        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c", f"{name}_geo", f"{name}_ts"]}})
-    return Capabilities(**caps)
-
-
-def _bounded_ixscan(coll: Any, query: dict) -> bool:
-    """Is ``query`` (10 matches in the probe collection) an index scan of about 10 keys?"""
-    from pymongo.errors import OperationFailure
-
-    try:
-        plan = coll.find(query).explain()
-    except (OperationFailure, NotImplementedError, AttributeError, TypeError):
-        return False
-    stats = plan.get("executionStats", {})
-    return "IXSCAN" in str(plan.get("queryPlanner", {}).get("winningPlan")) and \
-        stats.get("totalKeysExamined") in (10, 11) and stats.get("nReturned", 10) == 10
-
-
-def _probe_geo(db: Any, geo: Any) -> dict[str, bool]:
-    """``geo_index``, ``near_sorted``, ``geo_center_sphere``: four points on the equator, 0.05 to 0.3
-    degrees east of (0, 0), inserted out of distance order."""
-    from pymongo.errors import OperationFailure, PyMongoError
-
-    out = {"geo_index": False, "near_sorted": False, "geo_center_sphere": False}
-    point = {"type": "Point", "coordinates": [0.0, 0.0]}
-    try:
-        geo.insert_many([{"_id": i, "loc": {"type": "Point", "coordinates": [x, 0.0]}}
-                         for i, x in enumerate([0.3, 0.1, 0.2, 0.05])])
-    except (PyMongoError, NotImplementedError):
-        return out
-    try:
-        geo.create_index([("loc", "2dsphere")])
-        near = [d["_id"] for d in geo.find({"loc": {"$near": {"$geometry": point, "$maxDistance": 30_000}}})]
-        sphere = [d["_id"] for d in geo.find({"loc": {"$nearSphere": {"$geometry": point}}})]
-        out["geo_index"] = sorted(near) == [1, 2, 3]  # 0.3 degrees is 33 km: outside 30 km
-        out["near_sorted"] = near == [3, 1, 2] and sphere == [3, 1, 2, 0]
-    except (OperationFailure, NotImplementedError, TypeError, ValueError):
-        pass
-    try:  # a radius of 0.15 degrees, in radians: the points at 0.05 and 0.1 degrees
-        within = geo.find({"loc": {"$geoWithin": {"$centerSphere": [[0.0, 0.0], 0.15 * 3.141592653589793 / 180]}}})
-        out["geo_center_sphere"] = sorted(d["_id"] for d in within) == [1, 3]
-    except (OperationFailure, NotImplementedError, TypeError, ValueError):
-        pass
-    return out
-
-
-#: the chain the depth probe walks: deeper than any cap it can report (None = no cap up to here)
-_PROBE_CHAIN = 130
-#: the longest regex pattern the length probe tries (None = accepted): below a real MongoDB's own
-#: limit (it refuses longer patterns itself, error 51091), far above anything the workbook sends
-_PROBE_REGEX = 16_000
-
-
-def _probe_timeseries(db: Any, ts: Any) -> dict[str, bool]:
-    """Is a time series collection accepted (with ``expireAfterSeconds``), and is it one (listCollections)?"""
-    from pymongo.errors import PyMongoError
-
-    try:
-        db.create_collection(ts.name, timeseries={"timeField": "t", "metaField": "m", "granularity": "seconds"},
-                             expireAfterSeconds=3600)
-        listed = next(iter(db.list_collections(filter={"name": ts.name})), None) or {}
-    except (PyMongoError, NotImplementedError, TypeError, ValueError):
-        return {"timeseries_option": False, "timeseries_storage": False}
-    options = listed.get("options") or {}
-    accepted = (options.get("timeseries") or {}).get("timeField") == "t" and options.get("expireAfterSeconds") == 3600
-    return {"timeseries_option": accepted, "timeseries_storage": accepted and listed.get("type") == "timeseries"}
-
-
-def _probe_graph_max_depth(coll: Any) -> int | None:
-    """Walk a chain of :data:`_PROBE_CHAIN` documents with ``$graphLookup`` and no ``maxDepth``:
-    the deepest level reached, or None when the whole chain is (no cap met)."""
-    from pymongo.errors import OperationFailure
-
-    coll.insert_many([{"_id": f"c{i:04d}", "up": f"c{i - 1:04d}" if i else None} for i in range(_PROBE_CHAIN)])
-    try:
-        got = list(coll.aggregate([
-            {"$match": {"_id": f"c{_PROBE_CHAIN - 1:04d}"}},
-            {"$graphLookup": {"from": coll.name, "startWith": "$up", "connectFromField": "up",
-                              "connectToField": "_id", "as": "found", "depthField": "d"}},
-            {"$project": {"found.d": 1}}]))
-    except (OperationFailure, NotImplementedError):
-        return None
-    found = got[0]["found"] if got else []
-    if len(found) >= _PROBE_CHAIN - 1:
-        return None
-    return max((int(d["d"]) for d in found), default=0)
-
-
-def _probe_regex_max_length(coll: Any) -> int | None:
-    """The longest ``$regex`` pattern the engine accepts, by bisection, or None when a pattern of
-    :data:`_PROBE_REGEX` characters is accepted (one query on an engine without a cap)."""
-    from pymongo.errors import OperationFailure
-
-    def accepted(n: int) -> bool:
-        try:
-            coll.find_one({"_id": {"$regex": "^" + "z" * (n - 1)}}, {"_id": 1})
-            return True
-        except OperationFailure:
-            return False
-
-    if accepted(_PROBE_REGEX):
-        return None
-    lo, hi = 1, _PROBE_REGEX  # lo accepted, hi refused
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if accepted(mid) else (lo, mid)
-    return lo
-
-
-def _probe_limits(db: Any) -> tuple[int | None, int | None]:
-    """``(graph_max_depth, regex_max_length)``, measured in a throwaway collection of ``db``."""
-    from .safety import REGISTRY, track_collection
-
-    name = f"workbook_probe_{uuid.uuid4().hex[:8]}"
-    coll = track_collection(db, name)
-    try:
-        return _probe_graph_max_depth(coll), _probe_regex_max_length(coll)
-    finally:
-        db.drop_collection(name)
-        db[REGISTRY].delete_many({"_id": name})
-
+# the engine's limits, for code that meets them with any client
 
 #: the limits of each client's engine, from its connect probe or probed on first need
 _LIMITS: "weakref.WeakKeyDictionary[Any, tuple[int | None, int | None]]" = weakref.WeakKeyDictionary()
@@ -497,45 +141,11 @@ def engine_limits(db: Any) -> tuple[int | None, int | None]:
             return _LIMITS[client]
         except (KeyError, TypeError):
             pass
-    limits = _probe_limits(db)
+    found = _capabilities.probe(db, is_mock=False, names=_capabilities.LIMITS)
+    limits = (found["graph_max_depth"], found["regex_max_length"])
     with _LIMITS_LOCK, contextlib.suppress(TypeError):
         _LIMITS[client] = limits
     return limits
-
-
-def _probe_transactions(db: Any, coll: Any) -> bool:
-    from pymongo.errors import PyMongoError
-
-    try:
-        client = db.client
-        with client.start_session() as session:
-            def txn(s: Any) -> None:
-                coll.insert_one({"_id": "txn"}, session=s)
-            session.with_transaction(txn)
-        ok = coll.count_documents({"_id": "txn"}) == 1
-        coll.delete_one({"_id": "txn"})
-        return ok
-    except (PyMongoError, NotImplementedError, AttributeError, TypeError):
-        return False
-
-
-def _probe_transaction_isolation(db: Any, coll: Any) -> bool:
-    """A document inserted in an open transaction is not seen by a read outside it, and abort undoes it."""
-    from pymongo.errors import PyMongoError
-
-    try:
-        with db.client.start_session() as session:
-            session.start_transaction()
-            try:
-                coll.insert_one({"_id": "txn_iso"}, session=session)
-                seen_outside = coll.count_documents({"_id": "txn_iso"})
-            finally:
-                session.abort_transaction()
-        left = coll.count_documents({"_id": "txn_iso"})
-        coll.delete_one({"_id": "txn_iso"})
-        return seen_outside == 0 and left == 0
-    except (PyMongoError, NotImplementedError, AttributeError, TypeError):
-        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,7 +322,7 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
     from engines.mock import MockDatabase
 
     client, ver = _connect_mock(db_name)
-    conn = Connection(client, MockDatabase(client[db_name]), None)
+    conn = Connection(client, MockDatabase(client[db_name], recorder), None)
     return _finish(conn, "mock", "mongomock-ng", ver, None, note, probe)
 
 
@@ -726,14 +336,9 @@ def _finish(conn: Connection, name: str, engine: str, version: str, uri: str | N
             note: str | None, probe: bool) -> Connection:
     is_mock = name == "mock"
     if probe:
-        caps = _probe(conn.db, is_mock)
+        caps = Capabilities(**_capabilities.probe(conn.db, is_mock))
     else:
-        caps = Capabilities(indexes=not is_mock, explain=False, explain_regex=False, bson_size=False,
-                            json_schema=False, max_document_size=False, transactions=False,
-                            graph_restrict=False, slice_projection=False, bare_regex_indexed=False,
-                            id_range_index=False, array_field_path=False, graph_missing_start_as=False,
-                            near_sorted=False, geo_center_sphere=False, geo_index=False,
-                            collation=False)
+        caps = Capabilities.unprobed(is_mock)
     if probe:
         with _LIMITS_LOCK, contextlib.suppress(TypeError):
             _LIMITS[getattr(conn.db, "client", conn.client)] = (caps.graph_max_depth, caps.regex_max_length)
@@ -762,16 +367,30 @@ def info_of(obj: Any) -> BackendInfo | None:
 # ---------------------------------------------------------------------------------------------
 # the process-wide connection the notebooks use
 
-_CURRENT: Connection | None = None
-_LOCK = threading.Lock()
+class ProcessWide(Generic[T]):
+    """One connection per process, opened on first use and shared by every caller (the one home of
+    that for MongoDB here and for Redis in ``helpers.redis_backend``)."""
+
+    def __init__(self, open_: Callable[[], T]) -> None:
+        self._open = open_
+        self._lock = threading.Lock()
+        #: the open connection, or None (reading it never connects)
+        self.current: T | None = None
+
+    def get(self) -> T:
+        with self._lock:
+            if self.current is None:
+                self.current = self._open()
+            return self.current
+
+    def close(self) -> None:
+        with self._lock:
+            if self.current is not None:
+                self.current.close()  # type: ignore[attr-defined]
+                self.current = None
 
 
-def _current() -> Connection:
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is None:
-            _CURRENT = connect()
-        return _CURRENT
+_SHARED: ProcessWide[Connection] = ProcessWide(lambda: connect())
 
 
 def get_db() -> Any:
@@ -779,12 +398,17 @@ def get_db() -> Any:
 
     Every notebook starts with this. See ``backend_info()`` for what the engine can show.
     """
-    return _current().db
+    return _SHARED.get().db
 
 
 def backend_info() -> BackendInfo:
     """Name, version, database and probed capabilities of the current backend."""
-    return _current().info
+    return _SHARED.get().info
+
+
+def current_connection() -> Connection | None:
+    """The process-wide connection if it is open, else None (never connects)."""
+    return _SHARED.current
 
 
 def banner() -> str:
@@ -800,11 +424,7 @@ def banner() -> str:
 
 def close() -> None:
     """Close the process-wide connection (and stop the embedded server, if any)."""
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is not None:
-            _CURRENT.close()
-            _CURRENT = None
+    _SHARED.close()
 
 
 def timed_on() -> str:

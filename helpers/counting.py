@@ -15,12 +15,13 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from types import SimpleNamespace
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 import bson
 from pymongo import monitoring
 
-__all__ = ["CommandCounter", "counting", "attach_listener_client", "is_counting", "record"]
+__all__ = ["CommandCounter", "Counters", "counting", "attach_listener_client", "is_counting", "record", "recorder"]
 
 IGNORED = {"hello", "ismaster", "ping", "endsessions", "killcursors", "saslstart", "saslcontinue",
            "buildinfo", "getlasterror"}
@@ -68,8 +69,42 @@ def _slim(command: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_ACTIVE: list[CommandCounter] = []
-_ACTIVE_LOCK = threading.Lock()
+T = TypeVar("T")
+
+
+class Counters(Generic[T]):
+    """The counters open now, in any thread, and the fan-out of what happens to each of them: the one
+    home of that bookkeeping, for MongoDB's commands (here) and Redis's (``helpers.redis_backend``)."""
+
+    def __init__(self) -> None:
+        self._open: list[T] = []
+        self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return bool(self._open)
+
+    @contextmanager
+    def opened(self, counter: T) -> Iterator[T]:
+        """``counter`` receives every event while the ``with`` block runs."""
+        with self._lock:
+            self._open.append(counter)
+        try:
+            yield counter
+        finally:
+            with self._lock:  # by identity: two counters that count the same are still two
+                del self._open[next(i for i, c in enumerate(self._open) if c is counter)]
+
+    def each(self, fn: Callable[[T], Any]) -> None:
+        """``fn(counter)`` for every open counter (none open: nothing to do)."""
+        if not self._open:
+            return
+        with self._lock:
+            counters = list(self._open)
+        for c in counters:
+            fn(c)
+
+
+_ACTIVE: Counters[CommandCounter] = Counters()
 
 
 @contextmanager
@@ -79,21 +114,8 @@ def counting(keep_commands: bool = False) -> Iterator[CommandCounter]:
     ``keep_commands=True`` also keeps each command document (``counter.command_documents``): the
     workload that ``helpers.advisor`` reviews (notebook 06).
     """
-    counter = CommandCounter(keep_commands=keep_commands)
-    with _ACTIVE_LOCK:
-        _ACTIVE.append(counter)
-    try:
+    with _ACTIVE.opened(CommandCounter(keep_commands=keep_commands)) as counter:
         yield counter
-    finally:
-        with _ACTIVE_LOCK:
-            _ACTIVE.remove(counter)
-
-
-def _each(fn: Any) -> None:
-    with _ACTIVE_LOCK:
-        counters = list(_ACTIVE)
-    for c in counters:
-        fn(c)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +125,7 @@ class _Listener(monitoring.CommandListener):
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if _ACTIVE and event.command_name.lower() not in IGNORED:
             command = {**event.command, "$db": event.database_name}
-            _each(lambda c: c.add_command(event.command_name, command))
+            _ACTIVE.each(lambda c: c.add_command(event.command_name, command))
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
         if not _ACTIVE or event.command_name.lower() in IGNORED:
@@ -125,7 +147,7 @@ class _Listener(monitoring.CommandListener):
                 docs = [value]
             leo = reply.get("lastErrorObject", {}) or {}
             written = int(leo.get("n", 0)) if (value is not None or leo.get("upserted") is not None) else 0
-        _each(lambda c: (c.add_docs(docs), setattr(c, "docs_written", c.docs_written + written)))
+        _ACTIVE.each(lambda c: (c.add_docs(docs), setattr(c, "docs_written", c.docs_written + written)))
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         pass
@@ -158,9 +180,14 @@ def record(name: str, docs: list[Any] | None = None, written: int = 0,
             c.add_docs(docs)
         c.docs_written += written
 
-    _each(f)
+    _ACTIVE.each(f)
 
 
 def is_counting() -> bool:
     """True inside a ``counting()`` block (an adapter can skip the bookkeeping otherwise)."""
     return bool(_ACTIVE)
+
+
+#: :func:`record` and :func:`is_counting` together, for an engine adapter (``engines.mock.MockDatabase``;
+#: ``helpers.counting`` the module is shadowed by the function :func:`counting` in ``helpers``)
+recorder = SimpleNamespace(record=record, is_counting=is_counting)

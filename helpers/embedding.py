@@ -99,7 +99,7 @@ def _check_ids(author_ids: Any) -> list[Any] | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 2.2: one question, three ways. "Each author, with the title and year of each of their books."
+# 1.2: one question, three ways. "Each author, with the title and year of each of their books."
 
 def authors_books_app_join(authors: Any, books: Any, author_ids: Sequence[Any] | None = None) -> list[Document]:
     """Application-side join: one query for the authors, one for their books, joined in Python.
@@ -165,7 +165,7 @@ def authors_books_lookup_pipeline(authors: Any, books: Any,
 
 
 # ---------------------------------------------------------------------------------------------
-# 2.3: what $lookup makes the server examine
+# 1.3: what $lookup makes the server examine
 
 @dataclass
 class ForeignPlan:
@@ -203,7 +203,7 @@ def foreign_query_plan(foreign: Any, foreign_field: str, local_values: Iterable[
 
 
 # ---------------------------------------------------------------------------------------------
-# 2.4: duplicated fields (the author's name stored in each book)
+# 1.4: duplicated fields (the author's name stored in each book)
 
 def books_with_author_names(authors: Iterable[Document], books: Iterable[Document]) -> list[Document]:
     """Books with a copy of each author's name: ``authors: [{"_id": 3, "name": "Ada Abe"}, ...]``."""
@@ -255,7 +255,7 @@ def stale_copies(authors: Any, books_named: Any) -> list[Document]:
 
 
 # ---------------------------------------------------------------------------------------------
-# consistency: what a concurrent reader can see
+# 1.5: consistency: what a concurrent reader can see
 
 def update_product_version(products: Any, product_id: Any, version: int) -> None:
     """One ``update_one`` that changes several fields and an embedded array together.
@@ -473,7 +473,7 @@ def one_sided_references(authors_two_way: Any, books: Any) -> list[Document]:
 
 
 # ---------------------------------------------------------------------------------------------
-# 2.5: writes
+# 1.6: writes
 
 def add_review_embedded(products: Any, product_id: Any, review: Document) -> int:
     """Append a review to a product's embedded ``reviews`` array (``$push``); returns docs modified."""
@@ -491,7 +491,7 @@ def add_review_referenced(reviews: Any, product_id: Any, review: Document) -> An
 
 
 # ---------------------------------------------------------------------------------------------
-# 2.6: growth and the 16 MiB limit
+# 1.7: growth and the 16 MiB limit
 
 def sizes_by_review_count(product: Document, reviews: Sequence[Document], counts: Iterable[int]) -> list[int]:
     """BSON size of ``product`` holding the first ``k`` of ``reviews``, for each ``k`` in ``counts``."""
@@ -555,7 +555,7 @@ def push_reviews_until_limit(products: Any, product_id: Any, reviews: Sequence[D
 
 
 # ---------------------------------------------------------------------------------------------
-# 2.7: start embedded, pivot later
+# 1.8: start embedded, pivot later
 
 @dataclass
 class MigrationReport:

@@ -121,16 +121,13 @@ def _empty(answer: Any) -> bool:
 def _engine_note(context: dict[str, Any]) -> str | None:
     """Why an empty query result may be the engine's doing, from the probed capabilities of the
     connection that the context's collections or database belong to."""
-    from . import backends
+    from . import backends, capabilities
 
     for value in context.values():
         info = backends.info_of(value)
         if info is not None:
-            if not info.caps.bare_regex_indexed:
-                return (f"your answer is empty, and on {info.engine} a bare regex value (re.compile, "
-                        f"bson.Regex) on an indexed field matches nothing: write "
-                        f'{{"field": {{"$regex": "^..."}}}} instead (docs/ENGINES.md)')
-            return None
+            silent = capabilities.warnings(info.caps, info.engine)
+            return f"your answer is empty, and {silent[0]} instead (docs/ENGINES.md)" if silent else None
     return None
 
 
@@ -186,7 +183,7 @@ def _server_db() -> Any:
     """The learner's own database when this process works on a server, else None (never connects)."""
     from . import backends
 
-    conn = backends._CURRENT
+    conn = backends.current_connection()
     if conn is None or conn._closed or conn.info.name != "mongodb":
         return None
     return conn.db

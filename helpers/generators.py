@@ -8,7 +8,7 @@ documents that are byte-identical for the same arguments on every run and machin
   so a document read back from any engine equals the one generated),
 * ``_id`` values are 1-based integers in generation order.
 
-The shapes follow distributions fitted to real data (see ``shared/DATA_SOURCES.md``):
+The shapes follow distributions fitted to real data (see ``docs/DATA_SOURCES.md``):
 
 * children per parent, "most have 3, a few have hundreds": ``ceil(exp(Normal(1.3, 1.3)))``;
 * the viral post: a truncated Zipf tail (a = 1.3) capped at 50,000 comments;

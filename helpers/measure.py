@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .counting import counting
 from .plans import plan_summary
 
-__all__ = ["Measurement", "measure", "compare", "costs_table", "plot_compare", "plot_costs", "plan_summary"]
+__all__ = ["Measurement", "measure", "compare", "costs_table", "plot_compare", "plot_costs"]
 
 
 @dataclass

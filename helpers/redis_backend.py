@@ -34,6 +34,8 @@ import redis
 
 from . import settings
 from . import uri as _uri
+from .backends import ProcessWide
+from .counting import Counters
 
 __all__ = [
     "RedisBackendError", "RedisCaps", "RedisInfo", "RedisConnection", "RedisCost", "KeySpace",
@@ -68,31 +70,20 @@ class RedisCost:
                 "bytes sent": self.bytes_sent, "bytes received": self.bytes_received}
 
 
-_ACTIVE: list[RedisCost] = []
-_ACTIVE_LOCK = threading.Lock()
+_ACTIVE: Counters[RedisCost] = Counters()
 _QUIET = threading.local()  # set while a connection does its own handshake
 
 
 @contextmanager
 def count_commands() -> Iterator[RedisCost]:
     """Count every Redis command and round trip sent inside the ``with`` block (any engine)."""
-    cost = RedisCost()
-    with _ACTIVE_LOCK:
-        _ACTIVE.append(cost)
-    try:
+    with _ACTIVE.opened(RedisCost()) as cost:
         yield cost
-    finally:
-        with _ACTIVE_LOCK:
-            _ACTIVE.remove(cost)
 
 
 def _each(fn: Any) -> None:
-    if not _ACTIVE or getattr(_QUIET, "on", False):
-        return
-    with _ACTIVE_LOCK:
-        costs = list(_ACTIVE)
-    for c in costs:
-        fn(c)
+    if not getattr(_QUIET, "on", False):
+        _ACTIVE.each(fn)
 
 
 def resp_size(reply: Any) -> int:
@@ -453,26 +444,17 @@ def connect_redis(url: str | None = None, *, prefix: str = "schema_workbook:", p
 # ---------------------------------------------------------------------------------------------
 # the process-wide connection the notebook uses
 
-_CURRENT: RedisConnection | None = None
-_LOCK = threading.Lock()
-
-
-def _current() -> RedisConnection:
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is None:
-            _CURRENT = connect_redis()
-        return _CURRENT
+_SHARED: ProcessWide[RedisConnection] = ProcessWide(lambda: connect_redis())
 
 
 def get_redis() -> Any:
     """The notebook's Redis client (``REDIS_URL``, else fakeredis), connecting on first use."""
-    return _current().client
+    return _SHARED.get().client
 
 
 def redis_info() -> RedisInfo:
     """Engine, redacted URL, probed capabilities and persistence settings of the current Redis."""
-    return _current().info
+    return _SHARED.get().info
 
 
 def banner() -> str:
@@ -482,11 +464,7 @@ def banner() -> str:
 
 def close() -> None:
     """Close the process-wide Redis connection."""
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is not None:
-            _CURRENT.close()
-            _CURRENT = None
+    _SHARED.close()
 
 
 # ---------------------------------------------------------------------------------------------

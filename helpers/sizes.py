@@ -86,7 +86,7 @@ def _server_enforces() -> bool | None:
     """The probed ``max_document_size`` of the process-wide connection, or None when not connected."""
     from . import backends
 
-    conn = backends._CURRENT
+    conn = backends.current_connection()
     return None if conn is None or conn.info is None else conn.info.caps.max_document_size
 
 

@@ -75,7 +75,8 @@ def _fresh_db(conn: Connection):
     name = f"wbtest_{uuid.uuid4().hex[:10]}"
     if conn.info.name == "mock":
         from engines.mock import MockDatabase
-        db = MockDatabase(conn.client[name])
+        from helpers.counting import recorder
+        db = MockDatabase(conn.client[name], recorder)
     else:
         db = conn.client[name]
     return db

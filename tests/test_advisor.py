@@ -506,6 +506,6 @@ def test_the_review_never_connects_to_learn_the_engine(monkeypatch, db, backend)
         raise AssertionError("review() opened a connection")
 
     monkeypatch.setattr(backends, "connect", no_connect)
-    monkeypatch.setattr(backends, "_CURRENT", None)
+    monkeypatch.setattr(backends._SHARED, "current", None)
     report = advisor.review(db)
     assert report.engine == f"{backend.info.engine} {backend.info.version}"

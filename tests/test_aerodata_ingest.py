@@ -1,4 +1,4 @@
-"""helpers.aerodata.ingest under hostile input (issue 14 item 8), on every backend.
+"""helpers.aerodata.ingest under hostile input, on every backend.
 
 A value BSON cannot hold (an integer wider than 64 bits, a 17 MB callsign, text that is not
 UTF-8) used to abort the whole batch (0 of 5 stored). Each such message is now rejected with its

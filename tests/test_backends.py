@@ -1,14 +1,15 @@
 """Backends: choice by environment, the 5-second failure, redaction, probed capabilities."""
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 
 from engines import embedded
+from engines.embedded import free_port  # nothing listens on it: the unreachable server
 from helpers import backends
 from helpers.backends import BackendError, connect, redact_uri
+from helpers.capabilities import CAPABILITIES
 
 
 @pytest.fixture
@@ -20,15 +21,9 @@ def quick_timeout(monkeypatch):
     monkeypatch.setattr(backends, "CONNECT_TIMEOUT_MS", 300)
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # nothing listens once the socket is closed
-
-
 def test_unreachable_uri_fails_fast_and_never_shows_the_password():
     secret = "s3cr%21t-Pa55"
-    uri = f"mongodb://teacher:{secret}@127.0.0.1:{_closed_port()}/?authSource=admin"
+    uri = f"mongodb://teacher:{secret}@127.0.0.1:{free_port()}/?authSource=admin"
     t0 = time.monotonic()
     with pytest.raises(BackendError) as err:
         connect("mongodb", uri=uri, db_name="wbtest_unreachable")
@@ -44,7 +39,7 @@ def test_unreachable_uri_fails_fast_and_never_shows_the_password():
 
 @pytest.mark.parametrize("password", ["p@ss/wo:rd", "x/y", "q"])
 def test_a_malformed_uri_never_shows_its_password(password, quick_timeout):
-    uri = f"mongodb://alice:{password}@127.0.0.1:{_closed_port()}/"
+    uri = f"mongodb://alice:{password}@127.0.0.1:{free_port()}/"
     with pytest.raises(BackendError) as err:
         connect("mongodb", uri=uri, db_name="wbtest_badurl")
     message = str(err.value)
@@ -55,7 +50,7 @@ def test_a_malformed_uri_never_shows_its_password(password, quick_timeout):
 
 
 def test_auto_with_unreachable_uri_does_not_silently_go_offline(monkeypatch, quick_timeout):
-    monkeypatch.setenv("MONGODB_URI", f"mongodb://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("MONGODB_URI", f"mongodb://127.0.0.1:{free_port()}")
     monkeypatch.delenv("WORKBOOK_BACKEND", raising=False)
     with pytest.raises(BackendError, match="MONGODB_URI"):
         connect(db_name="wbtest_auto")
@@ -106,21 +101,11 @@ def test_auto_falls_back_to_mock_when_embedded_cannot_start(monkeypatch):
         connect("embedded", db_name="wbtest_fallback")
 
 
-# What each engine's probes find, measured (docs/ENGINES.md). A real MongoDB passes every probe
-# (transactions: only a replica set or Atlas).
+# What each engine's probes find, measured (docs/ENGINES.md), as each capability declares it. A real
+# MongoDB passes every probe (transactions: only a replica set or Atlas).
 PINNED = {
-    "mongomock-ng": dict(indexes=False, explain=False, explain_regex=False, bson_size=False, json_schema=False,
-                         max_document_size=False, transactions=True, graph_restrict=True, slice_projection=False,
-                         bare_regex_indexed=True, id_range_index=False, array_field_path=True,
-                         graph_missing_start_as=False, near_sorted=True, geo_center_sphere=False, geo_index=True,
-                         collation=False, transaction_isolation=False, concurrent_clients=False,
-                         timeseries_option=False, timeseries_storage=False),
-    "SecantusDB": dict(indexes=True, explain=True, explain_regex=False, bson_size=True, json_schema=True,
-                       max_document_size=True, transactions=True, graph_restrict=False, slice_projection=True,
-                       bare_regex_indexed=False, id_range_index=False, array_field_path=False,
-                       graph_missing_start_as=True, near_sorted=False, geo_center_sphere=True, geo_index=True,
-                       collation=True, transaction_isolation=True, concurrent_clients=True,
-                       timeseries_option=True, timeseries_storage=False),
+    "mongomock-ng": {c.name: c.mock[0] for c in CAPABILITIES if not c.limit},
+    "SecantusDB": {c.name: c.embedded[0] for c in CAPABILITIES if not c.limit},
 }
 
 
@@ -167,7 +152,7 @@ def test_every_label_comes_from_a_probe(backend):
 
 
 def test_the_banner_warns_when_a_bare_regex_on_an_index_matches_nothing(monkeypatch, backend):
-    monkeypatch.setattr(backends, "_CURRENT", backend)
+    monkeypatch.setattr(backends._SHARED, "current", backend)
     text = backends.banner()
     assert text.splitlines()[0] == backend.info.banner()
     assert ("$regex" in text) == (not backend.info.caps.bare_regex_indexed)
@@ -183,8 +168,36 @@ def test_get_db_is_one_process_wide_connection(monkeypatch):
         assert db.name == "wbtest_global"
         assert backends.backend_info().name == "mock"
         assert backends.banner().splitlines()[0] == backends.backend_info().banner()
+        assert backends.current_connection().db is db
     finally:
         backends.close()
+    assert backends.current_connection() is None  # closed, and asking does not connect
+
+
+def test_a_process_wide_connection_opens_once_across_threads_and_closes():
+    """One home for MongoDB's and Redis's process-wide connection (helpers.redis_backend uses it too)."""
+    import threading
+
+    class Conn:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    opened = []
+    shared = backends.ProcessWide(lambda: opened.append(Conn()) or opened[-1])
+    assert shared.current is None
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(shared.get())) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(opened) == 1 and all(g is opened[0] for g in got) and len(got) == 8
+    shared.close()
+    assert opened[0].closed and shared.current is None
+    shared.close()  # closing twice is harmless
+    assert shared.get() is not opened[0] and len(opened) == 2
 
 
 def test_the_collation_probe(backend):
@@ -194,7 +207,7 @@ def test_the_collation_probe(backend):
         (backend.info.name == "mock")
 
 
-# --- issue 14 item 10 (+ the missing TLS file of item 9): the error says which of the failures it is
+# --- the error says which of the failures it is (a wrong password, a malformed URI, a missing TLS file, no server)
 
 def test_a_wrong_password_says_authentication_failed(auth_server):
     login, _admin = auth_server
@@ -228,7 +241,7 @@ def test_a_malformed_uri_says_it_is_malformed(uri):
 def test_a_missing_tls_file_is_named(option, tmp_path):
     missing = tmp_path / "nope.pem"
     with pytest.raises(BackendError) as err:
-        connect("mongodb", uri=f"mongodb://127.0.0.1:{_closed_port()}/?tls=true&{option}={missing}",
+        connect("mongodb", uri=f"mongodb://127.0.0.1:{free_port()}/?tls=true&{option}={missing}",
                 db_name="wbtest_tls")
     message = str(err.value)
     assert option in message and str(missing) in message and "does not exist" in message
@@ -236,15 +249,18 @@ def test_a_missing_tls_file_is_named(option, tmp_path):
 
 def test_an_unreachable_server_says_unreachable(quick_timeout):
     with pytest.raises(BackendError) as err:
-        connect("mongodb", uri=f"mongodb://127.0.0.1:{_closed_port()}/", db_name="wbtest_unreach")
+        connect("mongodb", uri=f"mongodb://127.0.0.1:{free_port()}/", db_name="wbtest_unreach")
     assert "cannot reach" in str(err.value).lower() and "authentication" not in str(err.value).lower()
 
 
 def test_engine_limits_are_probed_and_known_for_any_client(backend):
-    """issue 14 item 7: SecantusDB's $graphLookup stops at depth 100 and refuses regexes over 1,000
+    """SecantusDB's $graphLookup stops at depth 100 and refuses regexes over 1,000
     characters; the mock meets no cap (docs/ENGINES.md)."""
     caps = backend.info.caps
     expected = {"SecantusDB": (100, 1000), "mongomock-ng": (None, None)}.get(backend.info.engine)
+    limits = {"SecantusDB": "embedded", "mongomock-ng": "mock"}  # the declarations say the same
+    if expected is not None:
+        assert tuple(getattr(c, limits[backend.info.engine])[0] for c in CAPABILITIES if c.limit) == expected
     if expected is not None:
         assert (caps.graph_max_depth, caps.regex_max_length) == expected
     assert backends.engine_limits(backend.db) == (caps.graph_max_depth, caps.regex_max_length)

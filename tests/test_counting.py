@@ -76,3 +76,31 @@ def test_counting_keeps_command_documents(db):
     assert Workload.from_counter(kept, "another_db").operations == []
     with pytest.raises(ValueError, match="keep_commands=True"):
         Workload.from_counter(plain)
+
+
+def test_counters_fan_out_to_every_open_counter_and_only_while_open():
+    """One home for the fan-out to active counters (MongoDB's here, Redis's in helpers.redis_backend)."""
+    from helpers.counting import Counters
+
+    counters: Counters[list] = Counters()
+    counters.each(lambda c: c.append("nobody"))  # none open: nothing happens
+    assert not counters
+    with counters.opened([]) as outer:
+        with counters.opened([]) as inner:
+            assert counters
+            counters.each(lambda c: c.append("both"))
+        counters.each(lambda c: c.append("outer"))
+    counters.each(lambda c: c.append("closed"))
+    assert outer == ["both", "outer"] and inner == ["both"] and not counters
+
+
+def test_nested_counting_blocks_that_counted_the_same_so_far_stay_apart():
+    """Two counters with equal counts are still two: the inner block's end closes the inner one
+    (it once removed the first equal counter, the outer, and the outer's end then raised)."""
+    from helpers.counting import counting, record
+
+    with counting() as outer:
+        with counting() as inner:
+            pass
+        record("find", [{"_id": 1}])
+    assert (outer.round_trips, outer.docs_returned, inner.round_trips) == (1, 1, 0)

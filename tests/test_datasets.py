@@ -309,7 +309,7 @@ def test_read_table_is_the_checked_reader_as_a_dataframe(tmp_path, monkeypatch) 
 
 
 # ------------------------------------------------------------------------------------------------
-# issue 14 item 9: the loader's errors name the right file and line, and odd input is a sentence
+# the loader's errors name the right file and line, and odd input is a sentence
 # ------------------------------------------------------------------------------------------------
 
 _GOOD = "carrier,name,icao\n" + "".join(f"C{i},Name {i},I{i:02d}\n" for i in range(1, 30))  # C9 on line 10

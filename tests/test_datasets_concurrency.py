@@ -1,6 +1,6 @@
 """Concurrent loads, and failures mid-load (helpers.datasets.load_dataset and staged_load).
 
-Issue 14 item 4: two loads of the same dataset into one database shared one staging collection;
+Two loads of the same dataset into one database shared one staging collection;
 one reported a full load while the target held a partial one. Now loads of one collection take
 turns (a lock document in the registry), each stages into a collection of its own, and both end
 with the complete collection. Run on the server backends (the mock is not thread-safe).

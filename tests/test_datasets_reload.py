@@ -1,4 +1,4 @@
-"""Reloading a dataset (re-running a Setup cell) and the caches of typed data files (issue 15).
+"""Reloading a dataset (re-running a Setup cell) and the caches of typed data files.
 
 Where dropping a collection costs as much as writing it (SecantusDB: renameCollection and drop both
 copy or free every document), a reload writes only the difference between what the collection

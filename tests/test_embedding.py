@@ -296,7 +296,7 @@ def test_two_way_references_write_both_sides(library):
 
 
 # --------------------------------------------------------------------------------------------
-# consistency (issue 13 §1): one document is atomic; two copies are not; a transaction makes them
+# consistency: one document is atomic; two copies are not; a transaction makes them
 
 def _named_library(db, n_books=12):
     authors = workbook_collection(db, "authors_c")
@@ -390,7 +390,7 @@ def test_hot_document_throughput_stores_every_write(server_db, mode):
 
 
 # --------------------------------------------------------------------------------------------
-# the cut-over that loses nothing (issue 13 §1, migration)
+# the cut-over that loses nothing (migration)
 
 def _catalogue(db):
     products = workbook_collection(db, "products_m")

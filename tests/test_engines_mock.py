@@ -55,8 +55,10 @@ def test_an_id_equality_is_answered_from_the_store_with_the_scans_answer():
     import mongomock_ng
     from mongomock_ng.collection import Collection
 
-    import engines.mock  # noqa: F401 - installs the lookup
+    from engines.mock import MockDatabase
+    from helpers.counting import recorder
 
+    MockDatabase(mongomock_ng.MongoClient().db, recorder)  # connecting the mock installs the lookup
     assert getattr(Collection._iter_documents, "by_key", False)
     coll = mongomock_ng.MongoClient().db.things
     docs = [{"_id": "a", "v": 1}, {"_id": 2, "v": 2}, {"_id": 3.0, "v": 3}, {"_id": True, "v": 4},
@@ -73,3 +75,29 @@ def test_an_id_equality_is_answered_from_the_store_with_the_scans_answer():
     assert coll.update_one({"_id": "b"}, {"$set": {"v": 60}}).modified_count == 1
     assert coll.find_one({"_id": "b"})["v"] == 60 and coll.count_documents({"v": 60}) == 1
     assert coll.delete_one({"_id": "a"}).deleted_count == 1 and coll.find_one({"_id": "a"}) is None
+
+
+def test_importing_the_adapter_changes_nothing_until_the_mock_is_connected():
+    """mongomock-ng is patched when a mock database is wrapped, not as a side effect of an import."""
+    import subprocess
+    import sys
+
+    code = ("import engines.mock, mongomock_ng\nfrom helpers.counting import recorder\n"
+            "from mongomock_ng.collection import Collection as C\n"
+            "before = getattr(C._iter_documents, 'by_key', False)\n"
+            "engines.mock.MockDatabase(mongomock_ng.MongoClient().db, recorder)\n"
+            "print(before, getattr(C._iter_documents, 'by_key', False))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
+
+
+def test_engines_import_nothing_from_helpers():
+    """The arrow runs one way: helpers connects through engines; engines know nothing of helpers."""
+    import ast
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).resolve().parent.parent / "engines").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            assert not [n for n in names if n.split(".")[0] == "helpers"], f"{path.name} imports helpers"

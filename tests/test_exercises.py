@@ -192,7 +192,7 @@ def test_on_a_server_each_answer_is_also_recorded_in_the_learners_own_database(b
 
     monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
     monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/98_test.ipynb")
-    monkeypatch.setattr(backends, "_CURRENT", backend)  # this process's connection: the learner's own database
+    monkeypatch.setattr(backends._SHARED, "current", backend)  # this process's connection: the learner's own database
     db = backend.db
     db.drop_collection(PROGRESS)
     try:

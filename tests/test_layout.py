@@ -1,4 +1,4 @@
-"""Tests of the repository's layout (issue 11): one home per concern, nothing pointing outside it.
+"""Tests of the repository's layout: one home per concern, nothing pointing outside it.
 
 * ``helpers/`` (the learner's package) holds lesson code only: no test runner, CLI, admin or
   benchmark code, nothing imported from ``tools/`` or ``bench/``;
@@ -25,7 +25,7 @@ from tools import repo
 ROOT = repo.ROOT
 PACKAGES = ("helpers", "engines")
 #: helpers modules that are not a lesson's pattern code (the rest must name their notebook)
-INFRASTRUCTURE = {"__init__", "backends", "counting", "datasets", "display", "exercises",
+INFRASTRUCTURE = {"__init__", "backends", "capabilities", "counting", "datasets", "display", "exercises",
                   "generators", "measure", "plans", "safety", "settings", "sizes", "uri", "workload"}
 
 
@@ -146,3 +146,47 @@ def test_dev_container_and_binder_set_up_from_the_requirements():
     assert "-r requirements.txt" in (ROOT / "binder" / "postBuild").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "mybinder.org" in readme and "codespaces" in readme.lower()
+
+
+#: a reference a cloner cannot follow: the project's tracker numbers and its private plan (spelled
+#: apart, so this file does not match itself)
+PRIVATE_REFERENCE = re.compile(r"\b" + "issues?" + r" ?#?\d+\b|\b" + "PLAN" + r"\.md\b|\bshared/" + "DATA_SOURCES",
+                               re.IGNORECASE)
+
+
+def test_nothing_refers_to_the_trackers_numbers_or_a_private_plan():
+    offenders = []
+    for path in _tracked_files():
+        if path.is_file() and path.suffix not in (".gz", ".png"):
+            for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                if PRIVATE_REFERENCE.search(line):
+                    offenders.append(f"{path.relative_to(ROOT)}:{n}")
+    assert offenders == [], f"say what the code does, not which issue asked for it: {offenders}"
+
+
+@pytest.mark.parametrize("package", ["helpers", "engines", "tools"])
+def test_each_packages_docstring_names_every_module(package):
+    """The package's first page lists its modules, so it cannot lag behind them."""
+    doc = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    modules = sorted(p.stem for p in (ROOT / package).glob("*.py") if p.stem != "__init__")
+    missing = [m for m in modules if f"``{m}``" not in doc and f"``{package}.{m}``" not in doc]
+    assert missing == [], f"{package}/__init__.py's docstring does not name {missing}"
+
+
+#: the tests of the whole project rather than of one module (README.md, "Layout")
+PROJECT_TESTS = {"layout", "notebooks_skeleton", "repo", "manual_examples", "browser", "bench"}
+
+
+def test_test_files_are_named_after_their_module():
+    """``test_<module>[_<aspect>].py`` for ``helpers/``, ``test_tools_``/``test_engines_``/``test_scripts_``
+    for the others, or one of the project-wide tests: so a module's tests are found by its name."""
+    modules = {p.stem for p in (ROOT / "helpers").glob("*.py")}
+    for prefix, folder in (("tools_", "tools"), ("engines_", "engines"), ("scripts_", "scripts")):
+        modules |= {prefix + p.stem for p in (ROOT / folder).glob("*.py")}
+    modules -= {"__init__", "tools___init__", "engines___init__"}
+    strays = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        name = path.stem[len("test_"):]
+        if name not in PROJECT_TESTS and not any(name == m or name.startswith(m + "_") for m in modules):
+            strays.append(path.name)
+    assert strays == [], f"name these after the module they test (README.md, Layout): {strays}"

@@ -1,4 +1,4 @@
-"""Every notebook has the workbook's skeleton (PLAN.md, "Notebook skeleton").
+"""Every notebook has the workbook's skeleton (CONTRIBUTING.md).
 
 Title, You will learn, You need; Setup in at most two code cells (connect with the banner, load the
 data); numbered sections in order; ``## Exercises`` with one layout (exercise cell, check cell, one
@@ -222,7 +222,7 @@ def test_the_skeleton_test_sees_every_notebook():
 
 @nb_param
 def test_answers_live_only_in_solution_cells(path):
-    """A student copy (solution cells dropped) can check an answer without showing it (issue 14)."""
+    """A student copy (solution cells dropped) can check an answer without showing it."""
     nb = _read(path)
     kept = [c for c in nb.cells if "solution" not in _tags(c)]
     kept_code = "\n".join(c.source for c in kept if c.cell_type == "code")

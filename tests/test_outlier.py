@@ -355,8 +355,8 @@ def test_load_outlier_posts_is_all_or_nothing(db):
 
 
 # --------------------------------------------------------------------------------------------
-# a writer that dies between reserving a sequence number and storing the comment (issue 13 §4,
-# issue 14 item 9): a real process, killed with SIGKILL at that point, then every invariant
+# a writer that dies between reserving a sequence number and storing the comment: a real
+# process, killed with SIGKILL at that point, then every invariant
 
 _PAUSED_WRITER = r"""
 import sys, time
@@ -492,7 +492,7 @@ def test_check_post_on_a_clean_post_and_a_missing_one(db):
 
 
 def test_overflow_collection_recorded_whoever_creates_it(server_db):
-    """Issue 14 item 6: many writers push several fresh posts over the threshold at once; whichever
+    """Many writers push several fresh posts over the threshold at once; whichever
     creates posts_overflow, it is the workbook's, so reset drops it and a load runs again."""
     from helpers.safety import is_workbook_collection
 
@@ -514,7 +514,7 @@ def test_overflow_collection_recorded_whoever_creates_it(server_db):
         assert load_outlier_posts(db, [{"_id": 1, "comments": [{"n": 1}, {"n": 2}]}], threshold=1)["posts_overflow"] == 1
 
 
-# --- issue 14 item 5 (second half): a post id is a value, never a query operator
+# --- a post id is a value, never a query operator
 
 @pytest.mark.parametrize("bad", [{"$gt": 0}, {"$ne": None}, {"$exists": True}, {"$in": [1, 2]},
                                  re.compile("."), bson.regex.Regex(".")])

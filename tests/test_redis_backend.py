@@ -6,19 +6,14 @@ import time
 
 import pytest
 
+from engines.embedded import free_port  # nothing listens on it: the unreachable server
 from helpers import redis_backend as rb
 from helpers.redis_backend import KeySpace, RedisBackendError, connect_redis, count_commands, resp_size
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # nothing listens once the socket is closed
-
-
 def test_unreachable_url_fails_fast_and_never_shows_the_password():
     secret = "s3cr3t-Pa55"
-    url = f"redis://teacher:{secret}@127.0.0.1:{_closed_port()}/0"
+    url = f"redis://teacher:{secret}@127.0.0.1:{free_port()}/0"
     t0 = time.monotonic()
     with pytest.raises(RedisBackendError) as err:
         connect_redis(url)
@@ -33,7 +28,7 @@ def test_unreachable_url_fails_fast_and_never_shows_the_password():
 
 def test_a_password_only_url_is_redacted_too():
     with pytest.raises(RedisBackendError) as err:
-        connect_redis(f"redis://:hunter22@127.0.0.1:{_closed_port()}/0")
+        connect_redis(f"redis://:hunter22@127.0.0.1:{free_port()}/0")
     assert "redis://:****@127.0.0.1" in str(err.value) and "hunter22" not in str(err.value)
 
 
@@ -44,7 +39,7 @@ def test_not_a_redis_url_says_what_to_write():
 
 
 def test_redis_url_comes_from_the_settings(monkeypatch):
-    monkeypatch.setenv("REDIS_URL", f"redis://:topsecret@127.0.0.1:{_closed_port()}/0")
+    monkeypatch.setenv("REDIS_URL", f"redis://:topsecret@127.0.0.1:{free_port()}/0")
     with pytest.raises(RedisBackendError, match="REDIS_URL") as err:
         connect_redis()
     assert "topsecret" not in str(err.value)
@@ -200,7 +195,7 @@ def test_a_refused_login_is_named_as_such_not_as_unreachable():
 
 def test_a_closed_port_is_named_as_such_not_as_a_time_limit():
     with pytest.raises(RedisBackendError) as err:
-        connect_redis(f"redis://127.0.0.1:{_closed_port()}/0")
+        connect_redis(f"redis://127.0.0.1:{free_port()}/0")
     message = str(err.value)
     assert "connection refused" in message and "within" not in message
 

@@ -46,19 +46,23 @@ def test_registry_name_is_reserved(db):
         workbook_collection(db, "workbook_registry")
 
 
-# --- issue 14 item 3: a probe never removes or rewrites what it did not create
+# --- a probe never removes or rewrites what it did not create
 
 def test_the_capability_probe_keeps_what_another_kernel_recorded_meanwhile(db, backend, monkeypatch):
-    from helpers import backends
+    import dataclasses
 
-    real = backends._probe_transactions
+    from helpers import capabilities
 
-    def another_kernel_loads_meanwhile(db_, coll):  # runs inside the probe, after its first look
+    declared = {c.name: c for c in capabilities.CAPABILITIES}
+    real = declared["transactions"].probe
+
+    def another_kernel_loads_meanwhile(p):  # runs inside the probe, after its first look
         workbook_collection(db, "posts").insert_one({"_id": 1})
-        return real(db_, coll)
+        return real(p)
 
-    monkeypatch.setattr(backends, "_probe_transactions", another_kernel_loads_meanwhile)
-    backends._probe(db, backend.info.name == "mock")
+    declared["transactions"] = dataclasses.replace(declared["transactions"], probe=another_kernel_loads_meanwhile)
+    monkeypatch.setattr(capabilities, "CAPABILITIES", tuple(declared.values()))
+    capabilities.probe(db, backend.info.name == "mock")
     assert is_workbook_collection(db, "posts")
     assert workbook_collections(db) == ["posts"]
     assert reset_workbook(db) == ["posts"]  # reset still finds it, so a reload is not refused

@@ -43,7 +43,7 @@ def test_instructor_lists_and_drops_only_what_the_workbook_created(test_uri):
         conn.close()
 
 
-# --- "Still to verify" + issue 14 item 9: class drop is the instructor's, and says why not in a sentence
+# --- class drop is the instructor's, and says why not in a sentence
 
 def _class_cli(monkeypatch, capsys, uri, *args):
     from tools import cli

@@ -30,7 +30,7 @@ def test_no_progress_yet_says_where_it_is_kept(tmp_path, monkeypatch):
     assert str(tmp_path / "none.json") in progress.report()
 
 
-# --- issue 14 item 9: a corrupt progress file is a sentence, not a traceback
+# --- a corrupt progress file is a sentence, not a traceback
 
 
 @pytest.mark.parametrize("content, says", [("{\"02_outlier\": {\"2.1\": tru", "line 1"),

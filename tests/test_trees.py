@@ -415,7 +415,7 @@ def test_costs_name_what_they_count_and_the_server_work(db, backend):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 14 item 5: ids are values, never expressions or operators
+# ids are values, never expressions or operators
 
 def test_dollar_ids_are_literals_in_every_pattern(db):
     rows = [("$root", None, "Root"), ("$$ROOT", "$root", "Mid"), ("$a.b", "$$ROOT", "Leaf"),
@@ -457,7 +457,7 @@ def test_an_operator_is_not_a_node_id(db, bad):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 14 item 7: trees deeper than an engine's $graphLookup depth or regex length
+# trees deeper than an engine's $graphLookup depth or regex length
 
 def test_a_deep_chain_gets_the_right_answer_on_every_engine(db, backend):
     depth = 150  # SecantusDB's $graphLookup stops at 100 levels; its regexes at 1,000 characters

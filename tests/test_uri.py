@@ -47,7 +47,7 @@ def test_redis_urls_are_redacted_the_same_way():
     assert uri.scrub("AUTH s3cret failed", "redis://:s3cret@h/") == "AUTH **** failed"
 
 
-# --- issue 14 item 1: every option pymongo treats as sensitive, any delimiter, and unparsable URIs
+# --- every option pymongo treats as sensitive, any delimiter, and unparsable URIs
 
 
 @pytest.mark.parametrize("option", ["tlsCertificateKeyFilePassword", "proxyPassword", "proxyUsername",

@@ -68,10 +68,64 @@ def _pytest(args: list[str], env: dict[str, str], xml: Path) -> tuple[int, dict[
     return rc, counts
 
 
+Phase = tuple[str, list[str], dict[str, str]]
+
+
+def phases(nbs: list[str], *, base: dict[str, str], own: dict[str, str], uri: str, test_db: str,
+           redis_url: str | None) -> list[Phase]:
+    """The pytest runs, in order, as ``(name, arguments, environment)``: the unit tests on every backend,
+    the notebooks (``nbs``, relative paths) on embedded, mock and ``uri``, and those that use Redis once
+    more on the real ``redis_url`` (when there is one)."""
+    unit_env = {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}
+    if redis_url:
+        unit_env["WORKBOOK_TEST_REDIS_URL"] = redis_url
+    out: list[Phase] = [("unit tests, all backends", ["tests", "-q", "-rs", "-n", "2"], unit_env)]
+    # kernels over ipc sockets (no port to race for) with a bounded retry: tools/nbval_kernels.py
+    nbval_options = ["--nbval", "-q", "-p", "no:randomly", "-p", "tools.nbval_kernels", "--nbval-current-env",
+                     "--nbval-sanitize-with", "notebooks/sanitize.cfg"]
+    nbval = [*nbval_options, *nbs]
+    if nbs:
+        two = ["-n", "2", "--dist", "loadfile"]  # two notebooks at a time, each in its own kernel
+        out += [
+            ("notebooks on embedded", [*two, *nbval], notebook_env("embedded", **own)),
+            ("notebooks on mock", [*two, *nbval], notebook_env("mock", **own)),
+            # two at a time, as two learners: each worker's notebooks share a database of the
+            # test's own (tools/worker_db.py), never the learner's
+            ("notebooks on mongodb", [*two, "-p", "tools.worker_db", *nbval],
+             notebook_env("mongodb", MONGODB_URI=uri, **own, WORKBOOK_DB=test_db)),
+        ]
+    redis_nbs = redis_notebooks(nbs)
+    if redis_nbs and redis_url:
+        out.append(("notebooks using Redis, on a real redis-server", [*nbval_options, *redis_nbs],
+                    notebook_env("embedded", **own, REDIS_URL=redis_url)))
+    return out
+
+
+def redis_notebooks(nbs: list[str]) -> list[str]:
+    """The notebooks that use Redis: their source imports ``redis_backend``."""
+    return [nb for nb in nbs if "redis_backend" in (ROOT / nb).read_text(encoding="utf-8")]
+
+
+def closing(results: list[tuple[str, int, dict[str, int]]], skipped_elsewhere: int,
+            seconds: float) -> tuple[list[str], int]:
+    """The closing lines of a run and its exit code, from each phase's ``(name, exit code, counts)``.
+
+    The run fails when any phase exited non-zero (a phase can fail before counting a test, e.g. a
+    collection error) or when nothing passed at all."""
+    totals = {k: sum(counts[k] for _, _, counts in results) for k in ("passed", "failed", "skipped")}
+    totals["skipped"] += skipped_elsewhere
+    failed_phases = [name for name, rc, _ in results if rc != 0]
+    failed = totals["failed"] or len(failed_phases)
+    lines = [f"All phases in {seconds:.0f} s; "
+             f"{'failed: ' + ', '.join(failed_phases) if failed_phases else 'every phase passed'}",
+             f"{totals['passed']} passed, {failed} failed, {totals['skipped']} skipped"]
+    return lines, 1 if failed_phases or totals["passed"] == 0 else 0
+
+
 def main(extra: list[str]) -> int:
     started = time.monotonic()
-    totals = {"passed": 0, "failed": 0, "skipped": 0}
     results: list[tuple[str, int, dict[str, int]]] = []
+    skipped = 0
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         # not the learner's own progress record, nor their cache of typed data files (the run
         # starts with an empty cache: its first load types the file, later ones read the copy)
@@ -82,52 +136,24 @@ def main(extra: list[str]) -> int:
         # one real Redis for the run (the Redis unit tests and notebook 07), when Debian's redis-server
         # is installed; never the caller's REDIS_URL (clean_env drops it)
         redis_url = stack.enter_context(redis_process()) if redis_server() else None
-        unit_env = {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}
-        if redis_url:
-            unit_env["WORKBOOK_TEST_REDIS_URL"] = redis_url
-        phases: list[tuple[str, list[str], dict[str, str]]] = [
-            ("unit tests, all backends", ["tests", "-q", "-rs", "-n", "2"], unit_env),
-        ]
         nbs = notebooks()
         test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
         stack.callback(_drop_databases, uri, test_db)
-        # kernels over ipc sockets (no port to race for) with a bounded retry: tools/nbval_kernels.py
-        nbval_options = ["--nbval", "-q", "-p", "no:randomly", "-p", "tools.nbval_kernels", "--nbval-current-env",
-                         "--nbval-sanitize-with", "notebooks/sanitize.cfg"]
-        nbval = [*nbval_options, *nbs]
-        if nbs:
-            two = ["-n", "2", "--dist", "loadfile"]  # two notebooks at a time, each in its own kernel
-            phases += [
-                ("notebooks on embedded", [*two, *nbval], notebook_env("embedded", **own)),
-                ("notebooks on mock", [*two, *nbval], notebook_env("mock", **own)),
-                # two at a time, as two learners: each worker's notebooks share a database of the
-                # test's own (tools/worker_db.py), never the learner's
-                ("notebooks on mongodb", [*two, "-p", "tools.worker_db", *nbval],
-                 notebook_env("mongodb", MONGODB_URI=uri, **own, WORKBOOK_DB=test_db)),
-            ]
-        # the notebooks that use Redis (their source imports redis_backend), once more on a real Redis
-        redis_nbs = [nb for nb in nbs if "redis_backend" in (ROOT / nb).read_text(encoding="utf-8")]
-        if redis_nbs and redis_url:
-            phases.append(("notebooks using Redis, on a real redis-server", [*nbval_options, *redis_nbs],
-                           notebook_env("embedded", **own, REDIS_URL=redis_url)))
-        for i, (name, args, env) in enumerate(phases):
+        for i, (name, args, env) in enumerate(phases(nbs, base=base, own=own, uri=uri, test_db=test_db,
+                                                      redis_url=redis_url)):
             print(f"\n=== {name} ===", flush=True)
             t = time.monotonic()
             rc, counts = _pytest([*args, *extra], env, Path(tmp) / f"phase{i}.xml")
             print(f"=== {name}: {counts['passed']} passed, {counts['failed']} failed, "
                   f"{counts['skipped']} skipped in {time.monotonic() - t:.0f} s (exit {rc}) ===", flush=True)
             results.append((name, rc, counts))
-            for k in totals:
-                totals[k] += counts[k]
+        redis_nbs = redis_notebooks(nbs)
         if redis_nbs and not redis_url:
             print(f"\n=== notebooks using Redis, on a real redis-server: skipped: {REDIS_MISSING} ===", flush=True)
-            totals["skipped"] += len(redis_nbs)
-    failed_phases = [n for n, rc, _ in results if rc != 0]
-    print(f"\nAll phases in {time.monotonic() - started:.0f} s; "
-          f"{'failed: ' + ', '.join(failed_phases) if failed_phases else 'every phase passed'}")
-    failed = totals["failed"] or len(failed_phases)  # a phase can fail before counting a test
-    print(f"{totals['passed']} passed, {failed} failed, {totals['skipped']} skipped")
-    return 1 if failed_phases or totals["passed"] == 0 else 0
+            skipped = len(redis_nbs)
+    lines, code = closing(results, skipped, time.monotonic() - started)
+    print("\n" + "\n".join(lines))
+    return code
 
 
 if __name__ == "__main__":

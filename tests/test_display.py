@@ -1,0 +1,58 @@
+"""helpers/display.py: a shown listing is the code that runs, stored once as a Markdown code block."""
+from __future__ import annotations
+
+import configparser
+import inspect
+import re
+
+import pytest
+
+from helpers import display
+from helpers.display import SourceListing, show_source
+from tools.repo import ROOT
+
+
+def test_a_listing_is_the_real_source_in_one_python_code_block():
+    listing = show_source(display.apply_style)
+    source = inspect.getsource(display.apply_style).rstrip()
+    assert listing._repr_markdown_() == f"```python\n{source}\n```"
+    assert str(listing) == source  # the text is the code, byte for byte
+    assert repr(listing) == "<source of helpers.display.apply_style>"  # the stored plain form: a name, no code
+    assert not hasattr(listing, "_repr_html_") and not hasattr(listing, "_repr_latex_")  # stored once
+
+
+def test_several_objects_are_one_listing_in_order():
+    listing = show_source(display.apply_style, SourceListing)
+    assert str(listing) == (inspect.getsource(display.apply_style).rstrip() + "\n\n"
+                            + inspect.getsource(SourceListing).rstrip())
+    assert repr(listing) == "<source of helpers.display.apply_style, helpers.display.SourceListing>"
+
+
+def test_a_fence_inside_the_code_gets_a_longer_fence():
+    listing = SourceListing('doc = """\n````\n"""\n', ["doc"])
+    md = listing._repr_markdown_()
+    assert md.startswith("`````python\n") and md.endswith("\n`````") and "\n````\n" in md
+
+
+def test_notebooks_sanitize_cfg_replaces_exactly_a_listing():
+    """nbval ignores a listing (a docstring fix needs no re-run), and nothing else of that shape."""
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(ROOT / "notebooks" / "sanitize.cfg")
+    (section,) = [s for s in cfg.sections() if s.startswith("shown source")]
+    regex, replace = cfg[section]["regex"], cfg[section]["replace"]
+    for listing in (show_source(display.apply_style), SourceListing("x = '```'\n", ["x"])):
+        assert re.sub(regex, replace, listing._repr_markdown_()) == replace
+    assert re.sub(regex, replace, "```python\nx = 1\n```\nand more text") != replace
+
+
+@pytest.mark.parametrize("demo, size", [("1", 16), ("", 11)])
+def test_plots_are_larger_for_a_projector(monkeypatch, demo, size):
+    import matplotlib as mpl
+
+    monkeypatch.setenv("WORKBOOK_DEMO", demo)
+    saved = dict(mpl.rcParams)
+    try:
+        display.apply_style()
+        assert mpl.rcParams["font.size"] == size and mpl.rcParams["axes.titlesize"] == size + 2
+    finally:
+        mpl.rcParams.update(saved)
