@@ -85,6 +85,7 @@ class Capabilities:
     collation: bool = False  # indexes keep their collation and queries honour one (case-insensitive match)
     transaction_isolation: bool = False  # a write inside an open transaction is invisible to others until commit
     concurrent_clients: bool = False  # threads may share the engine: a server behind the wire protocol (the mock is not thread-safe)
+    update_pipeline_strings: bool = False  # an update pipeline computes strings ($concat, $substrCP, $strLenCP) on the server
 
 
     graph_max_depth: int | None = None  # deepest level $graphLookup reaches without maxDepth; None: no cap met
@@ -174,6 +175,9 @@ class BackendInfo:
         if c.regex_max_length is not None:
             out.append(f"regex patterns over {c.regex_max_length:,} characters (the workbook's path "
                        f"queries use the equivalent key range instead)")
+        if not c.update_pipeline_strings:
+            out.append("string operators ($substrCP, $strLenCP) in an update pipeline: a path rewrite reads "
+                       "the subtree into the client and writes it back (a real MongoDB rewrites it on the server)")
         return out
 
 
@@ -336,6 +340,13 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
         import pymongo
 
         caps["concurrent_clients"] = isinstance(getattr(db, "client", None), pymongo.MongoClient)
+        # an update pipeline that rebuilds a string on the server: "s001" -> "t001" (a path rewrite's form)
+        try:
+            coll.update_one({"_id": "k001"}, [{"$set": {"s": {"$concat": ["t", {"$substrCP": [
+                "$s", 1, {"$subtract": [{"$strLenCP": "$s"}, 1]}]}]}}}])
+            caps["update_pipeline_strings"] = coll.find_one({"_id": "k001"}, {"s": 1}).get("s") == "t001"
+        except (OperationFailure, NotImplementedError, TypeError):
+            caps["update_pipeline_strings"] = False
         # geo: a 2dsphere index, $near order, $centerSphere
         caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
 

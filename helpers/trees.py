@@ -21,6 +21,13 @@ Build one as ``Pattern(collection)``, fill an empty collection with ``.load(rows
 
 Bad input (an unknown id, a move under the node itself or one of its descendants, a name that is
 empty or contains ``/``) raises a :class:`TreeError` with what to do, before anything is written.
+
+A move or rename that writes more than one document (``ChildRefs.move``, ``AncestorsArray.move``,
+``MaterializedPaths`` moves and renames) runs in a multi-document transaction where the engine has
+them (``Capabilities.transactions``): a process that dies half-way leaves nothing. Elsewhere (a
+standalone ``mongod``), or with ``transaction=False``, it first marks the node (``pending``: what it
+is doing), then writes in an order that can be finished, then removes the mark: ``interrupted()``
+lists what a dead process left half-done and ``repair()`` finishes it.
 """
 from __future__ import annotations
 
@@ -30,13 +37,14 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 from bson.regex import Regex
 from pymongo import UpdateOne
 
-from .backends import engine_limits
+from .backends import engine_limits, info_of
 from .counting import counting
 from .measure import plot_costs
 from .safety import track_collection
 
 __all__ = [
     "SEPARATOR",
+    "PENDING",
     "TreeError",
     "UnknownNodeError",
     "CycleError",
@@ -56,6 +64,8 @@ __all__ = [
 #: the path separator of :class:`MaterializedPaths`; no node name may contain it, in any pattern
 SEPARATOR = "/"
 _BIG = 1 << 30  # "to the end of the array" for $slice
+#: the field that marks a node whose multi-document move or rename has started and not finished
+PENDING = "pending"
 
 
 class TreeError(ValueError):
@@ -182,11 +192,17 @@ class _Pattern:
                 continue
             setattr(cls, name, _checking_ids(fn, what))
 
-    def __init__(self, collection: Any) -> None:
+    def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
+        """``transaction``: run a multi-document move or rename in a transaction (None: where the
+        engine has them, as its connect probe says; False: mark, write, unmark, see :meth:`repair`)."""
         if not hasattr(collection, "find_one") or not hasattr(collection, "database"):
             raise TypeError(f"{type(self).__name__}(collection) needs a collection such as db['tree'], "
                             f"not {type(collection).__name__}")
         self.collection = collection
+        if transaction is None:
+            info = info_of(collection)
+            transaction = bool(info is not None and info.caps.transactions)
+        self.transaction = bool(transaction)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.collection.name!r})"
@@ -217,9 +233,6 @@ class _Pattern:
     def documents(self, ordered: list[Row]) -> list[dict]:
         """The documents this pattern stores for ``ordered`` rows (parents before children, as ``load`` orders them)."""
         raise NotImplementedError
-
-    def _documents(self, ordered: list[Row]) -> list[dict]:  # the old private name
-        return self.documents(ordered)
 
     # -- shared helpers -------------------------------------------------------------------
     def _unknown(self, node: Any, what: str = "node_id") -> UnknownNodeError:
@@ -263,6 +276,42 @@ class _Pattern:
         _check_name(new_name)
         if self.collection.update_one({"_id": node}, {"$set": {"name": new_name}}).matched_count == 0:
             raise self._unknown(node)
+
+    # -- writes to several documents: all or nothing, or marked and repairable -------------------
+    def _rewrite(self, node: Any, intent: dict, writes: Callable[[Any], None]) -> None:
+        """Run ``writes(session)``, several writes that change one move or rename, so that a process
+        dying half-way cannot leave a tree that nobody can tell is broken.
+
+        With a transaction: all of them or none (a dead client's transaction is aborted by the
+        server: at once by ``killSessions``, else after ``transactionLifetimeLimitSeconds``).
+        Without: mark the node with ``intent`` first, then the writes (each can be run again), then
+        remove the mark; :meth:`repair` finishes whatever is still marked."""
+        if self.transaction:
+            with self.collection.database.client.start_session() as session:
+                session.with_transaction(writes)
+            return
+        self.collection.update_one({"_id": node}, {"$set": {PENDING: intent}})
+        writes(None)
+        self.collection.update_one({"_id": node}, {"$unset": {PENDING: ""}})
+
+    def interrupted(self) -> list[dict]:
+        """The moves and renames a process started and did not finish: ``{"_id": node, "pending":
+        what it was doing}`` for each marked node (only without transactions; see :meth:`repair`)."""
+        return list(self.collection.find({PENDING: {"$exists": True}}, {PENDING: 1}).sort("_id", 1))
+
+    def repair(self) -> int:
+        """Finish every interrupted move or rename (:meth:`interrupted`) and remove its mark; returns
+        how many. Each write of a rewrite can run twice without harm, so finishing is running it again."""
+        done = 0
+        for doc in self.interrupted():
+            self._finish(doc["_id"], doc[PENDING], None)
+            self.collection.update_one({"_id": doc["_id"]}, {"$unset": {PENDING: ""}})
+            done += 1
+        return done
+
+    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+        raise TreeError(f"{type(self).__name__} has no multi-document rewrite to finish; unset "
+                        f"{PENDING!r} on node {node!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,6 +384,28 @@ class _Graph(_Pattern):
                     found.append(d)
         return found
 
+    def _level_below(self, frontier: list[Any]) -> list[Any] | None:
+        """The ids one level below ``frontier``, one query (None: no document for the frontier)."""
+        raise NotImplementedError
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree below: one query per level (the level above ``$in``)."""
+        found: list[Any] = []
+        seen = {node}
+        frontier = [node]
+        while frontier:
+            level = self._level_below(frontier)
+            if not found and not level:
+                if level is None or self.collection.find_one({"_id": node}, {"_id": 1}) is None:
+                    raise self._unknown(node)
+            level = level or []
+            if seen.intersection(level):
+                raise CycleError(f"the references below {node!r} form a cycle; fix the data")
+            seen.update(level)
+            found.extend(level)
+            frontier = level
+        return sorted(found)
+
     def graph_ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent, from one ``$graphLookup`` (root first)."""
         found = self._graph(node, True)
@@ -396,21 +467,9 @@ class ParentRefs(_Graph):
             parent = doc["parent"]
         return chain[::-1]
 
-    def descendants(self, node: Any) -> list[Any]:
-        """Sorted ids of the whole subtree below: one query per level (``parent $in`` the level above)."""
-        found: list[Any] = []
-        seen = {node}
-        frontier = [node]
-        while frontier:
-            level = [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1})]
-            if not found and not level:
-                self._require(node)
-            if seen.intersection(level):
-                raise CycleError(f"the parent references below {node!r} form a cycle; fix the data")
-            seen.update(level)
-            found.extend(level)
-            frontier = level
-        return sorted(found)
+    def _level_below(self, frontier: list[Any]) -> list[Any]:
+        """The children of the frontier's nodes: one query on the ``parent`` index."""
+        return [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1})]
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Make ``new_parent`` (None: a root) the parent of ``node``: one write, whatever the subtree."""
@@ -470,34 +529,27 @@ class ChildRefs(_Graph):
             chain.append(doc["_id"])
             current = doc["_id"]
 
-    def descendants(self, node: Any) -> list[Any]:
-        """Sorted ids of the whole subtree: one query per level (``_id $in`` the level above)."""
-        found: list[Any] = []
-        seen = {node}
-        frontier = [node]
-        first = True
-        while frontier:
-            docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}))
-            if first and not docs:
-                raise self._unknown(node)
-            first = False
-            level = [c for d in docs for c in d.get("children", [])]
-            if seen.intersection(level):
-                raise CycleError(f"the child references below {node!r} form a cycle; fix the data")
-            seen.update(level)
-            found.extend(level)
-            frontier = level
-        return sorted(found)
+    def _level_below(self, frontier: list[Any]) -> list[Any] | None:
+        """The children of the frontier's nodes: one read of their ``children`` arrays."""
+        docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}))
+        return [c for d in docs for c in d.get("children", [])] if docs else None
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Pull ``node`` from its old parent's array and push it onto the new one's: two writes."""
         chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
         self._check_new_parent(node, new_parent, chain)
         self._require(node)
-        self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}})
+        intent = {"op": "move", "to": new_parent}
+        self._rewrite(node, intent, lambda session: self._finish(node, intent, session))
+
+    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+        """The two writes of a move (each a no-op once done): pull from the old parent, push onto the new."""
+        new_parent = intent["to"]
+        self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}},
+                                   session=session)
         if new_parent is not None:
             self.collection.update_one({"_id": new_parent, "children": {"$ne": node}},
-                                       {"$push": {"children": node}})
+                                       {"$push": {"children": node}}, session=session)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,10 +615,19 @@ class AncestorsArray(_Pattern):
         old = docs[node]["ancestors"]
         if old == chain:
             return  # already there
-        self.collection.update_one({"_id": node}, {"$set": {"parent": new_parent, "ancestors": chain}})
-        # every descendant holds the old chain, then node, then its path below: swap the old chain
-        self.collection.update_many({"ancestors": node}, [{"$set": {"ancestors": {
-            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}])
+        intent = {"op": "move", "from": old, "to": new_parent, "chain": chain}
+        self._rewrite(node, intent, lambda session: self._finish(node, intent, session))
+
+    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+        """Set the node's parent and ancestors, then swap the old chain in front of every descendant's
+        ancestors for the new one, on the server. Only descendants that still hold the old chain
+        (the node at position ``len(old)``) match, so running it again finishes an interrupted move."""
+        old, chain = list(intent["from"]), list(intent["chain"])
+        self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
+                                   session=session)
+        self.collection.update_many({"ancestors": node, f"ancestors.{len(old)}": node}, [{"$set": {"ancestors": {
+            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
+            session=session)
 
 
 
@@ -679,17 +740,47 @@ class MaterializedPaths(_Pattern):
                             f"unique sibling names; rename one of them first")
 
     def repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
-        """Rewrite the path of ``node`` (at ``old``) and of every node below it: read them, one bulk write."""
-        subtree = list(self.collection.find(self.subtree_filter(old, itself=True), {"path": 1}))
-        self.collection.bulk_write([
-            UpdateOne({"_id": d["_id"]}, {"$set": {"path": new + d["path"][len(old):],
-                                                   **({"name": name} if name and d["_id"] == node else {})}})
-            for d in subtree], ordered=True)
+        """Rewrite the path of ``node`` (at ``old``) and of every node below it to begin with ``new``."""
+        intent = {"op": "repath", "from": old, "to": new, "name": name}
+        self._rewrite(node, intent, lambda session: self._finish(node, intent, session))
 
-    _repath = repath  # the old private name
+    @property
+    def server_side(self) -> bool:
+        """Can the engine rewrite the paths itself (``$substrCP`` in an update pipeline)? From the
+        connect probe (``Capabilities.update_pipeline_strings``); an unknown client is assumed to."""
+        info = info_of(self.collection)
+        return info is None or info.caps.update_pipeline_strings
+
+    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+        """One pipeline update on the server: every path still at or below ``old`` becomes ``new`` plus
+        what followed ``old`` (the node's name too, on a rename). No document comes back to the
+        client, and it can run again: a path already rewritten no longer matches."""
+        old, new, name = intent["from"], intent["to"], intent.get("name")
+        below = self.subtree_filter(old, itself=True)
+        if not self.server_side:  # the engine lacks $substrCP: read the subtree, one bulk write (labelled)
+            return self._repath_client_side(node, old, new, name, below, session)
+        rest = {"$substrCP": ["$path", len(old), {"$subtract": [{"$strLenCP": "$path"}, len(old)]}]}
+        change: dict[str, Any] = {"path": {"$concat": [new, rest]}}
+        if name:
+            change["name"] = {"$cond": [{"$eq": ["$_id", {"$literal": node}]}, name, "$name"]}
+        self.collection.update_many(below, [{"$set": change}], session=session)
+
+    def _repath_client_side(self, node: Any, old: str, new: str, name: str | None, below: dict,
+                            session: Any) -> None:
+        """The fallback for an engine without ``$substrCP`` in update pipelines: read the subtree's
+        paths into the client, then one bulk write of one ``UpdateOne`` per node (a document per
+        node travels both ways: not what a real MongoDB needs)."""
+        subtree = list(self.collection.find(below, {"path": 1}, session=session))
+        if subtree:
+            self.collection.bulk_write([
+                UpdateOne({"_id": d["_id"], "path": d["path"]},
+                          {"$set": {"path": new + d["path"][len(old):],
+                                    **({"name": name} if name and d["_id"] == node else {})}})
+                for d in subtree], ordered=True, session=session)
 
     def move(self, node: Any, new_parent: Any) -> None:
-        """Rewrite the path of the node and of every descendant (read them, then one bulk write)."""
+        """Rewrite the path of the node and of every descendant: read the node and the new parent,
+        then one pipeline update on the server (:meth:`repath`)."""
         wanted = [node] if new_parent is None else [node, new_parent]
         docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1})}
         if node not in docs:
@@ -706,7 +797,8 @@ class MaterializedPaths(_Pattern):
             self.repath(node, old, new)
 
     def rename(self, node: Any, new_name: str) -> None:
-        """Rename the node: its path and every path below it change (read them, then one bulk write)."""
+        """Rename the node: its path and every path below it change (read the node, then one pipeline
+        update on the server, :meth:`repath`)."""
         _check_name(new_name)
         old = self._path(node)
         new = old.rsplit(SEPARATOR, 1)[0] + SEPARATOR + new_name
