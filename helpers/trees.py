@@ -638,8 +638,8 @@ class MaterializedPaths(_Pattern):
     pattern = "materialized paths"
     indexes = (("path", {"unique": True}),)
 
-    def __init__(self, collection: Any) -> None:
-        super().__init__(collection)
+    def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
+        super().__init__(collection, transaction=transaction)
         # on a tree, subtree_filter gives the form its engine accepts: the regex, or the same key
         # range when the regex is longer than the engine takes (docs/ENGINES.md, regex pattern length)
         self.subtree_filter = self._filter_below
