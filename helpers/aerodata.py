@@ -37,10 +37,10 @@ from . import settings
 from .safety import track_collection
 
 __all__ = [
-    "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "REPORT_FIELDS", "AIRLINE", "AIRCRAFT", "REPORT",
+    "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "AIRLINE", "AIRCRAFT", "REPORT",
     "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "insert_new", "ensure_indexes",
-    "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports",
+    "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
@@ -54,9 +54,6 @@ SEQ_DIGITS = 13  # epoch milliseconds fit in 13 digits until the year 2286
 AIRLINE, AIRCRAFT, REPORT = 1, 2, 3  # recordType values
 GEO_FIELD = "geoPoint"  # a report's position as GeoJSON: {type: "Point", coordinates: [lon, lat]}
 EARTH_RADIUS_KM = 6378.1  # the radius the MongoDB manual uses to turn km into $centerSphere radians
-#: the message fields a report document keeps, under the same names
-REPORT_FIELDS = ("icao24", "callsign", "timestamp", "lat", "lon", "altitude", "groundspeed", "track",
-                 "vertical_rate")
 QUERY_BATCH = 100_000  # first batch of each query: one round trip while the answer fits in 16 MiB
 
 _AIRLINE_RE = re.compile(r"[A-Z0-9]{3}")
@@ -457,9 +454,6 @@ def insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, An
         return [d for i, d in enumerate(docs) if i not in refused], len(refused)
 
 
-_ingest_batch, _insert_new = ingest_batch, insert_new  # the old private names
-
-
 # ------------------------------------------------------------------------------------------
 # The lesson's five queries: each one round trip on the _id index
 # ------------------------------------------------------------------------------------------
@@ -467,9 +461,6 @@ def prefix_regex(id_prefix: str) -> dict[str, Any]:
     """The condition for "``_id`` starts with ``id_prefix``": an anchored, case-sensitive ``$regex``
     (special characters escaped), the form whose index bounds are a range. Introduced in notebook 04."""
     return {"$regex": "^" + re.escape(id_prefix)}
-
-
-_prefix = prefix_regex  # the old private name
 
 
 def airline_all(db: Any, airline: str, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
@@ -504,6 +495,16 @@ def reports(db: Any, airline: str, icao24: str, *, collection: str = COLLECTION)
     """
     return list(db[collection].find({"_id": prefix_regex(make_id(airline, icao24) + "_")}, sort=[("_id", 1)],
                                     batch_size=QUERY_BATCH))
+
+
+def latest_report(db: Any, airline: str, icao24: str, *, collection: str = COLLECTION,
+                  projection: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """One aircraft's latest report, or None: the aircraft's key range on the ``{recordType, _id}``
+    index read backwards, ``limit(1)`` (one key and one document examined, whatever the history's
+    length). Introduced in notebook 04 (exercise 4.1)."""
+    lo, hi = prefix_bounds(make_id(airline, icao24) + "_")
+    return db[collection].find_one({"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, projection,
+                                   sort=[("recordType", -1), ("_id", -1)])
 
 
 # ------------------------------------------------------------------------------------------

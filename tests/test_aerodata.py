@@ -198,6 +198,20 @@ def test_five_queries_match_a_plain_python_filter(loaded, case):
     assert ad.airline(db, "ZZZ") is None and ad.fleet(db, "ZZZ") == [] and ad.reports(db, "ZZZ", "abcdef") == []
 
 
+def test_latest_report_is_the_last_of_the_range_in_one_document(loaded):
+    db, _ = loaded
+    latest = {}
+    for m in SAMPLE:
+        key = (_expected_airline(m["callsign"]), m["icao24"])
+        latest[key] = max(latest.get(key, m["timestamp"]), m["timestamp"])
+    for (code, icao), ts in sorted(latest.items()):
+        with counting() as c:
+            got = ad.latest_report(db, code, icao, projection={"timestamp": 1})
+        assert got["timestamp"] == ts, (code, icao)
+        assert (c.round_trips, c.docs_returned) == (1, 1)
+    assert ad.latest_report(db, "ZZZ", "abcdef") is None
+
+
 def test_prefixes_stop_where_the_key_says(loaded):
     db, _ = loaded
     code, icao = "EWG", "3c56ed"

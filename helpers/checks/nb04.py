@@ -13,7 +13,8 @@ from ..sizes import human_bytes
 _DAYS, _REPORTS_PER_DAY = 7, 2_500_000
 
 
-@exercise("4.1", hint="ad.reports(db, AIRLINE, icao24) is in message order: the last one is the latest",
+@exercise("4.1", hint="the latest report is the last key of the aircraft's range: read the range backwards, "
+                     "limit 1 (ad.latest_report), once per aircraft of ad.fleet(db, AIRLINE)",
           query_result=True)
 def last_position(answer: Any, *, db: Any, airline: str) -> str | None:
     """``{icao24: (timestamp, lat, lon)}`` of the latest report of each aircraft of ``airline``."""
