@@ -59,6 +59,7 @@ __all__ = [
     "operation_costs",
     "plot_operation_costs",
     "decision_table",
+    "design_costs",
 ]
 
 #: the path separator of :class:`MaterializedPaths`; no node name may contain it, in any pattern
@@ -278,7 +279,7 @@ class _Pattern:
             raise self._unknown(node)
 
     # -- writes to several documents: all or nothing, or marked and repairable -------------------
-    def _rewrite(self, node: Any, intent: dict, writes: Callable[[Any], None]) -> None:
+    def rewrite(self, node: Any, intent: dict, writes: Callable[[Any], None]) -> None:
         """Run ``writes(session)``, several writes that change one move or rename, so that a process
         dying half-way cannot leave a tree that nobody can tell is broken.
 
@@ -304,12 +305,13 @@ class _Pattern:
         how many. Each write of a rewrite can run twice without harm, so finishing is running it again."""
         done = 0
         for doc in self.interrupted():
-            self._finish(doc["_id"], doc[PENDING], None)
+            self.finish(doc["_id"], doc[PENDING], None)
             self.collection.update_one({"_id": doc["_id"]}, {"$unset": {PENDING: ""}})
             done += 1
         return done
 
-    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """The writes of a move or rename described by ``intent``, each safe to run twice."""
         raise TreeError(f"{type(self).__name__} has no multi-document rewrite to finish; unset "
                         f"{PENDING!r} on node {node!r}")
 
@@ -540,9 +542,9 @@ class ChildRefs(_Graph):
         self._check_new_parent(node, new_parent, chain)
         self._require(node)
         intent = {"op": "move", "to": new_parent}
-        self._rewrite(node, intent, lambda session: self._finish(node, intent, session))
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
 
-    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
         """The two writes of a move (each a no-op once done): pull from the old parent, push onto the new."""
         new_parent = intent["to"]
         self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}},
@@ -616,9 +618,9 @@ class AncestorsArray(_Pattern):
         if old == chain:
             return  # already there
         intent = {"op": "move", "from": old, "to": new_parent, "chain": chain}
-        self._rewrite(node, intent, lambda session: self._finish(node, intent, session))
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
 
-    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
         """Set the node's parent and ancestors, then swap the old chain in front of every descendant's
         ancestors for the new one, on the server. Only descendants that still hold the old chain
         (the node at position ``len(old)``) match, so running it again finishes an interrupted move."""
@@ -742,7 +744,7 @@ class MaterializedPaths(_Pattern):
     def repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
         """Rewrite the path of ``node`` (at ``old``) and of every node below it to begin with ``new``."""
         intent = {"op": "repath", "from": old, "to": new, "name": name}
-        self._rewrite(node, intent, lambda session: self._finish(node, intent, session))
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
 
     @property
     def server_side(self) -> bool:
@@ -751,7 +753,7 @@ class MaterializedPaths(_Pattern):
         info = info_of(self.collection)
         return info is None or info.caps.update_pipeline_strings
 
-    def _finish(self, node: Any, intent: Mapping[str, Any], session: Any) -> None:
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
         """One pipeline update on the server: every path still at or below ``old`` becomes ``new`` plus
         what followed ``old`` (the node's name too, on a rename). No document comes back to the
         client, and it can run again: a path already rewritten no longer matches."""
@@ -965,3 +967,26 @@ def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:
                      "its cost": fmt("", sub.loc[best]).strip(" ()"),
                      "dearest": fmt(worst, sub.loc[worst])})
     return pd.DataFrame(rows).set_index("most frequent query")
+
+
+def design_costs(table: Any, operations: Sequence[str] | None = None,
+                 fill_from: Mapping[str, str] | None = None) -> dict[str, dict[str, dict]]:
+    """``{design: {operation: cost}}`` from an :func:`operation_costs` table, the form
+    :meth:`helpers.workload.Workload.weigh` takes (only ``operations``, e.g. a workload's ``names``,
+    when given). A design without a row for an operation (the
+    ``$graphLookup`` rows have only ancestors and descendants) takes it from the pattern
+    ``fill_from[design]`` names. Notebook 03."""
+    fill_from = dict(fill_from or {})
+    keys = ("round trips", "docs returned", "bytes returned", "docs written")
+    ops = list(operations) if operations is not None else list(dict.fromkeys(table.index.get_level_values(0)))
+    out: dict[str, dict[str, dict]] = {}
+    for design in dict.fromkeys(table.index.get_level_values(1)):
+        per_op = {}
+        for op in ops:
+            row = (op, design) if (op, design) in table.index else (op, fill_from.get(design))
+            if row not in table.index:
+                raise TreeError(f"design {design!r} has no cost for {op!r}; name the pattern it uses "
+                                f"for it in fill_from, e.g. {{{design!r}: 'ParentRefs'}}")
+            per_op[op] = {k: int(table.loc[row, k]) for k in keys}
+        out[str(design)] = per_op
+    return out
