@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from pymongo import DeleteMany, DeleteOne
+from pymongo import DeleteMany, DeleteOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from . import settings
@@ -41,6 +41,7 @@ __all__ = [
     "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
+    "latest_positions", "tracker_costs",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
@@ -350,7 +351,7 @@ def without_gc_pauses(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @without_gc_pauses
 def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, batch_size: int = 1_000,
-           progress: bool = False) -> IngestResult:
+           progress: bool = False, keep_last: int = 0) -> IngestResult:
     """Store position-report messages in the single ``aerodata`` collection; works on an empty database.
 
     Each good message becomes a report document (``recordType`` 3, the message's field names, and its
@@ -362,8 +363,13 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     ``rejected`` with its reason and the rest of the batch goes on. Per batch, two commands: one
     unordered insert of the batch's airlines and aircraft, one of its reports; the ``_id`` index
     refuses what is already stored (code 11000), so there is no read before the writes.
+    ``keep_last=n`` adds the subset pattern: each aircraft document keeps its last ``n`` reports
+    (``last_reports``: ``_id``, time and position, an extended reference to each report), updated by
+    one more command per batch (a ``$push`` with ``$sort`` and ``$slice`` per aircraft).
     Introduced in notebook 04.
     """
+    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+        raise ValueError(f"ingest: keep_last={keep_last!r} must be a whole number >= 0 (0: no subset)")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"ingest: batch_size={batch_size!r} must be a positive integer (default 1000)")
     if isinstance(messages, (str, bytes, Mapping)):
@@ -382,12 +388,12 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
         for index, message in enumerate(messages):
             batch.append((index, message))
             if len(batch) >= batch_size:
-                ingest_batch(coll, batch, result)
+                ingest_batch(coll, batch, result, keep_last)
                 if bar is not None:
                     bar.update(len(batch))
                 batch = []
         if batch:
-            ingest_batch(coll, batch, result)
+            ingest_batch(coll, batch, result, keep_last)
             if bar is not None:
                 bar.update(len(batch))
     finally:
@@ -396,8 +402,9 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     return result
 
 
-def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) -> None:
-    """One batch of ``ingest``: validate, key, insert the batch's parents, insert the reports (notebook 04)."""
+def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, keep_last: int = 0) -> None:
+    """One batch of ``ingest``: validate, key, insert the batch's parents, insert the reports, and with
+    ``keep_last`` push the new ones onto their aircraft's ``last_reports`` (notebook 04)."""
     reports: dict[str, dict[str, Any]] = {}
     parents: dict[str, dict[str, Any]] = {}
     airline_codes: dict[Any, str] = {}  # callsign -> airline code, once per callsign in the batch
@@ -434,6 +441,14 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) 
     inserted, duplicates = insert_new(coll, [reports[rid] for rid in sorted(reports)])
     result.inserted += len(inserted)
     result.duplicates += duplicates
+    if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
+        latest: dict[str, list[dict[str, Any]]] = {}
+        for d in inserted:
+            latest.setdefault(f"{d['airline']}_{d['icao24']}", []).append(
+                {"_id": d["_id"], "timestamp": d["timestamp"], "lat": d["lat"], "lon": d["lon"]})
+        coll.bulk_write([UpdateOne({"_id": aid}, {"$push": {"last_reports": {
+            "$each": items, "$sort": {"timestamp": 1}, "$slice": -keep_last}}}) for aid, items in sorted(latest.items())],
+            ordered=False)
 
 
 def insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -505,6 +520,98 @@ def latest_report(db: Any, airline: str, icao24: str, *, collection: str = COLLE
     lo, hi = prefix_bounds(make_id(airline, icao24) + "_")
     return db[collection].find_one({"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, projection,
                                    sort=[("recordType", -1), ("_id", -1)])
+
+
+def latest_positions(db: Any, airline: str, *, collection: str = COLLECTION,
+                     subset: bool = False) -> dict[str, tuple]:
+    """``{icao24: (timestamp, lat, lon)}`` of each aircraft's latest report. ``subset``: read them from
+    the aircraft documents' ``last_reports`` (``ingest(..., keep_last=n)``: one query); else the fleet,
+    then :func:`latest_report` per aircraft (one more query each). Notebook 04."""
+    out = {}
+    for plane in fleet(db, airline, collection=collection):
+        if subset:
+            last = (plane.get("last_reports") or [None])[-1]
+        else:
+            last = latest_report(db, airline, plane["icao24"], collection=collection,
+                                 projection={"timestamp": 1, "lat": 1, "lon": 1})
+        if last is not None:
+            out[plane["icao24"]] = (last["timestamp"], last["lat"], last["lon"])
+    return out
+
+
+def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], icao24: str, *,
+                  keep_last: int = 5, batch_size: int = 1_000) -> dict[str, dict[str, dict[str, float]]]:
+    """The measured cost of each operation of notebook 04's tracker workload, per design:
+    ``{design: {operation: cost}}`` for :meth:`helpers.workload.Workload.weigh`.
+
+    ``messages`` (one airline's reports) are stored three ways in fresh workbook collections
+    (``aero_cost_*``), in batches of ``batch_size``: three collections (airlines, aircraft,
+    reports: one insert per collection and batch), the single collection (``ingest_batch``), and the
+    single collection with the subset pattern (``keep_last``). Storing is counted per report (the
+    batches' commands divided by their reports; creating collections and indexes is not); each read is counted once: one
+    aircraft's reports (``icao24``), the latest position of every aircraft of the fleet,
+    everything for the airline. Notebook 04."""
+    from .counting import counting
+
+    def per(counter: Any, n: int) -> dict[str, float]:
+        return {"round trips": counter.round_trips / n, "docs returned": counter.docs_returned / n,
+                "bytes returned": counter.bytes_returned / n, "docs written": counter.docs_written / n}
+
+    def count(fn: Callable[[], Any]) -> dict[str, float]:
+        with counting() as c:
+            fn()
+        return per(c, 1)
+
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset")}
+    for name in names.values():
+        db.drop_collection(name)
+    # three collections, each write the best it can be: unordered inserts, the _id index refusing repeats
+    airlines_c, aircraft_c, reports_c = (track_collection(db, names[k]) for k in ("airlines", "aircraft", "reports"))
+    aircraft_c.create_index("airline")
+    reports_c.create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
+    docs = []
+    for m in messages:
+        clean, _ = validate_message(m)
+        if clean is not None:
+            docs.append(clean)
+    with counting() as c:
+        for i in range(0, len(docs), batch_size):
+            part = docs[i:i + batch_size]
+            codes = {airline_of_callsign(d.get("callsign")) for d in part}
+            insert_new(airlines_c, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"}
+                                    for code in sorted(codes)])
+            planes = {(airline_of_callsign(d.get("callsign")), d["icao24"]) for d in part}
+            insert_new(aircraft_c, [{"_id": make_id(a, p), "airline": a, "icao24": p} for a, p in sorted(planes)])
+            insert_new(reports_c, [{"_id": make_id(airline_of_callsign(d.get("callsign")), d["icao24"],
+                                                   message_number(d["timestamp"])),
+                                    "airline": airline_of_callsign(d.get("callsign")), **d} for d in part])
+    three = {"store a report": per(c, len(docs))}
+    three["one aircraft's reports"] = count(lambda: list(reports_c.find(
+        {"airline": airline, "icao24": icao24}, batch_size=QUERY_BATCH).sort("timestamp", 1)))
+    three["latest position of a fleet"] = count(lambda: [reports_c.find_one(
+        {"airline": airline, "icao24": p["icao24"]}, sort=[("airline", 1), ("icao24", 1), ("timestamp", -1)])
+        for p in aircraft_c.find({"airline": airline}).sort("_id", 1)])
+    three["everything for an airline"] = count(lambda: (
+        airlines_c.find_one({"_id": airline}), list(aircraft_c.find({"airline": airline}).sort("_id", 1)),
+        list(reports_c.find({"airline": airline}, batch_size=QUERY_BATCH).sort("_id", 1))))
+    out["three collections"] = three
+    for design, name, keep in (("one collection", names["single"], 0),
+                               ("one collection + subset", names["subset"], keep_last)):
+        coll = track_collection(db, name)
+        ensure_indexes(db, name)  # set up once, outside the count: the batches are what each report costs
+        stored = IngestResult()
+        with counting() as c:
+            for i in range(0, len(docs), batch_size):
+                ingest_batch(coll, list(enumerate(docs[i:i + batch_size], start=i)), stored, keep)
+        out[design] = {
+            "store a report": per(c, stored.inserted),
+            "one aircraft's reports": count(lambda: reports(db, airline, icao24, collection=name)),
+            "latest position of a fleet": count(lambda: latest_positions(db, airline, collection=name,
+                                                                         subset=bool(keep))),
+            "everything for an airline": count(lambda: airline_all(db, airline, collection=name)),
+        }
+    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -212,6 +212,42 @@ def test_latest_report_is_the_last_of_the_range_in_one_document(loaded):
     assert ad.latest_report(db, "ZZZ", "abcdef") is None
 
 
+def test_the_subset_keeps_the_last_reports_and_answers_like_the_reports(db):
+    first = ad.ingest(db, SAMPLE, collection="subset", batch_size=700, keep_last=3)
+    again = ad.ingest(db, SAMPLE[:900], collection="subset", keep_last=3)  # re-sent: never pushed twice
+    assert again.inserted == 0 and first.inserted == len(SAMPLE)
+    ad.ingest(db, SAMPLE, collection="plain", batch_size=700)
+    for code in sorted({_expected_airline(m["callsign"]) for m in SAMPLE}):
+        with counting() as c:
+            from_subset = ad.latest_positions(db, code, collection="subset", subset=True)
+        assert c.round_trips == 1
+        assert from_subset == ad.latest_positions(db, code, collection="plain") != {}
+        for plane in ad.fleet(db, code, collection="subset"):
+            times = sorted(m["timestamp"] for m in SAMPLE
+                           if m["icao24"] == plane["icao24"] and _expected_airline(m["callsign"]) == code)
+            assert [r["timestamp"] for r in plane["last_reports"]] == times[-3:]
+    with pytest.raises(ValueError, match="keep_last"):
+        ad.ingest(db, SAMPLE[:1], collection="subset", keep_last=-1)
+
+
+def test_tracker_costs_count_each_design(db):
+    code = "SWR" if any(_expected_airline(m["callsign"]) == "SWR" for m in SAMPLE) else _expected_airline(SAMPLE[0]["callsign"])
+    msgs = [m for m in SAMPLE if _expected_airline(m["callsign"]) == code]
+    plane = msgs[0]["icao24"]
+    fleet = len({m["icao24"] for m in msgs})
+    costs = ad.tracker_costs(db, code, msgs, plane, batch_size=100)
+    assert sorted(costs) == ["one collection", "one collection + subset", "three collections"]
+    batches = -(-len(msgs) // 100)
+    assert costs["one collection"]["store a report"]["round trips"] * len(msgs) == pytest.approx(2 * batches)
+    assert costs["one collection + subset"]["store a report"]["round trips"] * len(msgs) == pytest.approx(3 * batches)
+    assert costs["three collections"]["store a report"]["round trips"] * len(msgs) == pytest.approx(3 * batches)
+    assert costs["one collection"]["latest position of a fleet"]["round trips"] == 1 + fleet
+    assert costs["one collection + subset"]["latest position of a fleet"]["round trips"] == 1
+    assert costs["three collections"]["everything for an airline"]["round trips"] == 3
+    n = sum(m["icao24"] == plane for m in msgs)
+    assert {d["one aircraft's reports"]["docs returned"] for d in costs.values()} == {n}
+
+
 def test_prefixes_stop_where_the_key_says(loaded):
     db, _ = loaded
     code, icao = "EWG", "3c56ed"
