@@ -775,7 +775,7 @@ class MaterializedPaths(_Pattern):
         subtree = list(self.collection.find(below, {"path": 1}, session=session))
         if subtree:
             self.collection.bulk_write([
-                UpdateOne({"_id": d["_id"], "path": d["path"]},
+                UpdateOne({"_id": d["_id"]},
                           {"$set": {"path": new + d["path"][len(old):],
                                     **({"name": name} if name and d["_id"] == node else {})}})
                 for d in subtree], ordered=True, session=session)

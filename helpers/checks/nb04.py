@@ -134,3 +134,20 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
     if swapped_ok:
         return f"{len(swapped_ok)} reports with latitude and longitude swapped still pass, e.g. {swapped_ok[0]}"
     return None
+
+
+@exercise("4.7", hint="workload.with_rate('latest position of a fleet', 100) is the changed workload; its "
+                     "pick(designs) ranks the designs by round trips a day")
+def quiet_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
+    """The design the tracker picks by round trips a day once the live map is opened 100 times a day."""
+    if answer not in designs:
+        return f"{answer!r} is not one of the designs: {sorted(designs)}"
+    before = workload.pick(designs)
+    quiet = workload.with_rate("latest position of a fleet", 100)
+    want = quiet.pick(designs)
+    if answer == before and want != before:
+        return f"{answer} is the pick at 8,640 map refreshes a day: change the rate to 100 first"
+    if answer != want:
+        daily = quiet.weigh(designs)["round trips / day"]
+        return f"{answer} needs {daily[answer]:,.0f} round trips a day; another design needs fewer"
+    return None
