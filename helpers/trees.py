@@ -60,6 +60,7 @@ __all__ = [
     "plot_operation_costs",
     "decision_table",
     "design_costs",
+    "interrupt",
 ]
 
 #: the path separator of :class:`MaterializedPaths`; no node name may contain it, in any pattern
@@ -990,3 +991,49 @@ def design_costs(table: Any, operations: Sequence[str] | None = None,
             per_op[op] = {k: int(table.loc[row, k]) for k in keys}
         out[str(design)] = per_op
     return out
+
+
+class _Crashed(Exception):
+    """Raised by :func:`interrupt`'s stand-in collection where the process would have died."""
+
+
+class _Dying:
+    """A collection that performs ``after`` writes, then fails every other one (a process that dies)."""
+
+    _WRITES = ("update_one", "update_many", "bulk_write", "insert_one", "insert_many", "replace_one",
+               "delete_one", "delete_many")
+
+    def __init__(self, collection: Any, after: int) -> None:
+        self._collection, self._left = collection, after
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._collection, name)
+        if name not in self._WRITES:
+            return attr
+
+        def write(*args: Any, **kwargs: Any) -> Any:
+            if self._left <= 0:
+                raise _Crashed(name)
+            self._left -= 1
+            return attr(*args, **kwargs)
+
+        return write
+
+
+def interrupt(tree: Any, method: str, *args: Any, after: int) -> bool:
+    """Run ``tree.<method>(*args)`` as a process that dies after its first ``after`` writes (the
+    next write never reaches the server): what such a crash leaves is then in the collection.
+    Returns True if it stopped there, False if the operation finished in ``after`` writes or fewer.
+    A transaction's writes are aborted when it dies (``with_transaction`` aborts on any error).
+    Notebook 03."""
+    import copy
+
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise TreeError(f"after must be a whole number of writes >= 0, not {after!r}")
+    dying = copy.copy(tree)
+    dying.collection = _Dying(tree.collection, after)
+    try:
+        getattr(dying, method)(*args)
+    except _Crashed:
+        return True
+    return False

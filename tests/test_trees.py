@@ -28,6 +28,7 @@ from helpers.trees import (
     UnknownNodeError,
     decision_table,
     disagreements,
+    interrupt,
     operation_costs,
     tree_shape,
 )
@@ -654,3 +655,27 @@ def test_moves_without_a_transaction_leave_no_mark(db, cls):
     assert tree.interrupted() == [] and tree.repair() == 0
     for n, *_ in ROWS:
         assert answers(tree, n) == ref.answers(n), f"{tree}, node {n}"
+
+
+
+@pytest.mark.parametrize("transaction", [False, True])
+def test_interrupt_leaves_what_a_crash_leaves(db, backend, transaction):
+    if transaction and not backend.info.caps.transactions:
+        pytest.skip("no transactions on this engine")
+    moved = Reference(ROWS)
+    moved.parent[5] = 3
+    for cls, last in ((ChildRefs, 2), (AncestorsArray, 2), (MaterializedPaths, 1)):
+        tree = cls(db[f"int_{cls.__name__}_{transaction}"], transaction=transaction)
+        tree.load(ROWS)
+        before = snapshot(tree)
+        assert interrupt(tree, "move", 5, 3, after=last - 1 if transaction else last)
+        if transaction:
+            assert snapshot(tree) == before and tree.interrupted() == []
+        else:
+            assert [d["_id"] for d in tree.interrupted()] == [5] and snapshot(tree) != before
+        tree.repair()
+        if transaction:
+            tree.move(5, 3)
+        for n, *_ in ROWS:
+            assert answers(tree, n) == moved.answers(n), f"{tree}, node {n}"
+    assert not interrupt(tree, "move", 5, 3, after=5)  # nothing left to do: it finishes
