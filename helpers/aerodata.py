@@ -606,10 +606,10 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
                 ingest_batch(coll, list(enumerate(docs[i:i + batch_size], start=i)), stored, keep)
         out[design] = {
             "store a report": per(c, stored.inserted),
-            "one aircraft's reports": count(lambda: reports(db, airline, icao24, collection=name)),
-            "latest position of a fleet": count(lambda: latest_positions(db, airline, collection=name,
-                                                                         subset=bool(keep))),
-            "everything for an airline": count(lambda: airline_all(db, airline, collection=name)),
+            "one aircraft's reports": count(lambda name=name: reports(db, airline, icao24, collection=name)),
+            "latest position of a fleet": count(lambda name=name, keep=keep: latest_positions(
+                db, airline, collection=name, subset=bool(keep))),
+            "everything for an airline": count(lambda name=name: airline_all(db, airline, collection=name)),
         }
     return out
 

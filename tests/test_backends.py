@@ -113,12 +113,14 @@ PINNED = {
                          max_document_size=False, transactions=True, graph_restrict=True, slice_projection=False,
                          bare_regex_indexed=True, id_range_index=False, array_field_path=True,
                          graph_missing_start_as=False, near_sorted=True, geo_center_sphere=False, geo_index=True,
-                         collation=False, transaction_isolation=False, concurrent_clients=False),
+                         collation=False, transaction_isolation=False, concurrent_clients=False,
+                         update_pipeline_strings=False),
     "SecantusDB": dict(indexes=True, explain=True, explain_regex=False, bson_size=True, json_schema=True,
                        max_document_size=True, transactions=True, graph_restrict=False, slice_projection=True,
                        bare_regex_indexed=False, id_range_index=False, array_field_path=False,
                        graph_missing_start_as=True, near_sorted=False, geo_center_sphere=True, geo_index=True,
-                       collation=True, transaction_isolation=True, concurrent_clients=True),
+                       collation=True, transaction_isolation=True, concurrent_clients=True,
+                       update_pipeline_strings=True),
 }
 
 

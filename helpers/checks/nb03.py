@@ -5,6 +5,7 @@ from typing import Any
 
 from ..exercises import exercise
 
+
 def _tree(categories: Any) -> tuple[dict[Any, Any], dict[Any, str]]:
     """``(parent of each node, name of each node)`` from the loaded category rows."""
     rows = list(categories.find({}, {"parent_id": 1, "name": 1}))
