@@ -46,6 +46,7 @@ __all__ = [
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
     "GEO_FIELD", "EARTH_RADIUS_KM", "message_number", "geo_point", "distance_km", "nearest",
+    "within_km", "ensure_geo_index",
     "aerodata_schema", "apply_validator", "invalid_documents", "why_refused",
 ]
 
@@ -950,15 +951,48 @@ def distance_km(a: Sequence[float], b: Sequence[float]) -> float:
     return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
 
 
-def nearest(coll: Any, point: Sequence[float], k: int, *, max_km: float, near_sorted: bool = True
+def _caps(coll: Any) -> Any:
+    """The probed capabilities of the engine behind ``coll`` (None for a client the workbook did not open)."""
+    from .backends import info_of
+
+    info = info_of(coll)
+    return None if info is None else info.caps
+
+
+def within_km(coll: Any, point: Mapping[str, Any], km: float) -> dict[str, Any]:
+    """The filter for the reports within ``km`` of a GeoJSON ``point``: ``$geoWithin`` with
+    ``$centerSphere`` (its radius in radians: km / :data:`EARTH_RADIUS_KM`), or, on an engine
+    without ``$centerSphere`` (``caps.geo_center_sphere``), the same set with ``$near`` and
+    ``$maxDistance`` in metres. Introduced in notebook 04."""
+    caps = _caps(coll)
+    if caps is None or caps.geo_center_sphere:
+        return {"recordType": REPORT,
+                GEO_FIELD: {"$geoWithin": {"$centerSphere": [list(point["coordinates"]), km / EARTH_RADIUS_KM]}}}
+    return {"recordType": REPORT, GEO_FIELD: {"$near": {"$geometry": dict(point), "$maxDistance": km * 1000}}}
+
+
+def ensure_geo_index(coll: Any) -> str | None:
+    """Create the ``2dsphere`` index on :data:`GEO_FIELD`; returns its name, or None on an engine
+    without geo indexes (``caps.geo_index``). Introduced in notebook 04."""
+    caps = _caps(coll)
+    if caps is not None and not caps.geo_index:
+        return None
+    return coll.create_index([(GEO_FIELD, "2dsphere")])
+
+
+def nearest(coll: Any, point: Sequence[float], k: int, *, max_km: float, near_sorted: bool | None = None
             ) -> list[dict[str, Any]]:
     """The ``k`` reports nearest to ``point`` (``[lon, lat]``) within ``max_km``, nearest first.
 
     One ``$near`` query (``$maxDistance`` in metres, on the 2dsphere index). A server returns them
     nearest first, so ``limit(k)`` is enough; where ``near_sorted`` is False (an engine whose
     ``$near`` order is not by distance, probed as ``caps.near_sorted``) it fetches every report within
-    ``max_km`` and sorts them client-side by :func:`distance_km`. Introduced in notebook 04.
+    ``max_km`` and sorts them client-side by :func:`distance_km`; None: as the engine was probed.
+    Introduced in notebook 04.
     """
+    if near_sorted is None:
+        caps = _caps(coll)
+        near_sorted = caps is None or caps.near_sorted
     query = {"recordType": REPORT, GEO_FIELD: {"$near": {"$geometry": {"type": "Point", "coordinates": list(point)},
                                                           "$maxDistance": max_km * 1000}}}
     if near_sorted:

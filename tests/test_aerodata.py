@@ -433,11 +433,23 @@ def test_nearest_is_nearest_first_on_every_backend(loaded, backend):
     coll = db[ad.COLLECTION]
     coll.create_index([(ad.GEO_FIELD, "2dsphere")])
     here = [8.54917, 47.4647]
-    got = ad.nearest(coll, here, 5, max_km=30, near_sorted=caps.near_sorted)
     want = sorted((m for m in SAMPLE if ad.distance_km(here, (m["lon"], m["lat"])) <= 30),
                   key=lambda m: ad.distance_km(here, (m["lon"], m["lat"])))[:5]
-    assert len(got) == 5
-    assert [(d["icao24"], d["timestamp"]) for d in got] == [(m["icao24"], m["timestamp"]) for m in want]
+    for near_sorted in (caps.near_sorted, None):  # None: as the engine was probed
+        got = ad.nearest(coll, here, 5, max_km=30, near_sorted=near_sorted)
+        assert len(got) == 5
+        assert [(d["icao24"], d["timestamp"]) for d in got] == [(m["icao24"], m["timestamp"]) for m in want]
+
+
+def test_within_km_finds_the_same_set_on_every_backend(loaded):
+    db, _ = loaded
+    coll = db[ad.COLLECTION]
+    assert ad.ensure_geo_index(coll) == f"{ad.GEO_FIELD}_2dsphere"
+    here = {"type": "Point", "coordinates": [8.54917, 47.4647]}
+    got = sorted((d["icao24"], d["timestamp"]) for d in coll.find(ad.within_km(coll, here, 25)))
+    want = sorted((m["icao24"], m["timestamp"]) for m in SAMPLE
+                  if ad.distance_km(here["coordinates"], (m["lon"], m["lat"])) <= 25)
+    assert got == want and got
 
 
 def test_validator_refuses_bad_documents_and_keeps_ingest_working(db, backend):

@@ -69,7 +69,7 @@ def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
     return None
 
 
-@exercise("4.4", hint="a $geoWithin with $centerSphere (radians: km / ad.EARTH_RADIUS_KM), or within_km(ZRH, 10) "
+@exercise("4.4", hint="a $geoWithin with $centerSphere (radians: km / ad.EARTH_RADIUS_KM), or ad.within_km(positions, ZRH, 10) "
                       "of section 4.11; collect the icao24 of the reports it returns")
 def near_zurich(answer: Any, *, aerodata: Any, point: Any) -> str | None:
     """The icao24 of every aircraft with a report within 10 km of ``point``, recomputed client-side."""
