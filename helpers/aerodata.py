@@ -30,21 +30,23 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from pymongo import DeleteMany, DeleteOne
+from pymongo import DeleteMany, DeleteOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from . import settings
 from .safety import track_collection
 
 __all__ = [
-    "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "REPORT_FIELDS", "AIRLINE", "AIRCRAFT", "REPORT",
+    "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "AIRLINE", "AIRCRAFT", "REPORT",
     "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "insert_new", "ensure_indexes",
-    "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports",
+    "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
+    "latest_positions", "tracker_costs",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
     "GEO_FIELD", "EARTH_RADIUS_KM", "message_number", "geo_point", "distance_km", "nearest",
+    "within_km", "ensure_geo_index",
     "aerodata_schema", "apply_validator", "invalid_documents", "why_refused",
 ]
 
@@ -54,9 +56,6 @@ SEQ_DIGITS = 13  # epoch milliseconds fit in 13 digits until the year 2286
 AIRLINE, AIRCRAFT, REPORT = 1, 2, 3  # recordType values
 GEO_FIELD = "geoPoint"  # a report's position as GeoJSON: {type: "Point", coordinates: [lon, lat]}
 EARTH_RADIUS_KM = 6378.1  # the radius the MongoDB manual uses to turn km into $centerSphere radians
-#: the message fields a report document keeps, under the same names
-REPORT_FIELDS = ("icao24", "callsign", "timestamp", "lat", "lon", "altitude", "groundspeed", "track",
-                 "vertical_rate")
 QUERY_BATCH = 100_000  # first batch of each query: one round trip while the answer fits in 16 MiB
 
 _AIRLINE_RE = re.compile(r"[A-Z0-9]{3}")
@@ -353,7 +352,7 @@ def without_gc_pauses(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @without_gc_pauses
 def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, batch_size: int = 1_000,
-           progress: bool = False) -> IngestResult:
+           progress: bool = False, keep_last: int = 0) -> IngestResult:
     """Store position-report messages in the single ``aerodata`` collection; works on an empty database.
 
     Each good message becomes a report document (``recordType`` 3, the message's field names, and its
@@ -365,8 +364,13 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     ``rejected`` with its reason and the rest of the batch goes on. Per batch, two commands: one
     unordered insert of the batch's airlines and aircraft, one of its reports; the ``_id`` index
     refuses what is already stored (code 11000), so there is no read before the writes.
+    ``keep_last=n`` adds the subset pattern: each aircraft document keeps its last ``n`` reports
+    (``last_reports``: ``_id``, time and position, an extended reference to each report), updated by
+    one more command per batch (a ``$push`` with ``$sort`` and ``$slice`` per aircraft).
     Introduced in notebook 04.
     """
+    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+        raise ValueError(f"ingest: keep_last={keep_last!r} must be a whole number >= 0 (0: no subset)")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"ingest: batch_size={batch_size!r} must be a positive integer (default 1000)")
     if isinstance(messages, (str, bytes, Mapping)):
@@ -385,12 +389,12 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
         for index, message in enumerate(messages):
             batch.append((index, message))
             if len(batch) >= batch_size:
-                ingest_batch(coll, batch, result)
+                ingest_batch(coll, batch, result, keep_last)
                 if bar is not None:
                     bar.update(len(batch))
                 batch = []
         if batch:
-            ingest_batch(coll, batch, result)
+            ingest_batch(coll, batch, result, keep_last)
             if bar is not None:
                 bar.update(len(batch))
     finally:
@@ -399,8 +403,9 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     return result
 
 
-def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) -> None:
-    """One batch of ``ingest``: validate, key, insert the batch's parents, insert the reports (notebook 04)."""
+def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, keep_last: int = 0) -> None:
+    """One batch of ``ingest``: validate, key, insert the batch's parents, insert the reports, and with
+    ``keep_last`` push the new ones onto their aircraft's ``last_reports`` (notebook 04)."""
     reports: dict[str, dict[str, Any]] = {}
     parents: dict[str, dict[str, Any]] = {}
     airline_codes: dict[Any, str] = {}  # callsign -> airline code, once per callsign in the batch
@@ -437,6 +442,14 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult) 
     inserted, duplicates = insert_new(coll, [reports[rid] for rid in sorted(reports)])
     result.inserted += len(inserted)
     result.duplicates += duplicates
+    if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
+        latest: dict[str, list[dict[str, Any]]] = {}
+        for d in inserted:
+            latest.setdefault(f"{d['airline']}_{d['icao24']}", []).append(
+                {"_id": d["_id"], "timestamp": d["timestamp"], "lat": d["lat"], "lon": d["lon"]})
+        coll.bulk_write([UpdateOne({"_id": aid}, {"$push": {"last_reports": {
+            "$each": items, "$sort": {"timestamp": 1}, "$slice": -keep_last}}}) for aid, items in sorted(latest.items())],
+            ordered=False)
 
 
 def insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -457,9 +470,6 @@ def insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, An
         return [d for i, d in enumerate(docs) if i not in refused], len(refused)
 
 
-_ingest_batch, _insert_new = ingest_batch, insert_new  # the old private names
-
-
 # ------------------------------------------------------------------------------------------
 # The lesson's five queries: each one round trip on the _id index
 # ------------------------------------------------------------------------------------------
@@ -467,9 +477,6 @@ def prefix_regex(id_prefix: str) -> dict[str, Any]:
     """The condition for "``_id`` starts with ``id_prefix``": an anchored, case-sensitive ``$regex``
     (special characters escaped), the form whose index bounds are a range. Introduced in notebook 04."""
     return {"$regex": "^" + re.escape(id_prefix)}
-
-
-_prefix = prefix_regex  # the old private name
 
 
 def airline_all(db: Any, airline: str, *, collection: str = COLLECTION) -> list[dict[str, Any]]:
@@ -504,6 +511,123 @@ def reports(db: Any, airline: str, icao24: str, *, collection: str = COLLECTION)
     """
     return list(db[collection].find({"_id": prefix_regex(make_id(airline, icao24) + "_")}, sort=[("_id", 1)],
                                     batch_size=QUERY_BATCH))
+
+
+def latest_report(db: Any, airline: str, icao24: str, *, collection: str = COLLECTION,
+                  projection: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """One aircraft's latest report, or None: the aircraft's key range on the ``{recordType, _id}``
+    index read backwards, ``limit(1)`` (one key and one document examined, whatever the history's
+    length). Introduced in notebook 04 (exercise 4.1)."""
+    lo, hi = prefix_bounds(make_id(airline, icao24) + "_")
+    return db[collection].find_one({"recordType": REPORT, "_id": {"$gte": lo, "$lt": hi}}, projection,
+                                   sort=[("recordType", -1), ("_id", -1)])
+
+
+def latest_positions(db: Any, airline: str, *, collection: str = COLLECTION,
+                     subset: bool = False) -> dict[str, tuple]:
+    """``{icao24: (timestamp, lat, lon)}`` of each aircraft's latest report. ``subset``: read them from
+    the aircraft documents' ``last_reports`` (``ingest(..., keep_last=n)``: one query); else the fleet,
+    then :func:`latest_report` per aircraft (one more query each). Notebook 04."""
+    out = {}
+    for plane in fleet(db, airline, collection=collection):
+        if subset:
+            last = (plane.get("last_reports") or [None])[-1]
+        else:
+            last = latest_report(db, airline, plane["icao24"], collection=collection,
+                                 projection={"timestamp": 1, "lat": 1, "lon": 1})
+        if last is not None:
+            out[plane["icao24"]] = (last["timestamp"], last["lat"], last["lon"])
+    return out
+
+
+def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], icao24: str, *,
+                  keep_last: int = 5, batch_size: int = 1_000, single: str | None = None,
+                  three: tuple[str, str, str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """The measured cost of each operation of notebook 04's tracker workload, per design:
+    ``{design: {operation: cost}}`` for :meth:`helpers.workload.Workload.weigh`.
+
+    Three designs: three collections (airlines, aircraft, reports: one unordered insert per
+    collection and batch), the single collection (``ingest_batch``), and the single collection with
+    the subset pattern (``keep_last``). Storing is counted per report: the commands of batches of
+    ``batch_size`` ``messages`` (one airline's reports) written to fresh workbook collections
+    (``aero_cost_*``; creating collections and indexes is not counted), divided by their reports.
+    Each read is counted once, on a collection that holds all of ``messages``: ``single`` and the
+    three names in ``three`` where the caller already stored them that way (else the fresh copies
+    are filled with all of them), the fresh subset copy for the subset design. The reads: one
+    aircraft's reports (``icao24``), the latest position of every aircraft of the fleet,
+    everything for the airline. Notebook 04."""
+    from .counting import counting
+
+    def per(counter: Any, n: int) -> dict[str, float]:
+        return {"round trips": counter.round_trips / n, "docs returned": counter.docs_returned / n,
+                "bytes returned": counter.bytes_returned / n, "docs written": counter.docs_written / n}
+
+    def count(fn: Callable[[], Any]) -> dict[str, float]:
+        with counting() as c:
+            fn()
+        return per(c, 1)
+
+    docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
+    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset")}
+    for name in names.values():
+        db.drop_collection(name)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    # three collections, each write the best it can be: unordered inserts, the _id index refusing repeats
+    airlines_c, aircraft_c, reports_c = (track_collection(db, names[k]) for k in ("airlines", "aircraft", "reports"))
+    aircraft_c.create_index("airline")
+    reports_c.create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
+
+    def store_three(part: list[dict[str, Any]]) -> None:
+        codes = {airline_of_callsign(d.get("callsign")) for d in part}
+        insert_new(airlines_c, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"}
+                                for code in sorted(codes)])
+        planes = {(airline_of_callsign(d.get("callsign")), d["icao24"]) for d in part}
+        insert_new(aircraft_c, [{"_id": make_id(a, p), "airline": a, "icao24": p} for a, p in sorted(planes)])
+        insert_new(reports_c, [{"_id": make_id(airline_of_callsign(d.get("callsign")), d["icao24"],
+                                               message_number(d["timestamp"])),
+                                "airline": airline_of_callsign(d.get("callsign")), **d} for d in part])
+
+    first = docs[:batch_size]
+    with counting() as c:
+        store_three(first)
+    three_store = per(c, len(first))
+    if three is None:
+        for i in range(batch_size, len(docs), batch_size):
+            store_three(docs[i:i + batch_size])
+        three = (names["airlines"], names["aircraft"], names["reports"])
+    a_c, p_c, r_c = (db[n] for n in three)
+    out["three collections"] = {
+        "store a report": three_store,
+        "one aircraft's reports": count(lambda: list(r_c.find(
+            {"airline": airline, "icao24": icao24}, batch_size=QUERY_BATCH).sort("timestamp", 1))),
+        "latest position of a fleet": count(lambda: [r_c.find_one(
+            {"airline": airline, "icao24": p["icao24"]}, {"timestamp": 1, "lat": 1, "lon": 1},
+            sort=[("airline", 1), ("icao24", 1), ("timestamp", -1)])
+            for p in p_c.find({"airline": airline}).sort("_id", 1)]),
+        "everything for an airline": count(lambda: (
+            a_c.find_one({"_id": airline}), list(p_c.find({"airline": airline}).sort("_id", 1)),
+            list(r_c.find({"airline": airline}, batch_size=QUERY_BATCH).sort("_id", 1)))),
+    }
+    for design, name, keep, reads_from in (("one collection", names["single"], 0, single),
+                                           ("one collection + subset", names["subset"], keep_last, None)):
+        coll = track_collection(db, name)
+        ensure_indexes(db, name)  # set up once, outside the count: the batches are what each report costs
+        stored = IngestResult()
+        with counting() as c:
+            ingest_batch(coll, list(enumerate(first)), stored, keep)
+        store = per(c, stored.inserted)
+        if reads_from is None:
+            for i in range(batch_size, len(docs), batch_size):
+                ingest_batch(coll, list(enumerate(docs[i:i + batch_size], start=i)), stored, keep)
+            reads_from = name
+        out[design] = {
+            "store a report": store,
+            "one aircraft's reports": count(lambda c=reads_from: reports(db, airline, icao24, collection=c)),
+            "latest position of a fleet": count(lambda c=reads_from, k=keep: latest_positions(
+                db, airline, collection=c, subset=bool(k))),
+            "everything for an airline": count(lambda c=reads_from: airline_all(db, airline, collection=c)),
+        }
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -842,15 +966,48 @@ def distance_km(a: Sequence[float], b: Sequence[float]) -> float:
     return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
 
 
-def nearest(coll: Any, point: Sequence[float], k: int, *, max_km: float, near_sorted: bool = True
+def _caps(coll: Any) -> Any:
+    """The probed capabilities of the engine behind ``coll`` (None for a client the workbook did not open)."""
+    from .backends import info_of
+
+    info = info_of(coll)
+    return None if info is None else info.caps
+
+
+def within_km(coll: Any, point: Mapping[str, Any], km: float) -> dict[str, Any]:
+    """The filter for the reports within ``km`` of a GeoJSON ``point``: ``$geoWithin`` with
+    ``$centerSphere`` (its radius in radians: km / :data:`EARTH_RADIUS_KM`), or, on an engine
+    without ``$centerSphere`` (``caps.geo_center_sphere``), the same set with ``$near`` and
+    ``$maxDistance`` in metres. Introduced in notebook 04."""
+    caps = _caps(coll)
+    if caps is None or caps.geo_center_sphere:
+        return {"recordType": REPORT,
+                GEO_FIELD: {"$geoWithin": {"$centerSphere": [list(point["coordinates"]), km / EARTH_RADIUS_KM]}}}
+    return {"recordType": REPORT, GEO_FIELD: {"$near": {"$geometry": dict(point), "$maxDistance": km * 1000}}}
+
+
+def ensure_geo_index(coll: Any) -> str | None:
+    """Create the ``2dsphere`` index on :data:`GEO_FIELD`; returns its name, or None on an engine
+    without geo indexes (``caps.geo_index``). Introduced in notebook 04."""
+    caps = _caps(coll)
+    if caps is not None and not caps.geo_index:
+        return None
+    return coll.create_index([(GEO_FIELD, "2dsphere")])
+
+
+def nearest(coll: Any, point: Sequence[float], k: int, *, max_km: float, near_sorted: bool | None = None
             ) -> list[dict[str, Any]]:
     """The ``k`` reports nearest to ``point`` (``[lon, lat]``) within ``max_km``, nearest first.
 
     One ``$near`` query (``$maxDistance`` in metres, on the 2dsphere index). A server returns them
     nearest first, so ``limit(k)`` is enough; where ``near_sorted`` is False (an engine whose
     ``$near`` order is not by distance, probed as ``caps.near_sorted``) it fetches every report within
-    ``max_km`` and sorts them client-side by :func:`distance_km`. Introduced in notebook 04.
+    ``max_km`` and sorts them client-side by :func:`distance_km`; None: as the engine was probed.
+    Introduced in notebook 04.
     """
+    if near_sorted is None:
+        caps = _caps(coll)
+        near_sorted = caps is None or caps.near_sorted
     query = {"recordType": REPORT, GEO_FIELD: {"$near": {"$geometry": {"type": "Point", "coordinates": list(point)},
                                                           "$maxDistance": max_km * 1000}}}
     if near_sorted:

@@ -203,6 +203,15 @@ def _concurrent_clients(p: Probe) -> bool:
     return isinstance(getattr(p.db, "client", None), pymongo.MongoClient)
 
 
+def _update_pipeline_strings(p: Probe) -> bool:
+    """An update pipeline rebuilds a string on the server: "s001" -> "t001" (a path rewrite's form)."""
+    coll = p.scratch("str")
+    coll.insert_one({"_id": "k001", "s": "s001"})
+    coll.update_one({"_id": "k001"}, [{"$set": {"s": {"$concat": ["t", {"$substrCP": [
+        "$s", 1, {"$subtract": [{"$strLenCP": "$s"}, 1]}]}]}}}])
+    return (coll.find_one({"_id": "k001"}, {"s": 1}) or {}).get("s") == "t001"
+
+
 def _timeseries_listing(p: Probe) -> dict[str, Any]:
     """A time series collection with ``expireAfterSeconds``, created and listed (shared by two probes)."""
     ts = p.scratch("ts")
@@ -421,6 +430,14 @@ CAPABILITIES: tuple[Capability, ...] = (
         mongodb="yes", embedded=(True, "yes"), mock=(False, "**no**: seen before commit (abort still undoes it)"),
         label="transaction isolation: a write inside an open transaction is visible to other readers "
               "before it commits (abort still undoes it)"),
+    Capability(
+        "update_pipeline_strings", _update_pipeline_strings,
+        meaning="string operators in an update pipeline, `$substrCP`/`$strLenCP`", mongodb="yes",
+        embedded=(True, "yes"),
+        mock=(False, "**no** (\"not implemented\"): notebook 03's path rewrite reads the subtree into the client "
+                     "and writes it back, labelled (its round trips and documents returned differ there)"),
+        label="string operators ($substrCP, $strLenCP) in an update pipeline: a path rewrite reads the subtree "
+              "into the client and writes it back (a real MongoDB rewrites it on the server)"),
     Capability(
         "timeseries_option", _timeseries_option,
         meaning="time series collections: the `timeseries` option and `expireAfterSeconds` accepted",

@@ -21,6 +21,13 @@ Build one as ``Pattern(collection)``, fill an empty collection with ``.load(rows
 
 Bad input (an unknown id, a move under the node itself or one of its descendants, a name that is
 empty or contains ``/``) raises a :class:`TreeError` with what to do, before anything is written.
+
+A move or rename that writes more than one document (``ChildRefs.move``, ``AncestorsArray.move``,
+``MaterializedPaths`` moves and renames) runs in a multi-document transaction where the engine has
+them (``Capabilities.transactions``): a process that dies half-way leaves nothing. Elsewhere (a
+standalone ``mongod``), or with ``transaction=False``, it first marks the node (``pending``: what it
+is doing), then writes in an order that can be finished, then removes the mark: ``interrupted()``
+lists what a dead process left half-done and ``repair()`` finishes it.
 """
 from __future__ import annotations
 
@@ -30,13 +37,14 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 from bson.regex import Regex
 from pymongo import UpdateOne
 
-from .backends import engine_limits
+from .backends import engine_limits, info_of
 from .counting import counting
 from .measure import plot_costs
 from .safety import track_collection
 
 __all__ = [
     "SEPARATOR",
+    "PENDING",
     "TreeError",
     "UnknownNodeError",
     "CycleError",
@@ -51,11 +59,15 @@ __all__ = [
     "operation_costs",
     "plot_operation_costs",
     "decision_table",
+    "design_costs",
+    "interrupt",
 ]
 
 #: the path separator of :class:`MaterializedPaths`; no node name may contain it, in any pattern
 SEPARATOR = "/"
 _BIG = 1 << 30  # "to the end of the array" for $slice
+#: the field that marks a node whose multi-document move or rename has started and not finished
+PENDING = "pending"
 
 
 class TreeError(ValueError):
@@ -182,11 +194,17 @@ class _Pattern:
                 continue
             setattr(cls, name, _checking_ids(fn, what))
 
-    def __init__(self, collection: Any) -> None:
+    def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
+        """``transaction``: run a multi-document move or rename in a transaction (None: where the
+        engine has them, as its connect probe says; False: mark, write, unmark, see :meth:`repair`)."""
         if not hasattr(collection, "find_one") or not hasattr(collection, "database"):
             raise TypeError(f"{type(self).__name__}(collection) needs a collection such as db['tree'], "
                             f"not {type(collection).__name__}")
         self.collection = collection
+        if transaction is None:
+            info = info_of(collection)
+            transaction = bool(info is not None and info.caps.transactions)
+        self.transaction = bool(transaction)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.collection.name!r})"
@@ -217,9 +235,6 @@ class _Pattern:
     def documents(self, ordered: list[Row]) -> list[dict]:
         """The documents this pattern stores for ``ordered`` rows (parents before children, as ``load`` orders them)."""
         raise NotImplementedError
-
-    def _documents(self, ordered: list[Row]) -> list[dict]:  # the old private name
-        return self.documents(ordered)
 
     # -- shared helpers -------------------------------------------------------------------
     def _unknown(self, node: Any, what: str = "node_id") -> UnknownNodeError:
@@ -263,6 +278,43 @@ class _Pattern:
         _check_name(new_name)
         if self.collection.update_one({"_id": node}, {"$set": {"name": new_name}}).matched_count == 0:
             raise self._unknown(node)
+
+    # -- writes to several documents: all or nothing, or marked and repairable -------------------
+    def rewrite(self, node: Any, intent: dict, writes: Callable[[Any], None]) -> None:
+        """Run ``writes(session)``, several writes that change one move or rename, so that a process
+        dying half-way cannot leave a tree that nobody can tell is broken.
+
+        With a transaction: all of them or none (a dead client's transaction is aborted by the
+        server: at once by ``killSessions``, else after ``transactionLifetimeLimitSeconds``).
+        Without: mark the node with ``intent`` first, then the writes (each can be run again), then
+        remove the mark; :meth:`repair` finishes whatever is still marked."""
+        if self.transaction:
+            with self.collection.database.client.start_session() as session:
+                session.with_transaction(writes)
+            return
+        self.collection.update_one({"_id": node}, {"$set": {PENDING: intent}})
+        writes(None)
+        self.collection.update_one({"_id": node}, {"$unset": {PENDING: ""}})
+
+    def interrupted(self) -> list[dict]:
+        """The moves and renames a process started and did not finish: ``{"_id": node, "pending":
+        what it was doing}`` for each marked node (only without transactions; see :meth:`repair`)."""
+        return list(self.collection.find({PENDING: {"$exists": True}}, {PENDING: 1}).sort("_id", 1))
+
+    def repair(self) -> int:
+        """Finish every interrupted move or rename (:meth:`interrupted`) and remove its mark; returns
+        how many. Each write of a rewrite can run twice without harm, so finishing is running it again."""
+        done = 0
+        for doc in self.interrupted():
+            self.finish(doc["_id"], doc[PENDING], None)
+            self.collection.update_one({"_id": doc["_id"]}, {"$unset": {PENDING: ""}})
+            done += 1
+        return done
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """The writes of a move or rename described by ``intent``, each safe to run twice."""
+        raise TreeError(f"{type(self).__name__} has no multi-document rewrite to finish; unset "
+                        f"{PENDING!r} on node {node!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,6 +387,28 @@ class _Graph(_Pattern):
                     found.append(d)
         return found
 
+    def _level_below(self, frontier: list[Any]) -> list[Any] | None:
+        """The ids one level below ``frontier``, one query (None: no document for the frontier)."""
+        raise NotImplementedError
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree below: one query per level (the level above ``$in``)."""
+        found: list[Any] = []
+        seen = {node}
+        frontier = [node]
+        while frontier:
+            level = self._level_below(frontier)
+            if not found and not level:
+                if level is None or self.collection.find_one({"_id": node}, {"_id": 1}) is None:
+                    raise self._unknown(node)
+            level = level or []
+            if seen.intersection(level):
+                raise CycleError(f"the references below {node!r} form a cycle; fix the data")
+            seen.update(level)
+            found.extend(level)
+            frontier = level
+        return sorted(found)
+
     def graph_ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent, from one ``$graphLookup`` (root first)."""
         found = self._graph(node, True)
@@ -396,21 +470,9 @@ class ParentRefs(_Graph):
             parent = doc["parent"]
         return chain[::-1]
 
-    def descendants(self, node: Any) -> list[Any]:
-        """Sorted ids of the whole subtree below: one query per level (``parent $in`` the level above)."""
-        found: list[Any] = []
-        seen = {node}
-        frontier = [node]
-        while frontier:
-            level = [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1})]
-            if not found and not level:
-                self._require(node)
-            if seen.intersection(level):
-                raise CycleError(f"the parent references below {node!r} form a cycle; fix the data")
-            seen.update(level)
-            found.extend(level)
-            frontier = level
-        return sorted(found)
+    def _level_below(self, frontier: list[Any]) -> list[Any]:
+        """The children of the frontier's nodes: one query on the ``parent`` index."""
+        return [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1})]
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Make ``new_parent`` (None: a root) the parent of ``node``: one write, whatever the subtree."""
@@ -470,34 +532,27 @@ class ChildRefs(_Graph):
             chain.append(doc["_id"])
             current = doc["_id"]
 
-    def descendants(self, node: Any) -> list[Any]:
-        """Sorted ids of the whole subtree: one query per level (``_id $in`` the level above)."""
-        found: list[Any] = []
-        seen = {node}
-        frontier = [node]
-        first = True
-        while frontier:
-            docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}))
-            if first and not docs:
-                raise self._unknown(node)
-            first = False
-            level = [c for d in docs for c in d.get("children", [])]
-            if seen.intersection(level):
-                raise CycleError(f"the child references below {node!r} form a cycle; fix the data")
-            seen.update(level)
-            found.extend(level)
-            frontier = level
-        return sorted(found)
+    def _level_below(self, frontier: list[Any]) -> list[Any] | None:
+        """The children of the frontier's nodes: one read of their ``children`` arrays."""
+        docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}))
+        return [c for d in docs for c in d.get("children", [])] if docs else None
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Pull ``node`` from its old parent's array and push it onto the new one's: two writes."""
         chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
         self._check_new_parent(node, new_parent, chain)
         self._require(node)
-        self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}})
+        intent = {"op": "move", "to": new_parent}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """The two writes of a move (each a no-op once done): pull from the old parent, push onto the new."""
+        new_parent = intent["to"]
+        self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}},
+                                   session=session)
         if new_parent is not None:
             self.collection.update_one({"_id": new_parent, "children": {"$ne": node}},
-                                       {"$push": {"children": node}})
+                                       {"$push": {"children": node}}, session=session)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,10 +618,19 @@ class AncestorsArray(_Pattern):
         old = docs[node]["ancestors"]
         if old == chain:
             return  # already there
-        self.collection.update_one({"_id": node}, {"$set": {"parent": new_parent, "ancestors": chain}})
-        # every descendant holds the old chain, then node, then its path below: swap the old chain
-        self.collection.update_many({"ancestors": node}, [{"$set": {"ancestors": {
-            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}])
+        intent = {"op": "move", "from": old, "to": new_parent, "chain": chain}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """Set the node's parent and ancestors, then swap the old chain in front of every descendant's
+        ancestors for the new one, on the server. Only descendants that still hold the old chain
+        (the node at position ``len(old)``) match, so running it again finishes an interrupted move."""
+        old, chain = list(intent["from"]), list(intent["chain"])
+        self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
+                                   session=session)
+        self.collection.update_many({"ancestors": node, f"ancestors.{len(old)}": node}, [{"$set": {"ancestors": {
+            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
+            session=session)
 
 
 
@@ -577,8 +641,8 @@ class MaterializedPaths(_Pattern):
     pattern = "materialized paths"
     indexes = (("path", {"unique": True}),)
 
-    def __init__(self, collection: Any) -> None:
-        super().__init__(collection)
+    def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
+        super().__init__(collection, transaction=transaction)
         # on a tree, subtree_filter gives the form its engine accepts: the regex, or the same key
         # range when the regex is longer than the engine takes (docs/ENGINES.md, regex pattern length)
         self.subtree_filter = self._filter_below
@@ -679,17 +743,47 @@ class MaterializedPaths(_Pattern):
                             f"unique sibling names; rename one of them first")
 
     def repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
-        """Rewrite the path of ``node`` (at ``old``) and of every node below it: read them, one bulk write."""
-        subtree = list(self.collection.find(self.subtree_filter(old, itself=True), {"path": 1}))
-        self.collection.bulk_write([
-            UpdateOne({"_id": d["_id"]}, {"$set": {"path": new + d["path"][len(old):],
-                                                   **({"name": name} if name and d["_id"] == node else {})}})
-            for d in subtree], ordered=True)
+        """Rewrite the path of ``node`` (at ``old``) and of every node below it to begin with ``new``."""
+        intent = {"op": "repath", "from": old, "to": new, "name": name}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
 
-    _repath = repath  # the old private name
+    @property
+    def server_side(self) -> bool:
+        """Can the engine rewrite the paths itself (``$substrCP`` in an update pipeline)? From the
+        connect probe (``Capabilities.update_pipeline_strings``); an unknown client is assumed to."""
+        info = info_of(self.collection)
+        return info is None or info.caps.update_pipeline_strings
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """One pipeline update on the server: every path still at or below ``old`` becomes ``new`` plus
+        what followed ``old`` (the node's name too, on a rename). No document comes back to the
+        client, and it can run again: a path already rewritten no longer matches."""
+        old, new, name = intent["from"], intent["to"], intent.get("name")
+        below = self.subtree_filter(old, itself=True)
+        if not self.server_side:  # the engine lacks $substrCP: read the subtree, one bulk write (labelled)
+            return self._repath_client_side(node, old, new, name, below, session)
+        rest = {"$substrCP": ["$path", len(old), {"$subtract": [{"$strLenCP": "$path"}, len(old)]}]}
+        change: dict[str, Any] = {"path": {"$concat": [new, rest]}}
+        if name:
+            change["name"] = {"$cond": [{"$eq": ["$_id", {"$literal": node}]}, name, "$name"]}
+        self.collection.update_many(below, [{"$set": change}], session=session)
+
+    def _repath_client_side(self, node: Any, old: str, new: str, name: str | None, below: dict,
+                            session: Any) -> None:
+        """The fallback for an engine without ``$substrCP`` in update pipelines: read the subtree's
+        paths into the client, then one bulk write of one ``UpdateOne`` per node (a document per
+        node travels both ways: not what a real MongoDB needs)."""
+        subtree = list(self.collection.find(below, {"path": 1}, session=session))
+        if subtree:
+            self.collection.bulk_write([
+                UpdateOne({"_id": d["_id"]},
+                          {"$set": {"path": new + d["path"][len(old):],
+                                    **({"name": name} if name and d["_id"] == node else {})}})
+                for d in subtree], ordered=True, session=session)
 
     def move(self, node: Any, new_parent: Any) -> None:
-        """Rewrite the path of the node and of every descendant (read them, then one bulk write)."""
+        """Rewrite the path of the node and of every descendant: read the node and the new parent,
+        then one pipeline update on the server (:meth:`repath`)."""
         wanted = [node] if new_parent is None else [node, new_parent]
         docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1})}
         if node not in docs:
@@ -706,7 +800,8 @@ class MaterializedPaths(_Pattern):
             self.repath(node, old, new)
 
     def rename(self, node: Any, new_name: str) -> None:
-        """Rename the node: its path and every path below it change (read them, then one bulk write)."""
+        """Rename the node: its path and every path below it change (read the node, then one pipeline
+        update on the server, :meth:`repath`)."""
         _check_name(new_name)
         old = self._path(node)
         new = old.rsplit(SEPARATOR, 1)[0] + SEPARATOR + new_name
@@ -873,3 +968,72 @@ def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:
                      "its cost": fmt("", sub.loc[best]).strip(" ()"),
                      "dearest": fmt(worst, sub.loc[worst])})
     return pd.DataFrame(rows).set_index("most frequent query")
+
+
+def design_costs(table: Any, operations: Sequence[str] | None = None,
+                 fill_from: Mapping[str, str] | None = None) -> dict[str, dict[str, dict]]:
+    """``{design: {operation: cost}}`` from an :func:`operation_costs` table, the form
+    :meth:`helpers.workload.Workload.weigh` takes (only ``operations``, e.g. a workload's ``names``,
+    when given). A design without a row for an operation (the
+    ``$graphLookup`` rows have only ancestors and descendants) takes it from the pattern
+    ``fill_from[design]`` names. Notebook 03."""
+    fill_from = dict(fill_from or {})
+    keys = ("round trips", "docs returned", "bytes returned", "docs written")
+    ops = list(operations) if operations is not None else list(dict.fromkeys(table.index.get_level_values(0)))
+    out: dict[str, dict[str, dict]] = {}
+    for design in dict.fromkeys(table.index.get_level_values(1)):
+        per_op = {}
+        for op in ops:
+            row = (op, design) if (op, design) in table.index else (op, fill_from.get(design))
+            if row not in table.index:
+                raise TreeError(f"design {design!r} has no cost for {op!r}; name the pattern it uses "
+                                f"for it in fill_from, e.g. {{{design!r}: 'ParentRefs'}}")
+            per_op[op] = {k: int(table.loc[row, k]) for k in keys}
+        out[str(design)] = per_op
+    return out
+
+
+class _Crashed(Exception):
+    """Raised by :func:`interrupt`'s stand-in collection where the process would have died."""
+
+
+class _Dying:
+    """A collection that performs ``after`` writes, then fails every other one (a process that dies)."""
+
+    _WRITES = ("update_one", "update_many", "bulk_write", "insert_one", "insert_many", "replace_one",
+               "delete_one", "delete_many")
+
+    def __init__(self, collection: Any, after: int) -> None:
+        self._collection, self._left = collection, after
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._collection, name)
+        if name not in self._WRITES:
+            return attr
+
+        def write(*args: Any, **kwargs: Any) -> Any:
+            if self._left <= 0:
+                raise _Crashed(name)
+            self._left -= 1
+            return attr(*args, **kwargs)
+
+        return write
+
+
+def interrupt(tree: Any, method: str, *args: Any, after: int) -> bool:
+    """Run ``tree.<method>(*args)`` as a process that dies after its first ``after`` writes (the
+    next write never reaches the server): what such a crash leaves is then in the collection.
+    Returns True if it stopped there, False if the operation finished in ``after`` writes or fewer.
+    A transaction's writes are aborted when it dies (``with_transaction`` aborts on any error).
+    Notebook 03."""
+    import copy
+
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise TreeError(f"after must be a whole number of writes >= 0, not {after!r}")
+    dying = copy.copy(tree)
+    dying.collection = _Dying(tree.collection, after)
+    try:
+        getattr(dying, method)(*args)
+    except _Crashed:
+        return True
+    return False

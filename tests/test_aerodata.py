@@ -198,6 +198,61 @@ def test_five_queries_match_a_plain_python_filter(loaded, case):
     assert ad.airline(db, "ZZZ") is None and ad.fleet(db, "ZZZ") == [] and ad.reports(db, "ZZZ", "abcdef") == []
 
 
+def test_latest_report_is_the_last_of_the_range_in_one_document(loaded):
+    db, _ = loaded
+    latest = {}
+    for m in SAMPLE:
+        key = (_expected_airline(m["callsign"]), m["icao24"])
+        latest[key] = max(latest.get(key, m["timestamp"]), m["timestamp"])
+    for (code, icao), ts in sorted(latest.items()):
+        with counting() as c:
+            got = ad.latest_report(db, code, icao, projection={"timestamp": 1})
+        assert got["timestamp"] == ts, (code, icao)
+        assert (c.round_trips, c.docs_returned) == (1, 1)
+    assert ad.latest_report(db, "ZZZ", "abcdef") is None
+
+
+def test_the_subset_keeps_the_last_reports_and_answers_like_the_reports(db):
+    first = ad.ingest(db, SAMPLE, collection="subset", batch_size=700, keep_last=3)
+    again = ad.ingest(db, SAMPLE[:900], collection="subset", keep_last=3)  # re-sent: never pushed twice
+    assert again.inserted == 0 and first.inserted == len(SAMPLE)
+    ad.ingest(db, SAMPLE, collection="plain", batch_size=700)
+    for code in sorted({_expected_airline(m["callsign"]) for m in SAMPLE}):
+        with counting() as c:
+            from_subset = ad.latest_positions(db, code, collection="subset", subset=True)
+        assert c.round_trips == 1
+        assert from_subset == ad.latest_positions(db, code, collection="plain") != {}
+        for plane in ad.fleet(db, code, collection="subset"):
+            times = sorted(m["timestamp"] for m in SAMPLE
+                           if m["icao24"] == plane["icao24"] and _expected_airline(m["callsign"]) == code)
+            assert [r["timestamp"] for r in plane["last_reports"]] == times[-3:]
+    with pytest.raises(ValueError, match="keep_last"):
+        ad.ingest(db, SAMPLE[:1], collection="subset", keep_last=-1)
+
+
+def test_tracker_costs_count_each_design(db):
+    code = "SWR" if any(_expected_airline(m["callsign"]) == "SWR" for m in SAMPLE) else _expected_airline(SAMPLE[0]["callsign"])
+    msgs = [m for m in SAMPLE if _expected_airline(m["callsign"]) == code]
+    plane = msgs[0]["icao24"]
+    fleet = len({m["icao24"] for m in msgs})
+    costs = ad.tracker_costs(db, code, msgs, plane, batch_size=100)
+    assert sorted(costs) == ["one collection", "one collection + subset", "three collections"]
+    first = min(100, len(msgs))  # storing is counted on the first batch
+    assert costs["one collection"]["store a report"]["round trips"] * first == pytest.approx(2)
+    assert costs["one collection + subset"]["store a report"]["round trips"] * first == pytest.approx(3)
+    assert costs["three collections"]["store a report"]["round trips"] * first == pytest.approx(3)
+    assert costs["one collection"]["latest position of a fleet"]["round trips"] == 1 + fleet
+    assert costs["one collection + subset"]["latest position of a fleet"]["round trips"] == 1
+    assert costs["three collections"]["everything for an airline"]["round trips"] == 3
+    n = sum(m["icao24"] == plane for m in msgs)
+    assert {d["one aircraft's reports"]["docs returned"] for d in costs.values()} == {n}
+    # reads from a collection the caller filled: the same answers as from the fresh copies
+    ad.ingest(db, msgs)
+    again = ad.tracker_costs(db, code, msgs, plane, batch_size=100, single=ad.COLLECTION)
+    for op in ("one aircraft's reports", "latest position of a fleet", "everything for an airline"):
+        assert again["one collection"][op]["docs returned"] == costs["one collection"][op]["docs returned"]
+
+
 def test_prefixes_stop_where_the_key_says(loaded):
     db, _ = loaded
     code, icao = "EWG", "3c56ed"
@@ -383,11 +438,23 @@ def test_nearest_is_nearest_first_on_every_backend(loaded, backend):
     coll = db[ad.COLLECTION]
     coll.create_index([(ad.GEO_FIELD, "2dsphere")])
     here = [8.54917, 47.4647]
-    got = ad.nearest(coll, here, 5, max_km=30, near_sorted=caps.near_sorted)
     want = sorted((m for m in SAMPLE if ad.distance_km(here, (m["lon"], m["lat"])) <= 30),
                   key=lambda m: ad.distance_km(here, (m["lon"], m["lat"])))[:5]
-    assert len(got) == 5
-    assert [(d["icao24"], d["timestamp"]) for d in got] == [(m["icao24"], m["timestamp"]) for m in want]
+    for near_sorted in (caps.near_sorted, None):  # None: as the engine was probed
+        got = ad.nearest(coll, here, 5, max_km=30, near_sorted=near_sorted)
+        assert len(got) == 5
+        assert [(d["icao24"], d["timestamp"]) for d in got] == [(m["icao24"], m["timestamp"]) for m in want]
+
+
+def test_within_km_finds_the_same_set_on_every_backend(loaded):
+    db, _ = loaded
+    coll = db[ad.COLLECTION]
+    assert ad.ensure_geo_index(coll) == f"{ad.GEO_FIELD}_2dsphere"
+    here = {"type": "Point", "coordinates": [8.54917, 47.4647]}
+    got = sorted((d["icao24"], d["timestamp"]) for d in coll.find(ad.within_km(coll, here, 25)))
+    want = sorted((m["icao24"], m["timestamp"]) for m in SAMPLE
+                  if ad.distance_km(here["coordinates"], (m["lon"], m["lat"])) <= 25)
+    assert got == want and got
 
 
 def test_validator_refuses_bad_documents_and_keeps_ingest_working(db, backend):

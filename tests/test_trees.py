@@ -28,6 +28,7 @@ from helpers.trees import (
     UnknownNodeError,
     decision_table,
     disagreements,
+    interrupt,
     operation_costs,
     tree_shape,
 )
@@ -494,3 +495,190 @@ def test_a_true_cycle_deeper_than_the_engine_limit_is_still_a_cycle(db):
         tree.graph_ancestors(5)
     with pytest.raises(CycleError):
         tree.graph_descendants(5)
+
+
+# ---------------------------------------------------------------------------------------------
+# a mover process killed half-way: a transaction leaves nothing; without one, the mark says what
+# was left half-done and repair() finishes it
+
+_MOVER = r"""
+import json, sys, time
+import pymongo
+from pymongo.client_session import ClientSession
+from pymongo.collection import Collection
+from helpers import trees
+
+uri, db_name, coll_name, pattern, transaction, stop_at, node, new_parent = json.loads(sys.argv[1])
+writes = []
+
+def pause(session):
+    lsid = None if session is None else session.session_id["id"].hex()
+    print(json.dumps({"paused after": len(writes), "lsid": lsid}), flush=True)
+    time.sleep(600)  # killed here
+
+def counted(name):
+    real = getattr(Collection, name)
+    def write(self, *args, **kwargs):
+        if len(writes) + 1 == stop_at:
+            pause(kwargs.get("session"))
+        writes.append(name)
+        return real(self, *args, **kwargs)
+    return write
+
+for name in ("update_one", "update_many", "bulk_write"):
+    setattr(Collection, name, counted(name))
+real_commit = ClientSession.commit_transaction
+def commit(self):
+    pause(self)
+ClientSession.commit_transaction = commit
+
+client = pymongo.MongoClient(uri)
+tree = getattr(trees, pattern)(client[db_name][coll_name], transaction=transaction)
+tree.move(node, new_parent)
+print(json.dumps({"finished": len(writes)}), flush=True)
+"""
+
+
+def _kill_mover(uri, db_name, tree, transaction, stop_at, node, new_parent):
+    """Run ``tree.move(node, new_parent)`` in another process, stop it before its write number
+    ``stop_at`` (or before the commit), kill it; return what it printed."""
+    import json
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    args = json.dumps([uri, db_name, tree.collection.name, type(tree).__name__, transaction, stop_at, node,
+                       new_parent])
+    proc = subprocess.Popen([sys.executable, "-c", _MOVER, args], stdout=subprocess.PIPE, text=True,
+                            cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    try:
+        line = proc.stdout.readline()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    assert line, "the mover process printed nothing"
+    return json.loads(line)
+
+
+@pytest.fixture
+def server_client(test_uri):
+    import pymongo
+
+    client = pymongo.MongoClient(test_uri)
+    name = f"wbtest_{uuid.uuid4().hex[:10]}"
+    yield client, client[name], test_uri
+    client.drop_database(name)
+    client.close()
+
+
+# moving 5 (with 6, 7, 8 below it) under 3: the write to stop before, and what the tree looks like then
+_HALF_DONE = {ChildRefs: 3,        # mark, pull from 1 | push onto 3, unmark: 5 has no parent
+              AncestorsArray: 3,   # mark, set 5's ancestors | 6, 7, 8 keep the old ones, unmark
+              MaterializedPaths: 2}  # mark | the one pipeline update, unmark
+
+
+@pytest.mark.parametrize("cls", list(_HALF_DONE), ids=lambda c: c.__name__)
+def test_a_killed_mover_leaves_a_mark_and_repair_finishes_it(server_client, cls):
+    client, db, uri = server_client
+    tree = cls(db[f"kill_{cls.__name__}"], transaction=False)
+    tree.load(ROWS)
+    ref, moved = Reference(ROWS), Reference(ROWS)
+    moved.parent[5] = 3
+    said = _kill_mover(uri, db.name, tree, False, _HALF_DONE[cls], 5, 3)
+    assert said["paused after"] == _HALF_DONE[cls] - 1
+    assert [d["_id"] for d in tree.interrupted()] == [5]
+    if cls is MaterializedPaths:
+        # the server may stop a multi-document update part-way too: rewrite two of the four by hand
+        tree.collection.update_many({"_id": {"$in": [5, 7]}}, [{"$set": {"path": {"$concat": [
+            "/Electronics/Phones/Smartphones", {"$substrCP": ["$path", len("/Electronics"),
+                                                              {"$subtract": [{"$strLenCP": "$path"}, 12]}]}]}}}])
+    def seen(n):
+        try:
+            return answers(tree, n)
+        except TreeError as e:  # a path whose parent path is gone: the pattern says the data is broken
+            return str(e)
+
+    wrong = [n for n, *_ in ROWS if seen(n) != moved.answers(n)]
+    assert wrong and any(seen(n) != ref.answers(n) for n, *_ in ROWS), "not half-done"
+    assert tree.repair() == 1
+    assert tree.interrupted() == []
+    for n, *_ in ROWS:
+        assert answers(tree, n) == moved.answers(n), f"{tree}, node {n} after repair"
+    assert tree.collection.count_documents({"pending": {"$exists": True}}) == 0
+
+
+@pytest.mark.parametrize("cls", list(_HALF_DONE), ids=lambda c: c.__name__)
+def test_a_mover_killed_in_its_transaction_leaves_nothing(server_client, cls):
+    client, db, uri = server_client
+    from helpers.capabilities import probe
+    if not probe(db, False, ("transactions",))["transactions"]:
+        pytest.skip("this server has no transactions (a standalone mongod)")
+    tree = cls(db[f"killtx_{cls.__name__}"], transaction=True)
+    tree.load(ROWS)
+    before = snapshot(tree)
+    said = _kill_mover(uri, db.name, tree, True, 0, 5, 3)  # stop before the commit
+    assert said["lsid"], said
+    assert snapshot(tree) == before, "a killed transaction's writes were seen"
+    assert tree.interrupted() == []
+    # the dead client's transaction holds its documents until the server aborts it: end it now
+    client.admin.command("killSessions", [{"id": bson.Binary(bytes.fromhex(said["lsid"]), 4)}])
+    tree.move(5, 3)
+    ref = Reference(ROWS)
+    ref.parent[5] = 3
+    for n, *_ in ROWS:
+        assert answers(tree, n) == ref.answers(n), f"{tree}, node {n}"
+
+
+def test_a_path_rewrite_ships_no_subtree_where_the_engine_can(db, backend):
+    rows = [(0, None, "root"), (1, 0, "A"), (2, 0, "B")] + [(10 + i, 1, f"c{i}") for i in range(60)]
+    tree = MaterializedPaths(db["paths"])
+    tree.load(rows)
+    for fn, args in ((tree.rename, (1, "A2")), (tree.move, (1, 2))):
+        with counting() as c:
+            fn(*args)
+        assert c.docs_written == 61
+        if backend.info.caps.update_pipeline_strings:
+            assert c.docs_returned <= 2 and c.round_trips <= 4, (fn.__name__, c.docs_returned, c.round_trips)
+        else:  # the labelled fallback: the subtree travels to the client
+            assert c.docs_returned >= 61
+    assert tree.collection.count_documents({"path": {"$regex": "^/root/B/A2/c"}}) == 60
+
+
+@pytest.mark.parametrize("cls", PATTERNS, ids=lambda c: c.__name__)
+def test_moves_without_a_transaction_leave_no_mark(db, cls):
+    tree = cls(db[f"nomark_{cls.__name__}"], transaction=False)
+    tree.load(ROWS)
+    ref = Reference(ROWS)
+    for node, new_parent in ((5, 3), (2, 9), (5, None), (2, 1)):
+        tree.move(node, new_parent)
+        ref.parent[node] = new_parent
+    tree.rename(2, "Mobile")
+    assert tree.interrupted() == [] and tree.repair() == 0
+    for n, *_ in ROWS:
+        assert answers(tree, n) == ref.answers(n), f"{tree}, node {n}"
+
+
+
+@pytest.mark.parametrize("transaction", [False, True])
+def test_interrupt_leaves_what_a_crash_leaves(db, backend, transaction):
+    if transaction and not backend.info.caps.transactions:
+        pytest.skip("no transactions on this engine")
+    moved = Reference(ROWS)
+    moved.parent[5] = 3
+    for cls, last in ((ChildRefs, 2), (AncestorsArray, 2), (MaterializedPaths, 1)):
+        tree = cls(db[f"int_{cls.__name__}_{transaction}"], transaction=transaction)
+        tree.load(ROWS)
+        before = snapshot(tree)
+        assert interrupt(tree, "move", 5, 3, after=last - 1 if transaction else last)
+        if transaction:
+            assert snapshot(tree) == before and tree.interrupted() == []
+        else:
+            assert [d["_id"] for d in tree.interrupted()] == [5] and snapshot(tree) != before
+        tree.repair()
+        if transaction:
+            tree.move(5, 3)
+        for n, *_ in ROWS:
+            assert answers(tree, n) == moved.answers(n), f"{tree}, node {n}"
+    assert not interrupt(tree, "move", 5, 3, after=5)  # nothing left to do: it finishes

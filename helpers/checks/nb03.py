@@ -4,10 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..exercises import exercise
-from ..trees import PATTERNS
-
-# the workload of exercise 3.3, as its text states it: requests per 1,000
-_WORKLOAD = {"ancestors": 700, "descendants": 250, "children": 49, "move": 1}
 
 
 def _tree(categories: Any) -> tuple[dict[Any, Any], dict[Any, str]]:
@@ -61,17 +57,20 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
     return None
 
 
-@exercise("3.3", hint="weight each operation's 'round trips' in costs by how often it runs, add them up per pattern")
-def workload_pick(answer: Any, *, costs: Any) -> str | None:
-    """The pattern with the fewest round trips for the exercise's workload, by this run's table."""
-    names = [cls.__name__ for cls in PATTERNS]
-    if answer not in names:
-        return f"{answer!r} is not one of {names}"
-    trips = {name: int(sum(n * costs.loc[(op, name), "round trips"] for op, n in _WORKLOAD.items()))
-             for name in names}
-    best = min(trips.values())
-    if trips[answer] != best:
-        return f"{answer} needs {trips[answer]:,} round trips per 1,000 requests; one pattern needs fewer"
+@exercise("3.3", hint="workload.with_rate(name, per_day) is the changed workload; its pick(designs, by=[...]) "
+                     "ranks the designs by the daily columns you name")
+def flipped_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
+    """The design the workload picks by MB returned a day once nobody asks for descendants."""
+    if answer not in designs:
+        return f"{answer!r} is not one of the designs: {sorted(designs)}"
+    by = ["MB returned / day", "round trips / day"]
+    before = workload.pick(designs, by=by)
+    want = workload.with_rate("descendants", 0).pick(designs, by=by)
+    if answer == before and want != before:
+        return f"{answer} is the pick before the change: set descendants to 0 a day first"
+    if answer != want:
+        daily = workload.with_rate("descendants", 0).weigh(designs)["MB returned / day"]
+        return f"{answer} returns {daily[answer]:,.1f} MB a day; another design returns less"
     return None
 
 

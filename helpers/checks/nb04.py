@@ -13,7 +13,8 @@ from ..sizes import human_bytes
 _DAYS, _REPORTS_PER_DAY = 7, 2_500_000
 
 
-@exercise("4.1", hint="ad.reports(db, AIRLINE, icao24) is in message order: the last one is the latest",
+@exercise("4.1", hint="the latest report is the last key of the aircraft's range: read the range backwards, "
+                     "limit 1 (ad.latest_report), once per aircraft of ad.fleet(db, AIRLINE)",
           query_result=True)
 def last_position(answer: Any, *, db: Any, airline: str) -> str | None:
     """``{icao24: (timestamp, lat, lon)}`` of the latest report of each aircraft of ``airline``."""
@@ -68,7 +69,7 @@ def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
     return None
 
 
-@exercise("4.4", hint="a $geoWithin with $centerSphere (radians: km / ad.EARTH_RADIUS_KM), or within_km(ZRH, 10) "
+@exercise("4.4", hint="a $geoWithin with $centerSphere (radians: km / ad.EARTH_RADIUS_KM), or ad.within_km(positions, ZRH, 10) "
                       "of section 4.11; collect the icao24 of the reports it returns")
 def near_zurich(answer: Any, *, aerodata: Any, point: Any) -> str | None:
     """The icao24 of every aircraft with a report within 10 km of ``point``, recomputed client-side."""
@@ -132,4 +133,21 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
         return f"{len(refused)} of the {len(reports)} stored reports break these rules, e.g. {refused[0]}"
     if swapped_ok:
         return f"{len(swapped_ok)} reports with latitude and longitude swapped still pass, e.g. {swapped_ok[0]}"
+    return None
+
+
+@exercise("4.7", hint="workload.with_rate('latest position of a fleet', 100) is the changed workload; its "
+                     "pick(designs) ranks the designs by round trips a day")
+def quiet_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
+    """The design the tracker picks by round trips a day once the live map is opened 100 times a day."""
+    if answer not in designs:
+        return f"{answer!r} is not one of the designs: {sorted(designs)}"
+    before = workload.pick(designs)
+    quiet = workload.with_rate("latest position of a fleet", 100)
+    want = quiet.pick(designs)
+    if answer == before and want != before:
+        return f"{answer} is the pick at 8,640 map refreshes a day: change the rate to 100 first"
+    if answer != want:
+        daily = quiet.weigh(designs)["round trips / day"]
+        return f"{answer} needs {daily[answer]:,.0f} round trips a day; another design needs fewer"
     return None
