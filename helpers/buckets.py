@@ -254,11 +254,11 @@ def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int 
         db.create_collection(name, **options)
     if caps.timeseries_storage:
         return coll, "a time series collection (listCollections type 'timeseries')"
-    coll.create_index(REPORT_KEY, name="icao24_1_time_1")  # not unique: a time series index is not
+    coll.create_index(REPORT_KEY, name="icao24_1_time_1")  # a time series collection allows no unique index
     if caps.timeseries_option:
         return coll, ("the engine accepted the timeseries options but stores an ordinary collection (probed): "
                       "documents one by one, no internal buckets, no compression; the (icao24, time) index was "
-                      "created by hand, as a real MongoDB does by itself")
+                      "created by hand, as a real MongoDB (6.3+) does by itself")
     return coll, ("the engine refuses the timeseries option (probed): an ordinary collection with an "
                   "(icao24, time) index stands in; nothing of a time series collection's storage is shown")
 
