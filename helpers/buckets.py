@@ -56,7 +56,8 @@ _INDEXED: set[tuple[int, str]] = set()  # (client, namespace) whose unique index
 def ensure_bucket_index(collection: Any) -> str:
     """Create the unique ``(icao24, start, n)`` index the buckets rely on (a no-op where it exists).
     Create it when you create the collection: :func:`bucket_reports` creates it too, once per
-    collection and process, so a forgotten index cannot let two writers open the same bucket."""
+    collection and process, so a forgotten index cannot let two writers open the same bucket. It
+    remembers that it did: after dropping the collection, call this again when you recreate it."""
     name = collection.create_index(KEY, unique=True, name="icao24_start_n")
     _INDEXED.add((id(collection.database.client), collection.full_name))
     return name
