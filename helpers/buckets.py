@@ -56,7 +56,8 @@ _INDEXED: set[tuple[int, str]] = set()  # (client, namespace) whose unique index
 def ensure_bucket_index(collection: Any) -> str:
     """Create the unique ``(icao24, start, n)`` index the buckets rely on (a no-op where it exists).
     Create it when you create the collection: :func:`bucket_reports` creates it too, once per
-    collection and process, so a forgotten index cannot let two writers open the same bucket."""
+    collection and process, so a forgotten index cannot let two writers open the same bucket. It
+    remembers that it did: after dropping the collection, call this again when you recreate it."""
     name = collection.create_index(KEY, unique=True, name="icao24_start_n")
     _INDEXED.add((id(collection.database.client), collection.full_name))
     return name
@@ -236,10 +237,16 @@ REPORT_KEY = [("icao24", 1), ("time", 1)]  #: one document per report: the (airc
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
-def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int = 30) -> tuple[Any, str]:
+def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int = 30,
+                          oldest: _dt.datetime | None = None) -> tuple[Any, str]:
     """A time series collection for reports (``timeField`` ``time``, ``metaField`` ``icao24``,
     granularity ``seconds``, ``expireAfterSeconds`` for the retention), and a note saying what the
     engine really made of it, from the probes (``caps.timeseries_option``, ``caps.timeseries_storage``).
+
+    ``expireAfterSeconds`` counts from each report's ``time``, not from its insert: on a real MongoDB
+    the TTL task (every 60 s) removes a bucket once all of it is older than the retention. ``oldest``,
+    the oldest time you will store when replaying old data (the 2018 sample), lengthens the retention
+    by that data's age in whole days, so the server keeps it while you measure; live data needs none.
 
     Where the engine refuses the option, an ordinary collection stands in; where it stores the
     documents one by one, the ``(icao24, time)`` index a real MongoDB (6.3+) creates by itself for
@@ -248,17 +255,23 @@ def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int 
 
     coll = workbook_collection(db, name)
     db.drop_collection(name)
+    age_days = 0
+    if oldest is not None:
+        age = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None) - oldest
+        age_days = max(0, math.ceil(age / _dt.timedelta(days=1)) + 1)  # a day's margin for a long session
     options = {"timeseries": {"timeField": "time", "metaField": "icao24", "granularity": "seconds"},
-               "expireAfterSeconds": retention_days * 86_400}
+               "expireAfterSeconds": (retention_days + age_days) * 86_400}
     if caps.timeseries_option:
         db.create_collection(name, **options)
+    kept_for = (f"; expireAfterSeconds {retention_days} days plus the replayed data's age ({age_days} days)"
+                if age_days and caps.timeseries_option else "")
     if caps.timeseries_storage:
-        return coll, "a time series collection (listCollections type 'timeseries')"
-    coll.create_index(REPORT_KEY, name="icao24_1_time_1")  # not unique: a time series index is not
+        return coll, "a time series collection (listCollections type 'timeseries')" + kept_for
+    coll.create_index(REPORT_KEY, name="icao24_1_time_1")  # a time series collection allows no unique index
     if caps.timeseries_option:
         return coll, ("the engine accepted the timeseries options but stores an ordinary collection (probed): "
                       "documents one by one, no internal buckets, no compression; the (icao24, time) index was "
-                      "created by hand, as a real MongoDB does by itself")
+                      "created by hand, as a real MongoDB (6.3+) does by itself" + kept_for)
     return coll, ("the engine refuses the timeseries option (probed): an ordinary collection with an "
                   "(icao24, time) index stands in; nothing of a time series collection's storage is shown")
 

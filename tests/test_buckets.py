@@ -223,9 +223,23 @@ def _three_designs(db, backend, reports):
     buckets = db["buckets"]
     buckets.create_index(bk.LATEST_KEY)
     assert bk.bucket_reports(buckets, reports, max_reports=40) == len(reports)
-    ts, note = bk.timeseries_collection(db, "ts", caps=backend.info.caps)
+    ts, note = bk.timeseries_collection(db, "ts", caps=backend.info.caps, oldest=min(r["time"] for r in reports))
     assert bk.insert_reports(ts, reports, keyed=False) == len(reports)
     return {bk.DOCUMENTS: docs, bk.BUCKETS: buckets, bk.TIMESERIES: ts}, note
+
+
+def test_a_time_series_retention_keeps_replayed_old_reports(backend, db):
+    """expireAfterSeconds counts from each report's time: data older than the retention (the 2018
+    sample) would be removed by a real MongoDB's TTL task within a minute unless the retention is
+    lengthened by the data's age; without ``oldest`` it is exactly the retention."""
+    if not backend.info.caps.timeseries_option:
+        pytest.skip(f"{backend.info.engine} refuses the timeseries option (probed)")
+    bk.timeseries_collection(db, "ts_live", caps=backend.info.caps, retention_days=30)
+    bk.timeseries_collection(db, "ts_replay", caps=backend.info.caps, retention_days=30, oldest=T0)
+    options = {c["name"]: c.get("options", {}) for c in db.list_collections()}
+    assert options["ts_live"]["expireAfterSeconds"] == 30 * 86_400
+    age = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - T0
+    assert options["ts_replay"]["expireAfterSeconds"] > (age + dt.timedelta(days=30)).total_seconds()
 
 
 def test_the_three_designs_answer_the_workload_alike(backend, db):

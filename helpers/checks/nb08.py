@@ -35,7 +35,7 @@ def hourly_from_summaries(answer: Any, *, buckets: Any, icao24: str) -> str | No
 
 
 @exercise("8.2", hint="workload.with_rate(operation, rate).pick(costs, by=...) for a few rates (0, 100, 1_000, ...): "
-                      "give the first rate where the answer is not the pick of section 8.8")
+                      "give the first rate where the answer is not the pick of section 8.7")
 def flipping_rate(answer: Any, *, workload: Any, costs: Any, operation: str, by: str) -> str | None:
     """``(rate, design)``: a rate of ``operation`` at which the pick ``by`` one daily cost changes."""
     if not isinstance(answer, tuple) or len(answer) != 2:
