@@ -641,3 +641,30 @@ def test_concurrent_bucket_writers_lose_and_duplicate_nothing(server_db):
     assert seqs == list(range(threshold + 1, len(expected) + 1))
     assert all(len(b["comments"]) <= bucket_size for b in _buckets(db, "viral"))
     assert check_post(db, "viral", bucket_size=bucket_size).consistent
+
+
+def test_the_bucket_guard_admits_only_comments_a_full_bucket_can_hold(db):
+    """The largest comment the guard admits for buckets of 2, stored twice in one bucket, still
+    makes a document within 16 MiB (a server would refuse the second upsert otherwise)."""
+    from helpers.outlier import _check_comment, _store_in_bucket, ensure_overflow_index
+
+    def admitted(k):
+        try:
+            _check_comment("g", {"text": "x" * k}, 2)
+            return True
+        except DocumentTooLarge:
+            return False
+
+    lo, hi = MAX_BSON_SIZE // 2 - 1_000, MAX_BSON_SIZE // 2   # lo is admitted, hi is not
+    assert admitted(lo) and not admitted(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if admitted(mid) else (lo, mid)
+    db.drop_collection(OVERFLOW_BUCKETS)
+    ensure_overflow_index(db, 2)
+    for seq in (1, 2):   # both numbers of bucket 0, the largest admitted comment each
+        assert _store_in_bucket(db, "g", {"seq": seq, "comment": {"text": "x" * lo}}, 2) == "stored"
+    bucket = db[OVERFLOW_BUCKETS].find_one({"post_id": "g", "bucket": 0})
+    assert [e["seq"] for e in bucket["comments"]] == [1, 2]
+    assert len(bson.encode(bucket)) <= MAX_BSON_SIZE
+    db.drop_collection(OVERFLOW_BUCKETS)
