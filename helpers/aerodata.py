@@ -17,23 +17,35 @@ Aircraft whose callsign does not start with a known airline designator (private 
 registrations as callsigns, operators missing from OpenFlights) are filed under the airline
 ``000`` (:data:`NO_AIRLINE`): a code no ICAO designator can have (designators are letters), which
 keeps every ``_id`` the same shape.
+
+Three parts live apart and are imported from here: the incoming messages (validation, message
+number, the Stratux feed) in :mod:`helpers.aerodata_messages`, GeoJSON points and great-circle
+distance in :mod:`helpers.aerodata_geo`, and the tracker workload's measured costs
+(:func:`tracker_costs`) in :mod:`helpers.aerodata_costs`.
 """
 from __future__ import annotations
 
 import bisect
-import datetime as _dt
 import functools
 import hashlib
-import json
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from pymongo import DeleteMany, DeleteOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from . import settings
+from .aerodata_costs import tracker_costs
+from .aerodata_geo import EARTH_RADIUS_KM, GEO_FIELD, distance_km, geo_point
+from .aerodata_messages import (
+    IngestResult,
+    Rejected,
+    message_number,
+    parse_stratux,
+    to_stratux_json,
+    validate_message,
+)
 from .safety import track_collection
 
 __all__ = [
@@ -54,19 +66,13 @@ COLLECTION = "aerodata"
 NO_AIRLINE = "000"  # aircraft with no known airline: not a possible ICAO designator (those are letters)
 SEQ_DIGITS = 13  # epoch milliseconds fit in 13 digits until the year 2286
 AIRLINE, AIRCRAFT, REPORT = 1, 2, 3  # recordType values
-GEO_FIELD = "geoPoint"  # a report's position as GeoJSON: {type: "Point", coordinates: [lon, lat]}
-EARTH_RADIUS_KM = 6378.1  # the radius the MongoDB manual uses to turn km into $centerSphere radians
 QUERY_BATCH = 100_000  # first batch of each query: one round trip while the answer fits in 16 MiB
 
 _AIRLINE_RE = re.compile(r"[A-Z0-9]{3}")
 _ICAO24_RE = re.compile(r"[0-9a-f]{6}")
-_ICAO24_ANY_CASE = re.compile(r"[0-9a-fA-F]{6}")
 _ID_RE = re.compile(r"(?P<airline>[A-Z0-9]{3})(?:_(?P<icao24>[0-9a-f]{6})(?:_(?P<seq>[0-9]{%d}))?)?"
                     % SEQ_DIGITS)
 _CALLSIGN_RE = re.compile(r"([A-Z]{3})[0-9]")  # ICAO airline callsign: designator + flight number
-_MAX_TS = 4_102_444_800  # 2100-01-01: later timestamps are typos, not reports
-_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # the widest integer BSON stores
-CALLSIGN_MAX = 8  # an ADS-B identification message carries 8 characters
 
 
 # ------------------------------------------------------------------------------------------
@@ -178,150 +184,6 @@ def _airline_doc(code: str) -> dict[str, Any]:
             doc[key] = row[key]
     doc["openflights_id"] = row["airline_id"]
     return doc
-
-
-# ------------------------------------------------------------------------------------------
-# Messages
-# ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Rejected:
-    """A message :func:`ingest` refused: its position in the batch, why, and the message itself."""
-
-    index: int
-    reason: str
-    message: Any = field(repr=False, default=None)
-
-
-@dataclass
-class IngestResult:
-    """What :func:`ingest` did: reports inserted, duplicates skipped, messages rejected (with reasons)."""
-
-    inserted: int = 0
-    duplicates: int = 0
-    rejected: list[Rejected] = field(default_factory=list)
-    airlines_created: int = 0
-    aircraft_created: int = 0
-
-    @property
-    def rejected_count(self) -> int:
-        return len(self.rejected)
-
-    def counts(self) -> dict[str, int]:
-        """The numbers alone (deterministic: the same on every backend)."""
-        return {"reports inserted": self.inserted, "duplicates skipped": self.duplicates,
-                "messages rejected": self.rejected_count, "airlines created": self.airlines_created,
-                "aircraft created": self.aircraft_created}
-
-    def reasons(self) -> dict[str, int]:
-        """Rejections per reason (the reason's text before any quoted value), sorted by reason."""
-        out: dict[str, int] = {}
-        for r in self.rejected:
-            key = r.reason.split(":")[0]
-            out[key] = out.get(key, 0) + 1
-        return dict(sorted(out.items()))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def validate_message(message: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """Check one message; return ``(clean message, None)`` or ``(None, reason)``.
-
-    Required: ``icao24`` (6 hex digits, any case: stored lower-case), ``timestamp`` (UTC epoch
-    seconds, a number from 0 to 2100-01-01; fractions kept to the nearest millisecond), ``lat`` in
-    [-90, 90], ``lon`` in [-180, 180]. Optional: ``callsign`` (text, spaces stripped) and the numbers
-    ``altitude``, ``groundspeed``, ``track``, ``vertical_rate``. Introduced in notebook 04.
-    """
-    if not isinstance(message, Mapping):
-        return None, f"not a message: expected a dict, got {type(message).__name__}"
-    icao24 = message.get("icao24")
-    if icao24 is None or icao24 == "":
-        return None, "no icao24: every report needs the aircraft's 24-bit address"
-    if not isinstance(icao24, str) or not _ICAO24_ANY_CASE.fullmatch(icao24.strip()):
-        return None, f"bad icao24: {icao24!r} is not a 6-digit hex address"
-    ts = message.get("timestamp")
-    if ts is None:
-        return None, "no timestamp: expected UTC epoch seconds"
-    t = _number(ts)
-    if t is None or not 0 <= t < _MAX_TS:
-        return None, f"bad timestamp: {ts!r} is not UTC epoch seconds between 1970 and 2100"
-    lat, lon = message.get("lat"), message.get("lon")
-    # the common case first: two finite floats in range (v - v is 0.0 for a finite float, nan else)
-    if not (type(lat) is float and type(lon) is float and lat - lat == 0.0 and lon - lon == 0.0
-            and -90 <= lat <= 90 and -180 <= lon <= 180):
-        for key, lo, hi in (("lat", -90, 90), ("lon", -180, 180)):
-            if message.get(key) is None:
-                return None, f"no {key}: a position report needs lat and lon"
-            v = _number(message[key])
-            if v is None or not lo <= v <= hi:
-                return None, f"{key} out of range: {message[key]!r} is not a number in [{lo}, {hi}]"
-    clean: dict[str, Any] = {"icao24": icao24.strip().lower()}
-    callsign = message.get("callsign")
-    if callsign is not None:
-        if not isinstance(callsign, str):
-            return None, f"bad callsign: {callsign!r} is not text"
-        callsign = callsign.strip()
-        if len(callsign) > CALLSIGN_MAX:  # never echo it: it may be megabytes
-            return None, (f"bad callsign: {len(callsign):,} characters; an ADS-B callsign has at most "
-                          f"{CALLSIGN_MAX}")
-        if not callsign.isascii():
-            try:
-                callsign.encode("utf-8")
-            except UnicodeEncodeError as e:  # a lone surrogate: BSON strings are UTF-8
-                return None, f"bad callsign: {callsign!r} is not valid Unicode text ({e.reason})"
-        if callsign:
-            clean["callsign"] = callsign.upper()
-    ms = round(t * 1000)  # kept to the millisecond
-    clean["timestamp"] = ms // 1000 if ms % 1000 == 0 else ms / 1000
-    clean["lat"], clean["lon"] = lat, lon
-    for key in ("altitude", "groundspeed", "track", "vertical_rate"):
-        v = message.get(key)
-        if v is None:
-            continue
-        if type(v) is float and v - v == 0.0:  # the common case: a finite float
-            clean[key] = v
-            continue
-        v = _number(v)
-        if v is None:
-            return None, f"bad {key}: {message[key]!r} is not a finite number"
-        if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
-            return None, f"bad {key}: {v!r} is wider than a 64-bit integer, the widest BSON stores"
-        clean[key] = v
-    return clean, None
-
-
-def message_number(timestamp: float) -> int:
-    """A report's message number in its ``_id``: the timestamp in epoch milliseconds (notebook 04).
-
-    Idempotent (a re-sent message gets the same number) and distinct for two reports of one aircraft
-    in the same second; ``1533099600`` -> ``1533099600000``, ``1533099600.5`` -> ``1533099600500``.
-    """
-    return round(timestamp * 1000)
-
-
-def geo_point(lon: float, lat: float, *, region: tuple[float, float, float, float] | None = None
-              ) -> dict[str, Any]:
-    """A GeoJSON point, ``{"type": "Point", "coordinates": [lon, lat]}``: LONGITUDE FIRST.
-
-    Refuses a latitude outside [-90, 90] or a longitude outside [-180, 180]. With ``region`` (a box
-    ``(min_lon, min_lat, max_lon, max_lat)``, e.g. the bounds of the data), also refuses a point
-    outside it whose swapped coordinates would be inside: the (lat, lon) mix-up that stays on the
-    globe. Introduced in notebook 04.
-    """
-    for name, v, lim in (("lon", lon, 180), ("lat", lat, 90)):
-        if _number(v) is None or not -lim <= v <= lim:
-            raise ValueError(f"geo_point: {name}={v!r} is not a number in [-{lim}, {lim}]; GeoJSON is "
-                             f"[longitude, latitude]: did you pass (lat, lon)?")
-    if region is not None:
-        lo_x, lo_y, hi_x, hi_y = region
-        inside = lo_x <= lon <= hi_x and lo_y <= lat <= hi_y
-        if not inside and lo_x <= lat <= hi_x and lo_y <= lon <= hi_y:
-            raise ValueError(f"geo_point: ({lon}, {lat}) is outside the region {region} but ({lat}, {lon}) "
-                             f"is inside: longitude and latitude look swapped (GeoJSON is [lon, lat])")
-    return {"type": "Point", "coordinates": [lon, lat]}
 
 
 def ensure_indexes(db: Any, collection: str = COLLECTION) -> str:
@@ -540,163 +402,6 @@ def latest_positions(db: Any, airline: str, *, collection: str = COLLECTION,
     return out
 
 
-def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], icao24: str, *,
-                  keep_last: int = 5, batch_size: int = 1_000, single: str | None = None,
-                  three: tuple[str, str, str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """The measured cost of each operation of notebook 04's tracker workload, per design:
-    ``{design: {operation: cost}}`` for :meth:`helpers.workload.Workload.weigh`.
-
-    Three designs: three collections (airlines, aircraft, reports: one unordered insert per
-    collection and batch), the single collection (``ingest_batch``), and the single collection with
-    the subset pattern (``keep_last``). Storing is counted per report: the commands of batches of
-    ``batch_size`` ``messages`` (one airline's reports) written to fresh workbook collections
-    (``aero_cost_*``; creating collections and indexes is not counted), divided by their reports.
-    Each read is counted once, on a collection that holds all of ``messages``: ``single`` and the
-    three names in ``three`` where the caller already stored them that way (else the fresh copies
-    are filled with all of them), the fresh subset copy for the subset design. The reads: one
-    aircraft's reports (``icao24``), the latest position of every aircraft of the fleet,
-    everything for the airline. Notebook 04."""
-    from .counting import counting
-
-    def per(counter: Any, n: int) -> dict[str, float]:
-        return {"round trips": counter.round_trips / n, "docs returned": counter.docs_returned / n,
-                "bytes returned": counter.bytes_returned / n, "docs written": counter.docs_written / n}
-
-    def count(fn: Callable[[], Any]) -> dict[str, float]:
-        with counting() as c:
-            fn()
-        return per(c, 1)
-
-    docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
-    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset")}
-    for name in names.values():
-        db.drop_collection(name)
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    # three collections, each write the best it can be: unordered inserts, the _id index refusing repeats
-    airlines_c, aircraft_c, reports_c = (track_collection(db, names[k]) for k in ("airlines", "aircraft", "reports"))
-    aircraft_c.create_index("airline")
-    reports_c.create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
-
-    def store_three(part: list[dict[str, Any]]) -> None:
-        codes = {airline_of_callsign(d.get("callsign")) for d in part}
-        insert_new(airlines_c, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"}
-                                for code in sorted(codes)])
-        planes = {(airline_of_callsign(d.get("callsign")), d["icao24"]) for d in part}
-        insert_new(aircraft_c, [{"_id": make_id(a, p), "airline": a, "icao24": p} for a, p in sorted(planes)])
-        insert_new(reports_c, [{"_id": make_id(airline_of_callsign(d.get("callsign")), d["icao24"],
-                                               message_number(d["timestamp"])),
-                                "airline": airline_of_callsign(d.get("callsign")), **d} for d in part])
-
-    first = docs[:batch_size]
-    with counting() as c:
-        store_three(first)
-    three_store = per(c, len(first))
-    if three is None:
-        for i in range(batch_size, len(docs), batch_size):
-            store_three(docs[i:i + batch_size])
-        three = (names["airlines"], names["aircraft"], names["reports"])
-    a_c, p_c, r_c = (db[n] for n in three)
-    out["three collections"] = {
-        "store a report": three_store,
-        "one aircraft's reports": count(lambda: list(r_c.find(
-            {"airline": airline, "icao24": icao24}, batch_size=QUERY_BATCH).sort("timestamp", 1))),
-        "latest position of a fleet": count(lambda: [r_c.find_one(
-            {"airline": airline, "icao24": p["icao24"]}, {"timestamp": 1, "lat": 1, "lon": 1},
-            sort=[("airline", 1), ("icao24", 1), ("timestamp", -1)])
-            for p in p_c.find({"airline": airline}).sort("_id", 1)]),
-        "everything for an airline": count(lambda: (
-            a_c.find_one({"_id": airline}), list(p_c.find({"airline": airline}).sort("_id", 1)),
-            list(r_c.find({"airline": airline}, batch_size=QUERY_BATCH).sort("_id", 1)))),
-    }
-    for design, name, keep, reads_from in (("one collection", names["single"], 0, single),
-                                           ("one collection + subset", names["subset"], keep_last, None)):
-        coll = track_collection(db, name)
-        ensure_indexes(db, name)  # set up once, outside the count: the batches are what each report costs
-        stored = IngestResult()
-        with counting() as c:
-            ingest_batch(coll, list(enumerate(first)), stored, keep)
-        store = per(c, stored.inserted)
-        if reads_from is None:
-            for i in range(batch_size, len(docs), batch_size):
-                ingest_batch(coll, list(enumerate(docs[i:i + batch_size], start=i)), stored, keep)
-            reads_from = name
-        out[design] = {
-            "store a report": store,
-            "one aircraft's reports": count(lambda c=reads_from: reports(db, airline, icao24, collection=c)),
-            "latest position of a fleet": count(lambda c=reads_from, k=keep: latest_positions(
-                db, airline, collection=c, subset=bool(k))),
-            "everything for an airline": count(lambda c=reads_from: airline_all(db, airline, collection=c)),
-        }
-    return out
-
-
-# ------------------------------------------------------------------------------------------
-# A simulated Stratux receiver feed
-# ------------------------------------------------------------------------------------------
-def to_stratux_json(message: Mapping[str, Any]) -> str:
-    """One report as the JSON traffic message a Stratux receiver sends (a subset of its fields).
-
-    Stratux names: ``Icao_addr`` (the 24-bit address as an integer), ``Tail`` (callsign), ``Lat``,
-    ``Lng``, ``Alt`` (ft, integer), ``Speed`` (kt, integer), ``Track``, ``Vvel`` (ft/min, integer),
-    ``Timestamp`` (RFC 3339, UTC). Used to replay the real sample as a feed in notebook 04.
-    """
-    ts = _dt.datetime.fromtimestamp(message["timestamp"], _dt.timezone.utc)
-
-    def rounded(key: str) -> int | None:
-        v = message.get(key)
-        return None if v is None else int(round(v))
-
-    return json.dumps({
-        "Icao_addr": int(message["icao24"], 16), "Tail": message.get("callsign") or "",
-        "Position_valid": message.get("lat") is not None and message.get("lon") is not None,
-        "Lat": message.get("lat"), "Lng": message.get("lon"), "Alt": rounded("altitude"),
-        "Speed": rounded("groundspeed"), "Speed_valid": message.get("groundspeed") is not None,
-        "Track": message.get("track"), "Vvel": rounded("vertical_rate"),
-        "Timestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }, separators=(",", ":"))
-
-
-def parse_stratux(text: str | bytes) -> dict[str, Any]:
-    """A Stratux traffic JSON message -> the message shape :func:`ingest` takes.
-
-    Never raises for bad content: fields it cannot read become None (or are left out), so
-    :func:`ingest` rejects the message with a reason; only text that is not a JSON object raises
-    ``ValueError``. Introduced in notebook 04.
-    """
-    try:
-        raw = json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"parse_stratux: not JSON ({e}); expected one Stratux traffic object per message") \
-            from None
-    if not isinstance(raw, dict):
-        raise ValueError(f"parse_stratux: expected a JSON object, got {type(raw).__name__}")
-    addr = raw.get("Icao_addr")
-    icao24 = f"{addr:06x}" if isinstance(addr, int) and not isinstance(addr, bool) and 0 <= addr < 1 << 24 \
-        else None
-    ts: float | None = None
-    stamp = raw.get("Timestamp")
-    if isinstance(stamp, str):
-        m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", stamp.strip())
-        if m:
-            try:
-                when = _dt.datetime.fromisoformat(m[1] + ("+00:00" if m[3] == "Z" else m[3]))
-                ms = int((m[2] or "0")[:3].ljust(3, "0"))  # kept to the millisecond
-                ts = int(when.timestamp()) + ms / 1000 if ms else int(when.timestamp())
-            except ValueError:
-                ts = None
-    valid = raw.get("Position_valid", True) is not False
-    message: dict[str, Any] = {"icao24": icao24, "callsign": (raw.get("Tail") or "").strip() or None,
-                               "timestamp": ts,
-                               "lat": raw.get("Lat") if valid else None,
-                               "lon": raw.get("Lng") if valid else None}
-    for src, key in (("Alt", "altitude"), ("Speed", "groundspeed"), ("Track", "track"),
-                     ("Vvel", "vertical_rate")):
-        if raw.get(src) is not None and (key != "groundspeed" or raw.get("Speed_valid", True) is not False):
-            message[key] = raw[src]
-    return message
-
-
-# ------------------------------------------------------------------------------------------
 # Python objects for polymorphic documents (the counterpart of the article's Spring Data part)
 # ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -959,13 +664,6 @@ def invalid_documents(db: Any, *, collection: str = COLLECTION) -> list[dict[str
 # ------------------------------------------------------------------------------------------
 # Geo (notebook 04, section 4.11)
 # ------------------------------------------------------------------------------------------
-def distance_km(a: Sequence[float], b: Sequence[float]) -> float:
-    """Great-circle distance in km between two ``[lon, lat]`` points, on MongoDB's sphere (6378.1 km)."""
-    (lon1, lat1), (lon2, lat2) = map(lambda p: (math.radians(p[0]), math.radians(p[1])), (a, b))
-    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
-
-
 def _caps(coll: Any) -> Any:
     """The probed capabilities of the engine behind ``coll`` (None for a client the workbook did not open)."""
     from .backends import info_of
