@@ -38,11 +38,15 @@ def test_notebooks_sanitize_cfg_replaces_exactly_a_listing():
     """nbval ignores a listing (a docstring fix needs no re-run), and nothing else of that shape."""
     cfg = configparser.ConfigParser(interpolation=None)
     cfg.read(ROOT / "notebooks" / "sanitize.cfg")
-    (section,) = [s for s in cfg.sections() if s.startswith("shown source")]
-    regex, replace = cfg[section]["regex"], cfg[section]["replace"]
+    listing_section, name_section = [s for s in cfg.sections() if s.startswith("shown source")]
+    regex, replace = cfg[listing_section]["regex"], cfg[listing_section]["replace"]
     for listing in (show_source(display.apply_style), SourceListing("x = '```'\n", ["x"])):
         assert re.sub(regex, replace, listing._repr_markdown_()) == replace
     assert re.sub(regex, replace, "```python\nx = 1\n```\nand more text") != replace
+    # its plain-text form names what is shown: ignored too, so a helper may move between modules
+    regex, replace = cfg[name_section]["regex"], cfg[name_section]["replace"]
+    assert re.sub(regex, replace, repr(show_source(display.apply_style))) == replace
+    assert re.sub(regex, replace, "<source of x> and more") != replace
 
 
 @pytest.mark.parametrize("demo, size", [("1", 16), ("", 11)])
