@@ -331,7 +331,10 @@ def _redacted_unix(url: str) -> tuple[str, list[str]]:
                 pieces.append(f"{name}=****" if eq else "****")
                 secrets.append(value if eq else piece)
         shown += "?" + "&".join(pieces)
-    return shown, [x for x in secrets if x]
+    from urllib.parse import unquote
+
+    # redis-py decodes %XX escapes before it uses a secret: hide the decoded form as well
+    return shown, [x for secret in secrets if secret for x in dict.fromkeys((secret, unquote(secret)))]
 
 
 def _redacted(url: str) -> tuple[str, Any]:
@@ -487,7 +490,8 @@ class KeySpace:
 
         The 6 hex digits come from the database's name *and* the learner (default: the login and the
         machine, as ``helpers.settings.student_db_name`` names a learner), so two learners sharing one
-        Redis never share keys, even when both use the offline default database ``schema_workbook``.
+        Redis do not share keys, even when both use the offline default database ``schema_workbook``
+        (a 24-bit tag: two given learners get the same one by chance once in about 16.8 million pairs).
         Every prefix has the same length, so bytes sent are the same for every learner.
         """
         who = learner if learner is not None else settings.student_db_name()

@@ -455,6 +455,11 @@ def sample_ids(ids: list[Any], sample: int, seed: int) -> list[Any]:
     return [ids[i] for i in sorted(chosen)]
 
 
+def _id_key(value: Any) -> Any:
+    """A hashable key of an ``_id`` (its BSON bytes, so 1 and 1.0 stay two, as the server keeps them)."""
+    return bson.encode({"v": value})
+
+
 def infer_schema(collection: Any, sample: int | None = 1000, *, seed: int | None = 7,
                  filter: Mapping[str, Any] | None = None) -> InferredSchema:  # noqa: A002
     """Infer ``collection``'s schema from a sample of its documents.
@@ -464,7 +469,8 @@ def infer_schema(collection: Any, sample: int | None = 1000, *, seed: int | None
     read in order (one query returning only ``_id``), ``sample`` of them are picked with
     ``random.Random(seed)``, and those documents are fetched, ``ID_CHUNK`` ids per query. With
     ``seed=None`` the server picks them (a ``$sample`` stage, as Compass does): a new sample on
-    each run. ``filter`` restricts the documents (one shape of a polymorphic collection, say).
+    each run, each document counted once (in case the stage returns one twice). ``filter``
+    restricts the documents (one shape of a polymorphic collection, say).
     An empty collection (or filter) gives ``sampled == 0`` and no fields. Introduced in notebook 05.
     """
     sample = _check_sample(sample)
@@ -479,7 +485,8 @@ def infer_schema(collection: Any, sample: int | None = 1000, *, seed: int | None
         # $sample first (no $match before it when there is no filter): on a real MongoDB it then reads
         # only the sample through a pseudo-random cursor when sample < 5% of more than 100 documents
         pipeline = ([{"$match": query}] if query else []) + [{"$sample": {"size": sample}}]
-        docs = list(collection.aggregate(pipeline))
+        # the pseudo-random cursor may return a document more than once: keep each _id once
+        docs = list({_id_key(d["_id"]): d for d in collection.aggregate(pipeline)}.values())
         return infer_documents(docs, source=name, total=total, how=f"$sample of {sample} (server-random)")
     ids = [d["_id"] for d in find_in_id_order(collection, query, {"_id": 1})]
     picked = sample_ids(ids, sample, seed)
@@ -858,7 +865,9 @@ UPGRADE_PIPELINE: list[dict[str, Any]] = [
 def version_of(doc: Mapping[str, Any]) -> int:
     """A report's schema version: its ``schemaVersion``, or 1 for a document written before the
     field existed. Introduced in notebook 05."""
-    version = doc.get(VERSION_FIELD, 1)
+    version = doc.get(VERSION_FIELD)
+    if version is None:  # absent, or null: version 1, as :data:`NOT_CURRENT` matches on the server
+        version = 1
     if version not in (1, 2):
         raise SchemaError(f"document {doc.get('_id')!r}: unknown {VERSION_FIELD} {version!r}; "
                           f"this reader knows versions 1 and 2: deploy the newer reader first")
@@ -915,11 +924,20 @@ def write_lazy(collection: Any, report_id: Any, changes: Mapping[str, Any]) -> s
     One command, whatever the version: an ``update`` by ``_id`` with :func:`lazy_pipeline`, which
     upgrades the report only if it is still version 1 (the test runs on the server, inside the
     single-document update, so no other writer can come between the test and the write) and applies
-    ``changes``. Returns ``"written"``, or ``"missing"`` when no report has that ``_id``.
-    Introduced in notebook 05.
+    ``changes``. Returns ``"written"``, or ``"missing"`` when no report has that ``_id``. A report of a
+    newer version than this writer knows is never matched (the filter names versions 1 and 2), so it
+    is never stamped back to version 2: :class:`SchemaError`. Introduced in notebook 05.
     """
-    result = collection.update_one({"_id": report_id}, lazy_pipeline(changes))
-    return "written" if result.matched_count else "missing"
+    pipeline = lazy_pipeline(changes)
+    result = collection.update_one({"_id": report_id, VERSION_FIELD: {"$in": [None, 1, CURRENT_VERSION]}}, pipeline)
+    if result.matched_count:
+        return "written"
+    # nothing matched: no such report, or one of a newer version (only on this rare path, a second read)
+    stored = collection.find_one({"_id": report_id}, {VERSION_FIELD: 1})
+    if stored is None:
+        return "missing"
+    raise SchemaError(f"write_lazy: report {report_id!r} is at {VERSION_FIELD} {stored.get(VERSION_FIELD)!r}, newer "
+                      f"than this writer knows ({CURRENT_VERSION}); it was left untouched: deploy the newer writer")
 
 
 def _bracket(value: Any) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 
 import pytest
@@ -94,12 +95,23 @@ def test_near_an_airport_is_the_same_in_both_stores(db, redis_keys):
 
 def test_the_costs_of_writing_and_reading(db, redis_keys, reports):
     n, batches = len(reports), math.ceil(len(reports) / kv.BATCH)
-    per_report = {kv.redis_store_last_n: 2, kv.redis_store_records: 2}
-    for store, k in per_report.items():
+    chunks = [reports[i:i + kv.BATCH] for i in range(0, n, kv.BATCH)]
+    aircraft = sum(len({r["icao24"] for r in c}) for c in chunks)  # (aircraft, batch) pairs
+    airlines = sum(len({r["airline"] for r in c}) for c in chunks)
+    # batched as MongoDB's writes: an LPUSH of several reports and an LTRIM per aircraft per batch;
+    # a hash per report and a ZADD of several members per airline per batch
+    for store, commands in ((kv.redis_store_last_n, 2 * aircraft), (kv.redis_store_records, n + airlines)):
         with count_commands() as cost:
             assert store(redis_keys, reports) == n
-        assert (cost.round_trips, cost.commands) == (batches, k * n)
-    chunks = [reports[i:i + kv.BATCH] for i in range(0, n, kv.BATCH)]
+        assert (cost.round_trips, cost.commands) == (batches, commands)
+    assert commands < 2 * n
+    for a in sorted({r["icao24"] for r in reports}):  # the lists hold each aircraft's newest 10, newest first
+        want = [r for r in reports if r["icao24"] == a][::-1][:kv.LAST_N]
+        stored = redis_keys.client.lrange(redis_keys.key("last", a), 0, -1)
+        assert [json.loads(x) for x in stored] == [json.loads(kv._json(r)) for r in want]
+    for airline in sorted({r["airline"] for r in reports}):
+        got = redis_keys.client.zrange(redis_keys.key("alt", airline), 0, -1, withscores=True)
+        assert dict(got) == {r["id"]: r["altitude"] for r in reports if r["airline"] == airline}
     minutes = sum(len({r["ts"] // 60 for r in c}) for c in chunks)
     pairs = sum(len({(r["ts"] // 60, r["icao24"]) for r in c}) for c in chunks)
     with count_commands() as cost:  # a ZINCRBY per (minute, aircraft) per batch, an EXPIRE per minute per batch

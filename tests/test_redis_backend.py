@@ -207,3 +207,12 @@ def test_a_unix_socket_url_is_shown_with_only_its_password_hidden(tmp_path):
     message = str(err.value)
     assert f"unix://:****@{path}?db=0" in message and "s0ck3tpw" not in message
     assert "hidden" not in message and "within" not in message
+
+
+def test_a_unix_socket_urls_escaped_password_is_hidden_in_both_forms():
+    from helpers.redis_backend import _redacted
+
+    shown, scrub = _redacted("unix://:p%40ss%2Fw0rd@/tmp/x.sock?db=0&password=q%26r")
+    assert shown == "unix://:****@/tmp/x.sock?db=0&password=****"
+    text = scrub("AUTH p@ss/w0rd failed; p%40ss%2Fw0rd; q&r; q%26r")
+    assert not any(secret in text for secret in ("p@ss/w0rd", "p%40ss%2Fw0rd", "q&r", "q%26r")), text

@@ -467,6 +467,47 @@ def test_an_explicit_schema_version_1_is_version_1_for_every_helper(db):
     assert coll.count_documents({"schemaVersion": {"$ne": 2}}) == 0
 
 
+def test_a_lazy_write_never_stamps_a_newer_report_back_to_version_2(db):
+    """A report a newer release wrote (schemaVersion 3) is left as it is: the write is refused."""
+    coll = _load_v1(db)
+    newer = {"_id": "v3", "schemaVersion": 3, "lat": 46.0, "lon": 7.0, "altitude": 1.0}
+    coll.insert_one(dict(newer))
+    with pytest.raises(sc.SchemaError, match="newer"):
+        sc.write_lazy(coll, "v3", {"altitude": 2.0})
+    assert coll.find_one({"_id": "v3"}) == newer
+    assert sc.write_lazy(coll, "nope", {"altitude": 2.0}) == "missing"
+
+
+def test_a_null_schema_version_is_version_1_on_the_server_and_in_the_reader(db):
+    coll = _load_v1(db)
+    coll.update_one({"_id": "r001"}, {"$set": {"schemaVersion": None}})
+    stored = coll.find_one({"_id": "r001"})
+    assert sc.version_of(stored) == 1 and coll.count_documents({"_id": "r001", **sc.NOT_CURRENT}) == 1
+    assert sc.read_report(stored)["position"]["coordinates"] == [V1[1]["lon"], V1[1]["lat"]]
+    assert sc.write_lazy(coll, "r001", {"altitude": 1.0}) == "written"
+    assert coll.find_one({"_id": "r001"})["schemaVersion"] == 2
+
+
+class _RepeatingSample:
+    """A collection whose ``$sample`` returns every document twice, as a pseudo-random cursor may."""
+
+    def __init__(self, coll):
+        self.coll, self.name = coll, coll.name
+
+    def count_documents(self, query):
+        return self.coll.count_documents(query)
+
+    def aggregate(self, pipeline):
+        return [d for d in self.coll.aggregate(pipeline) for _ in range(2)]
+
+
+def test_a_server_sample_counts_each_document_once(db):
+    coll = _load_v1(db)
+    inferred = sc.infer_schema(_RepeatingSample(coll), sample=10, seed=None)
+    assert inferred.sampled == 10
+    assert inferred["_id"].distinct == 10 and inferred["_id"].presence == 1.0
+
+
 def test_background_migration_ships_no_document_bodies(db):
     coll = _load_v1(db)
     with counting() as cost:

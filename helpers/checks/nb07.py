@@ -48,8 +48,9 @@ def busiest_10_to_11(answer: Any, *, db: Any) -> str | None:
 
 
 @exercise("7.2", hint="in one pipeline, ZADD the key {report id: groundspeed} for each report whose "
-                      "airline is AIRLINE (one ZADD per report, as the feed sends them), inside "
-                      "`with redis_backend.count_commands() as cost:`; use keys.key('speed', AIRLINE) as the key")
+                      "airline is AIRLINE (one ZADD per report, as a feed sending one report at a time "
+                      "would), inside `with redis_backend.count_commands() as cost:`; use "
+                      "keys.key('speed', AIRLINE) as the key")
 def speed_index(answer: Any, *, db: Any, redis: Any, airline: str) -> str | None:
     """``(key, commands)``: the sorted set holds exactly the airline's reports, scored by ground speed
     (from MongoDB), and it took one ``ZADD`` per report."""
