@@ -299,3 +299,26 @@ def test_a_learners_uri_keeps_the_servers_options_not_the_instructors_credential
     from helpers.settings import login_db_name
 
     assert uri == f"mongodb+srv://ana:pw-1_x@c0.example.net/{login_db_name('ana')}?tls=true&retryWrites=true&authSource=admin"
+
+
+def test_a_learners_uri_carries_no_secret_option_of_the_instructors():
+    uri = classdb.learner_uri("mongodb://teacher:t0p@lab:27017/?tls=true&tlsCertificateKeyFilePassword=k3yPass"
+                              "&retryWrites=false&proxyPassword=pr0xyPass&sekritOption=x1y2&authSource=admin", "ana", "pw")
+    assert "k3yPass" not in uri and "pr0xyPass" not in uri and "x1y2" not in uri and "t0p" not in uri
+    assert uri.endswith("?tls=true&retryWrites=false&authSource=admin")
+
+
+def test_class_logins_refuses_a_server_without_authentication_whatever_the_uris_auth_options(test_uri):
+    import pymongo
+
+    scheme, rest = test_uri.split("://", 1)
+    hosts = rest.split("/", 1)[0].split("@")[-1]
+    name = f"wbt{uuid.uuid4().hex[:6]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        for options in ("authMechanism=SCRAM-SHA-256", "authSource=admin&authMechanism=SCRAM-SHA-1"):
+            with pytest.raises(classdb.ClassError, match="does not require authentication"):
+                classdb.create_logins(client, f"{scheme}://teacher:pw@{hosts}/?{options}", [name])
+        assert client.admin.command("usersInfo", name)["users"] == []
+    finally:
+        client.close()

@@ -307,10 +307,8 @@ def _check_access_control(uri: str) -> None:
     import pymongo
     from pymongo.errors import OperationFailure, PyMongoError
 
-    from helpers import uri as uris
-
-    parts = uris.parse(uri)
-    anonymous = uri if parts is None else parts.scheme + parts.rest
+    scheme, hosts, options = _server_part(uri)
+    anonymous = f"{scheme}{hosts}/" + ("?" + "&".join(options) if options else "")
     client = pymongo.MongoClient(anonymous, serverSelectionTimeoutMS=5000)
     try:
         client.list_database_names()
@@ -328,21 +326,33 @@ def _check_access_control(uri: str) -> None:
                      "No login was created.")
 
 
-def learner_uri(instructor_uri: str, login: str, password: str) -> str:
-    """The learner's ``MONGODB_URI``: the instructor's hosts and connection options (not its
-    credentials or authentication options), the learner's login, the learner's database as the
-    path, and ``authSource=admin`` (where the user is defined)."""
-    from urllib.parse import quote
+#: the instructor's authentication options, never passed on (a learner logs in as themselves)
+_AUTH_OPTIONS = ("authsource", "authmechanism", "authmechanismproperties")
 
+
+def _server_part(uri: str) -> tuple[str, str, list[str]]:
+    """``(scheme, hosts, options)`` of a MongoDB URI without anything of the login in it: no user
+    or password, no authentication option, and no option that may hold a secret or that pymongo
+    does not know (``tlsCertificateKeyFilePassword``, ``proxyPassword``, ...; see
+    ``helpers.uri.SENSITIVE_OPTIONS``): what every learner of the class may be given."""
     from helpers import uri as uris
 
-    parts = uris.parse(instructor_uri)
-    scheme = parts.scheme if parts else re.match(r"^[a-z+]+://", instructor_uri.strip()).group(0)
-    rest = parts.rest if parts else instructor_uri.strip()[len(scheme):]
+    parts = uris.parse(uri)
+    scheme = parts.scheme if parts else re.match(r"^[a-z+]+://", uri.strip(), re.I).group(0)
+    rest = parts.rest if parts else uri.strip()[len(scheme):]
     hosts, _q, query = rest.partition("?")
-    hosts = hosts.split("/", 1)[0]
-    keep = [p for p in re.split(r"[&;]", query) if p and p.split("=", 1)[0].lower() not in
-            ("authsource", "authmechanism", "authmechanismproperties")]
+    keep = [p for p in re.split(r"[&;]", query) if p and p.split("=", 1)[0].lower() not in _AUTH_OPTIONS
+            and uris.option_is_shown(p)]
+    return scheme, hosts.split("/", 1)[0], keep
+
+
+def learner_uri(instructor_uri: str, login: str, password: str) -> str:
+    """The learner's ``MONGODB_URI``: the instructor's hosts and connection options (not its
+    credentials, authentication options or any secret option: :func:`_server_part`), the learner's
+    login, the learner's database as the path, and ``authSource=admin`` (where the user is defined)."""
+    from urllib.parse import quote
+
+    scheme, hosts, keep = _server_part(instructor_uri)
     return (f"{scheme}{quote(login, safe='')}:{quote(password, safe='')}@{hosts}/{login_db_name(login)}?"
             + "&".join([*keep, "authSource=admin"]))
 
