@@ -322,3 +322,35 @@ def test_class_logins_refuses_a_server_without_authentication_whatever_the_uris_
         assert client.admin.command("usersInfo", name)["users"] == []
     finally:
         client.close()
+
+
+def test_a_connection_lost_while_logins_are_made_leaves_no_user_whose_password_nobody_saw(auth_server, monkeypatch,
+                                                                                            tmp_path):
+    import pymongo
+    from pymongo.database import Database
+
+    login, admin = auth_server
+    tag = uuid.uuid4().hex[:6]
+    names = [f"wbt{tag}a", f"wbt{tag}b", f"wbt{tag}c"]
+    real, made = Database.command, []
+
+    def command(self, cmd, *args, **kwargs):  # the network fails on the second createUser, as a lost link does
+        if cmd == "createUser":
+            made.append(args[0])
+            if len(made) == 2:
+                raise pymongo.errors.AutoReconnect("connection reset by peer")
+        return real(self, cmd, *args, **kwargs)
+
+    monkeypatch.setattr(Database, "command", command)
+    try:
+        with pytest.raises(classdb.ClassError, match="removed again; nothing was changed"):
+            classdb.create_logins(admin, login("teacher"), names)
+        monkeypatch.undo()
+        assert admin.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in names])["users"] == []
+        assert not any(n.startswith(f"schema_workbook_wbt{tag}") for n in admin.list_database_names())
+    finally:
+        monkeypatch.undo()
+        for n in names:
+            with contextlib.suppress(Exception):
+                admin.admin.command("dropUser", n)
+            admin.drop_database(classdb.login_db_name(n))

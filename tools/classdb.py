@@ -366,7 +366,7 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
     be the workbook's (same role), and if the server refuses one creation, every user and database
     this call created is removed again before the refusal is raised (:class:`ClassError`).
     """
-    from pymongo.errors import OperationFailure
+    from pymongo.errors import OperationFailure, PyMongoError
 
     _check_access_control(uri)
     try:
@@ -396,16 +396,30 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
                 client[db_name].create_collection(REGISTRY)
                 made_dbs.append(db_name)
             out.append((login, learner_uri(uri, login, password), db_name))
-    except OperationFailure as e:
+    except PyMongoError as e:  # refused, or the connection lost: a user whose password was never shown must not stay
+        left = []
         for login in made_users:
             try:
                 client.admin.command("dropUser", login)
-            except OperationFailure:
-                pass
+            except PyMongoError:
+                left.append(login)
         for db_name in made_dbs:
-            if client[db_name].list_collection_names() == [REGISTRY] and \
-                    client[db_name][REGISTRY].count_documents({}) == 0:
-                client.drop_database(db_name)
+            try:
+                if client[db_name].list_collection_names() == [REGISTRY] and \
+                        client[db_name][REGISTRY].count_documents({}) == 0:
+                    client.drop_database(db_name)
+            except PyMongoError:
+                pass
+        if left:
+            raise ClassError(f"The server stopped answering while the logins were made ({type(e).__name__}), "
+                             f"and these users could not be removed again: {', '.join(left)}. Their passwords "
+                             f"were never shown, so nobody can use them: when the server answers, remove them "
+                             f"(`python3 workbook.py class drop DB --yes` for their databases, or dropUser) "
+                             f"and run `class logins` again.") from None
+        if not isinstance(e, OperationFailure):
+            raise ClassError(f"The server stopped answering while the logins were made ({type(e).__name__}): "
+                             f"every login this run created was removed again; nothing was changed. Run "
+                             f"`class logins` again when the server answers.") from None
         if _denied(e):
             raise ClassError("This login may not create users (the createUser and grantRole actions) or "
                              "the learners' databases: run `class logins` with a login that has the root "
