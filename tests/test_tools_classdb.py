@@ -354,3 +354,23 @@ def test_a_connection_lost_while_logins_are_made_leaves_no_user_whose_password_n
             with contextlib.suppress(Exception):
                 admin.admin.command("dropUser", n)
             admin.drop_database(classdb.login_db_name(n))
+
+
+def test_two_logins_whose_databases_would_coincide_are_refused(auth_server):
+    from helpers.settings import login_db_name
+
+    login, admin = auth_server
+    first, second = "a.b_c_d.e-f-g", "a_b_c_d_e_f.g"  # same slug, and the same 4 hex digits
+    assert first != second and login_db_name(first) == login_db_name(second)
+    with pytest.raises(classdb.ClassError, match="would share one database"):
+        classdb.create_logins(admin, login("teacher"), [first, second])
+    assert admin.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in (first, second)])["users"] == []
+    try:  # and a later roster's login against a user made before
+        assert classdb.create_logins(admin, login("teacher"), [first])[0][1] is not None
+        with pytest.raises(classdb.ClassError, match="would share one database"):
+            classdb.create_logins(admin, login("teacher"), [second])
+        assert admin.admin.command("usersInfo", second)["users"] == []
+    finally:
+        with contextlib.suppress(Exception):
+            admin.admin.command("dropUser", first)
+        admin.drop_database(login_db_name(first))

@@ -378,6 +378,15 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
         raise ClassError(f"These users exist already and were not made by `class logins` (their roles "
                          f"differ): {', '.join(sorted(foreign))}. Rename them in the roster; no login "
                          f"was created.")
+    owners = {db: user for user, db in workbook_users(client).items()}
+    shared = []
+    for login in logins:  # two logins, one database: rare (4 hex digits), and they would share each other's work
+        owner = owners.setdefault(login_db_name(login), login)
+        if owner != login:
+            shared.append(f"{owner!r} and {login!r} (both {login_db_name(login)})")
+    if shared:
+        raise ClassError(f"These logins would share one database: {'; '.join(shared)}. Change one of each "
+                         f"pair in the roster (another spelling); no login was created.")
     made_users: list[str] = []
     made_dbs: list[str] = []
     out: list[tuple[str, str | None, str]] = []
