@@ -397,6 +397,20 @@ def test_random_id_runs_where_sample_is_not_served(db, backend):
     assert max(ids) >= 100 and len({i // 100 for i in ids}) >= 3  # runs spread across the collection
 
 
+def test_a_document_sample_returns_twice_is_read_once(db, backend):
+    coll = db["big"]
+    coll.insert_many([{"_id": i, "tags": [i] * (1 + i % 3)} for i in range(1_000)])
+
+    class Repeats:  # a server's pseudo-random cursor (a sample under 5 %) may return a document twice
+        def aggregate(self, pipeline):
+            first = list(coll.aggregate(pipeline))
+            return first + first[:7]
+
+    docs, how = advisor_rules._documents(Repeats(), 1_000, 40, seed=1)
+    ids = [d["_id"] for d in docs]
+    assert len(ids) == len(set(ids)) == 40 and "7 returned twice, counted once" in how
+
+
 def test_a_broken_view_is_skipped_with_its_cause(db, backend):
     if backend.info.name == "mock":
         pytest.skip("mongomock-ng has no views (create_collection refuses viewOn)")
