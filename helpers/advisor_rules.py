@@ -312,7 +312,7 @@ def _usable(spec: Mapping[str, Any], op: Operation, collations: bool) -> bool:
 
 
 def _workload_long_enough(workload: Workload | None, t: Thresholds) -> bool:
-    if workload is None:
+    if workload is None or not workload.complete:
         return False
     return t.unused_index_days == 0 or (workload.days is not None and workload.days >= t.unused_index_days)
 
