@@ -73,6 +73,7 @@ def test_the_class_page_and_report_show_passed_failed_and_not_attempted():
 
 
 def test_class_progress_reads_only_well_formed_records(test_uri):
+    import datetime as dt
     import uuid
 
     import pymongo
@@ -89,6 +90,10 @@ def test_class_progress_reads_only_well_formed_records(test_uri):
             {"_id": "not an id", "passed": True, "attempts": 1},
             {"_id": "2.2", "passed": "yes", "attempts": 1},
             {"_id": "2.3", "passed": False, "attempts": 0},
+            {"_id": {"ex": "2.4"}, "passed": True, "attempts": 1, "last": dt.datetime(2026, 1, 5)},
+            # made-up exercises, written by a learner into their own database: not on the class's page
+            *({"_id": f"9.{n}", "passed": True, "attempts": 1, "last": dt.datetime(2026, 1, 5)} for n in range(50)),
+            {"_id": "2.4\n", "passed": True, "attempts": 1, "last": dt.datetime(2026, 1, 5)},
         ])
         rows = progress.class_progress(client)["databases"][name]
         assert list(rows) == ["2.1"] and rows["2.1"]["passed"] is True and rows["2.1"]["attempts"] == 1
