@@ -100,3 +100,30 @@ def test_class_progress_reads_only_well_formed_records(test_uri):
     finally:
         client.drop_database(name)
         client.close()
+
+
+def test_class_progress_never_runs_a_learners_view(test_uri):
+    import uuid
+
+    import pymongo
+
+    from helpers.exercises import record_server_progress
+    from helpers.safety import PROGRESS, workbook_collection
+
+    name = f"schema_workbook_wbtest{uuid.uuid4().hex[:8]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        db = client[name]
+        workbook_collection(db, "scores").insert_many([{"_id": "2.1", "n": 0}, {"_id": "2.2", "n": 1}])
+        # a view named like the progress record: its pipeline (here one that fails) is never run
+        db.command("create", PROGRESS, viewOn="scores", pipeline=[{"$project": {"x": {"$divide": [1, "$n"]}}}])
+        assert progress.class_progress(client)["databases"][name] == {}
+        other = f"schema_workbook_wbtest{uuid.uuid4().hex[:8]}"
+        record_server_progress(client[other], "2.1", True)
+        try:
+            assert list(progress.class_progress(client)["databases"][other]) == ["2.1"]
+        finally:
+            client.drop_database(other)
+    finally:
+        client.drop_database(name)
+        client.close()
