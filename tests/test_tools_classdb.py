@@ -374,3 +374,14 @@ def test_two_logins_whose_databases_would_coincide_are_refused(auth_server):
         with contextlib.suppress(Exception):
             admin.admin.command("dropUser", first)
         admin.drop_database(login_db_name(first))
+
+
+def test_a_user_with_the_workbooks_role_but_someone_elses_custom_data_is_not_the_workbooks():
+    from helpers.settings import DB_PREFIX, login_db_name
+
+    role = [{"role": "readWrite", "db": login_db_name("ana")}]
+    ours = {"user": "ana", "db": "admin", "roles": role}
+    assert classdb._workbook_role(ours) == login_db_name("ana")  # SecantusDB returns no customData
+    assert classdb._workbook_role({**ours, "customData": {"workbook": DB_PREFIX, "database": login_db_name("ana")}})
+    assert classdb._workbook_role({**ours, "customData": {"owner": "the DBA"}}) is None
+    assert classdb._workbook_role({**ours, "customData": {}}) is None

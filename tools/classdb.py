@@ -283,8 +283,14 @@ def _users(client: Any, names: list[str] | None = None) -> list[dict]:
 
 
 def _workbook_role(user: dict) -> str | None:
-    """The database of a user the workbook made: its only role is readWrite on login_db_name(user)."""
+    """The database of a user the workbook made: its only role is readWrite on login_db_name(user),
+    and its ``customData``, where the server returns one (a real MongoDB does), is the one
+    :func:`create_logins` stores: a user someone else made with that role is never taken for ours."""
     want = login_db_name(str(user.get("user", "")))
+    custom = user.get("customData")
+    if custom is not None and (not isinstance(custom, dict) or custom.get("workbook") != DB_PREFIX
+                               or custom.get("database") != want):
+        return None
     roles = user.get("roles") or []
     if user.get("db") == "admin" and len(roles) == 1 and roles[0].get("role") == "readWrite" \
             and roles[0].get("db") == want:
