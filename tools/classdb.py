@@ -16,9 +16,10 @@ that role is a risk on its own; give each student ``readWrite`` on their databas
 ``class logins`` gives each learner of a roster that login (:func:`create_logins`): a user in the
 ``admin`` database with ``readWrite`` on the learner's own database only
 (``helpers.settings.login_db_name``), a generated password printed once in the learner's
-``MONGODB_URI``. A user is the workbook's when its only role is exactly that one (:func:`workbook_users`);
-``class drop --yes`` removes those users with their databases. (A user's ``customData`` marks it too,
-but SecantusDB 0.7.0b3 does not return ``customData``, so the role is what is checked.)
+``MONGODB_URI``. A user is the workbook's when its only role is exactly that one and its ``customData``,
+where the server returns it, is the one ``class logins`` stores (:func:`workbook_users`; SecantusDB
+0.7.0b3 returns none, so there the role alone decides); ``class drop --yes`` removes those users with
+their databases.
 """
 from __future__ import annotations
 
