@@ -385,3 +385,28 @@ def test_a_user_with_the_workbooks_role_but_someone_elses_custom_data_is_not_the
     assert classdb._workbook_role({**ours, "customData": {"workbook": DB_PREFIX, "database": login_db_name("ana")}})
     assert classdb._workbook_role({**ours, "customData": {"owner": "the DBA"}}) is None
     assert classdb._workbook_role({**ours, "customData": {}}) is None
+
+
+def test_a_registry_a_learner_replaced_with_a_view_is_never_run(test_uri, monkeypatch, capsys):
+    import pymongo
+
+    from helpers.safety import REGISTRY
+
+    tag = uuid.uuid4().hex[:8]
+    honest, tricky = f"schema_workbook_wbtest{tag}_honest", f"schema_workbook_wbtest{tag}_tricky"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        for n in (honest, tricky):
+            workbook_collection(client[n], "posts").insert_one({"_id": 1, "n": 0})
+        client[tricky].drop_collection(REGISTRY)  # readWrite may do this in one's own database
+        client[tricky].command("create", REGISTRY, viewOn="posts", pipeline=[{"$project": {"x": {"$divide": [1, "$n"]}}}])
+        names = classdb.workbook_database_names(client)
+        assert honest in names and tricky not in names
+        code, out, err = _class_cli(monkeypatch, capsys, test_uri, "list")
+        assert code == 0 and honest in out and tricky not in out
+        with pytest.raises(classdb.ClassError, match="left alone"):
+            classdb.drop_plan(client, [tricky])
+    finally:
+        for n in (honest, tricky):
+            client.drop_database(n)
+        client.close()

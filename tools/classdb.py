@@ -78,16 +78,18 @@ def is_workbook_database_name(name: str) -> bool:
 
 def workbook_database_names(client: Any) -> list[str]:
     """The workbook's databases on a server, sorted: named :func:`is_workbook_database_name` *and*
-    holding the registry (a database that merely shares the prefix is never listed)."""
+    holding the registry as a collection (a database that merely shares the prefix is never listed,
+    nor one whose registry a learner replaced with a view: its pipeline is never run)."""
     return [name for name in _list_databases(client)
-            if is_workbook_database_name(name) and REGISTRY in _collections(client[name])]
+            if is_workbook_database_name(name) and _collection_kinds(client[name]).get(REGISTRY) == "collection"]
 
 
-def _collections(db: Any) -> list[str]:
+def _collection_kinds(db: Any) -> dict[str, str]:
+    """``{name: type}`` of a database's collections (``collection``, ``view``, ``timeseries``)."""
     from pymongo.errors import OperationFailure
 
     try:
-        return db.list_collection_names()
+        return {c["name"]: c.get("type", "collection") for c in db.list_collections()}
     except OperationFailure as e:
         if _denied(e):
             raise ClassError(f"This login may not read the database {db.name!r} (the listCollections and "

@@ -95,8 +95,7 @@ def class_progress(client: Any) -> dict[str, dict[str, dict[str, dict[str, Any]]
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name in classdb.workbook_database_names(client):
         try:
-            kinds = {c["name"]: c.get("type", "collection") for c in client[name].list_collections()}
-            if kinds.get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
+            if classdb._collection_kinds(client[name]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
                 out[name] = {}
                 continue
             docs = list(client[name][PROGRESS].find({}, sort=[("_id", 1)]))
