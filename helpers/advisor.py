@@ -149,6 +149,9 @@ def reviews(db: Any, workload: Workload | None = None, *, thresholds: Iterable[T
             notes.append("no workload: REDUCE_LOOKUP_OPS, unused indexes, the regex rules, the subset pattern and "
                          "copied fields need one (helpers.advisor.record_workload, or Workload.from_profile on a "
                          "real server)")
+        elif not workload.complete:
+            notes.append(f"unused indexes not judged: {workload.source} holds only some operations (at level 1 "
+                         f"the slow or sampled ones), and an index that serves only fast queries is in none of them")
         elif t.unused_index_days and (workload.days is None or workload.days < t.unused_index_days):
             notes.append("unused indexes not judged: the workload covers "
                          + ("an unknown time" if workload.days is None else f"{workload.days:,.1f} days")

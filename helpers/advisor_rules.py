@@ -3,7 +3,8 @@ trigger, and the five findings beyond Atlas that the lessons teach.
 
 :func:`read_collection` only reads (``count``, ``find``, ``aggregate`` with ``$sample``, ``listIndexes``).
 A collection of at most ``max_documents`` documents is read whole, in ``_id`` order; a larger one is
-sampled across: ``$sample`` where the engine serves it, otherwise random runs of documents in ``_id``
+sampled across: ``$sample`` where the engine serves it (each document counted once: below 5 % of a
+collection a server's pseudo-random cursor may return one twice), otherwise random runs of documents in ``_id``
 order, and the report says which, and how many documents were read. :func:`helpers.advisor.review`
 runs the rules; this module holds them.
 """
@@ -103,10 +104,17 @@ def _documents(coll: Any, count: int, limit: int, seed: int) -> tuple[Iterable[d
     if count <= limit:
         return find_in_id_order(coll), "all, in _id order"
     try:
-        return list(coll.aggregate([{"$sample": {"size": limit}}])), f"a $sample of {limit:,}"
+        sampled = list(coll.aggregate([{"$sample": {"size": limit}}]))
     except (NotImplementedError, Exception) as e:  # an engine without $sample (OperationFailure on a server)
         if not isinstance(e, NotImplementedError) and type(e).__name__ != "OperationFailure":
             raise
+    else:  # asked for under 5 % of a collection, a server's $sample may return a document twice: count it once
+        distinct: dict[Any, dict] = {}
+        for d in sampled:
+            distinct.setdefault(repr(d.get("_id")), d)
+        twice = len(sampled) - len(distinct)
+        return list(distinct.values()), f"a $sample of {limit:,}" + (
+            f" ({twice:,} returned twice, counted once)" if twice else "")
     rng = random.Random(seed)  # the same runs for the same collection size: a review can be repeated
     run = max(1, limit // _RUNS)
     docs: dict[Any, dict] = {}
@@ -304,7 +312,7 @@ def _usable(spec: Mapping[str, Any], op: Operation, collations: bool) -> bool:
 
 
 def _workload_long_enough(workload: Workload | None, t: Thresholds) -> bool:
-    if workload is None:
+    if workload is None or not workload.complete:
         return False
     return t.unused_index_days == 0 or (workload.days is not None and workload.days >= t.unused_index_days)
 

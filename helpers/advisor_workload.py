@@ -52,6 +52,10 @@ class Workload:
     #: the time the workload covers, in days (None: not known). Unused indexes are judged only from a
     #: workload long enough to say so (``Thresholds.unused_index_days``): a page run once is not a week.
     days: float | None = None
+    #: False when the workload holds only some of the operations sent: the profiler at level 1 keeps the
+    #: slow ones (``slowms``), sampled (``sampleRate``) or filtered, so an index that serves only fast
+    #: queries is in none of them. Unused indexes are then not judged (the report's notes say so).
+    complete: bool = True
 
     @classmethod
     def from_commands(cls, commands: Iterable[Mapping[str, Any]], database: str | None = None,
@@ -81,7 +85,9 @@ class Workload:
         a slow-operation threshold, a sample rate or a filter, e.g. ``db.command("profile", 1,
         slowms=0, sampleRate=0.05)`` (one operation in twenty), on that mongod only; level 2 writes
         every operation to ``system.profile``. The advisor never changes the server's settings.
-        :attr:`days` is the time between the first and the last entry read.
+        :attr:`days` is the time between the first and the last entry read. The workload is not
+        :attr:`complete` (a level 1 profiler leaves the fast operations out, and those are the ones an
+        index makes fast), so the review does not call an index unused from it.
         """
         docs = db["system.profile"].find({"ns": {"$regex": f"^{re.escape(db.name)}\\."}}).sort("ts", 1).limit(limit)
         commands, stamps = [], []
@@ -98,7 +104,9 @@ class Workload:
             if hasattr(d.get("ts"), "timestamp"):
                 stamps.append(d["ts"])
         days = (max(stamps) - min(stamps)).total_seconds() / 86_400 if stamps else None
-        return cls.from_commands(commands, source="the profiler's system.profile", days=days)
+        workload = cls.from_commands(commands, source="the profiler's system.profile", days=days)
+        workload.complete = False
+        return workload
 
     def on(self, collection: str) -> list[Operation]:
         return [op for op in self.operations if op.collection == collection]

@@ -100,18 +100,19 @@ def login_db_name(login: str) -> str:
 def student_db_name(uri: str | None = None, *, user: str | None = None, host: str | None = None) -> str:
     """The database of this learner on a shared server, named without any set-up by the learner.
 
-    * the database the URI's path names, when it is a ``schema_workbook_*`` one: the instructor made
-      this login for that database (``class logins`` writes such URIs; see :func:`login_db_name`);
+    * the database the URI's path names, when it is exactly the one ``class logins`` made for the
+      URI's user (:func:`login_db_name`): the instructor made this login for that database. Any other
+      path is only where the driver authenticates: a shared class URI ending in ``/schema_workbook_x``
+      still gives each learner a database of their own;
     * otherwise ``schema_workbook_<URI user>_<os user>_<6 hex>`` when the URI carries a user, and
       ``schema_workbook_<os user>_<6 hex>`` when it carries none, the hex digits made from the URI's
       user, the login and the machine: learners who share one server login (``ana`` on ``pc01``,
       ``ben`` on ``pc02``) never share a database, and ``Ana``/``ana`` or ``ana.lopez``/``ana_lopez``
       never do either. ``user``/``host`` replace the login and machine (tests).
     """
-    named = _uri.database(uri)
-    if named and named.startswith(DB_PREFIX + "_"):
-        return named
     login = _uri.user_name(uri) or ""
+    if login and _uri.database(uri) == login_db_name(login):
+        return login_db_name(login)
     user = user if user is not None else _os_user()
     host = host if host is not None else socket.gethostname()
     tag = hashlib.sha256(f"{login}\0{user}@{host}".encode()).hexdigest()[:6]

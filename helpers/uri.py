@@ -19,7 +19,7 @@ import re
 from typing import NamedTuple
 from urllib.parse import unquote, unquote_plus
 
-__all__ = ["UriParts", "parse", "user_name", "database", "redact", "secrets", "scrub", "is_uri", "options", "UNPARSABLE",
+__all__ = ["UriParts", "parse", "user_name", "database", "option_is_shown", "redact", "secrets", "scrub", "is_uri", "options", "UNPARSABLE",
            "SENSITIVE_OPTIONS"]
 
 #: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
@@ -155,6 +155,12 @@ def _option(piece: str) -> tuple[str, str | None]:
     if name in SENSITIVE_OPTIONS or _SECRET_WORDS.search(name):
         return f"{key}={_HIDDEN}", value
     return _HIDDEN, piece  # unknown to pymongo: the name itself may be credential text
+
+
+def option_is_shown(piece: str) -> bool:
+    """True when a query option (``key=value``) is one :func:`redact` shows in clear: known to
+    pymongo and unable to hold a secret (``tls=true``, not ``proxyPassword=...`` or an unknown name)."""
+    return _option(piece)[1] is None and bool(piece)
 
 
 def _query_pieces(query: str) -> list[str]:

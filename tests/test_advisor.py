@@ -312,6 +312,36 @@ def test_profiler_output_as_a_workload():
     assert workload.operations[1].updates == ({"$push": {"log": 1}},)
 
 
+def test_a_profiler_workload_never_calls_an_index_unused(db, backend):
+    """A level 1 profiler keeps slow operations: the fast ones an index serves are not in it."""
+    import datetime as dt
+
+    orders = db["orders"]
+    orders.insert_many([{"_id": i, "status": "open" if i % 2 else "shipped", "note": f"n{i}"} for i in range(20)])
+    orders.create_index("status")  # serves the page's fast query, which a level 1 profiler never records
+    start = dt.datetime(2025, 1, 1)
+    slow = [{"op": "query", "ns": f"{db.name}.orders", "ts": start + dt.timedelta(days=d),
+             "command": {"find": "orders", "filter": {"note": {"$regex": "7"}}}} for d in (0, 8)]
+
+    class Cursor(list):
+        def sort(self, *a):
+            return self
+
+        def limit(self, n):
+            return self
+
+    profiled = type("ProfiledDb", (), {"name": db.name, "__getitem__": lambda self, n: type(
+        "Profile", (), {"find": lambda self, q: Cursor(slow)})()})()
+    workload = Workload.from_profile(profiled)
+    assert workload.days == 8 and not workload.complete
+    for thresholds in ("atlas", "workbook"):
+        report = advisor.review(db, workload, thresholds=thresholds, info=backend.info)
+        assert ("REMOVE_UNNECESSARY_INDEXES", "orders", "status_1") not in report.keys()
+        assert any("unused indexes not judged" in n and "fast queries" in n for n in report.notes)
+    recorded = Workload(workload.operations, days=8)  # the same operations, recorded in full: judged
+    assert ("REMOVE_UNNECESSARY_INDEXES", "orders", "status_1") in advisor.review(db, recorded, info=backend.info).keys()
+
+
 def test_a_real_profiler_as_the_workload(server_db, server_backend):
     """On a server (SecantusDB profiles too), the profiler's entries are the workload."""
     users = server_db["users"]
@@ -395,6 +425,20 @@ def test_random_id_runs_where_sample_is_not_served(db, backend):
     ids = [d["_id"] for d in docs]
     assert len(ids) == len(set(ids)) <= 100 and "random" in how and "$sample not served" in how
     assert max(ids) >= 100 and len({i // 100 for i in ids}) >= 3  # runs spread across the collection
+
+
+def test_a_document_sample_returns_twice_is_read_once(db, backend):
+    coll = db["big"]
+    coll.insert_many([{"_id": i, "tags": [i] * (1 + i % 3)} for i in range(1_000)])
+
+    class Repeats:  # a server's pseudo-random cursor (a sample under 5 %) may return a document twice
+        def aggregate(self, pipeline):
+            first = list(coll.aggregate(pipeline))
+            return first + first[:7]
+
+    docs, how = advisor_rules._documents(Repeats(), 1_000, 40, seed=1)
+    ids = [d["_id"] for d in docs]
+    assert len(ids) == len(set(ids)) == 40 and "7 returned twice, counted once" in how
 
 
 def test_a_broken_view_is_skipped_with_its_cause(db, backend):

@@ -39,6 +39,11 @@ def test_learners_who_share_a_server_login_never_share_a_database():
     uri = f"mongodb://ana:pw@lab-server:27017/{own}?authSource=admin"
     assert settings.student_db_name(uri, user="x", host="pc01") == own == \
         settings.student_db_name(uri, user="y", host="pc02")
+    # a shared class URI whose path is a workbook database of another name is not a login's own: one each
+    shared_path = "mongodb://student:pw@lab-server:27017/schema_workbook_class?authSource=admin"
+    assert len({settings.student_db_name(shared_path, user=u, host=h) for u, h in (("ana", "pc01"), ("ben", "pc02"))}) == 2
+    assert settings.student_db_name(f"mongodb://ben:pw@lab-server:27017/{own}?authSource=admin", user="ben",
+                                    host="pc02") != own  # ana's database in ben's URI
     # any other path (an Atlas URI's /test, /admin) is only where the driver authenticates: not the database
     assert settings.student_db_name("mongodb://ana:pw@h/admin", user="ana", host="pc01") == \
         settings.student_db_name("mongodb://ana:pw@h/", user="ana", host="pc01")

@@ -80,9 +80,18 @@ def test_cli_demo_reviews_the_fixtures_on_a_throwaway_engine(monkeypatch):
 
 def test_cli_says_when_there_is_nothing_to_review(test_uri, monkeypatch):
     """An empty (or misspelt) database, and a profiler that recorded nothing, are said, not silent."""
+    import pymongo
+
     monkeypatch.setenv("MONGODB_URI", test_uri)
-    rc, out, _ = _run_cli(["--json", "--profile", "--database", f"wbtest_{uuid.uuid4().hex[:10]}"])
+    name = f"wbtest_{uuid.uuid4().hex[:10]}"
+    rc, out, _ = _run_cli(["--json", "--profile", "--database", name])
     assert rc == 0
+    client = pymongo.MongoClient(test_uri)
+    try:  # read only: reviewing a database that does not exist does not create it
+        assert name not in client.list_database_names()
+    finally:
+        client.drop_database(name)
+        client.close()
     notes = json.loads(out)["notes"]
     assert any("holds no collection" in n for n in notes) and any("profiler recorded no operation" in n for n in notes)
     assert any('"profile", 1' in n and "slowms" in n for n in notes)

@@ -299,3 +299,114 @@ def test_a_learners_uri_keeps_the_servers_options_not_the_instructors_credential
     from helpers.settings import login_db_name
 
     assert uri == f"mongodb+srv://ana:pw-1_x@c0.example.net/{login_db_name('ana')}?tls=true&retryWrites=true&authSource=admin"
+
+
+def test_a_learners_uri_carries_no_secret_option_of_the_instructors():
+    uri = classdb.learner_uri("mongodb://teacher:t0p@lab:27017/?tls=true&tlsCertificateKeyFilePassword=k3yPass"
+                              "&retryWrites=false&proxyPassword=pr0xyPass&sekritOption=x1y2&authSource=admin", "ana", "pw")
+    assert "k3yPass" not in uri and "pr0xyPass" not in uri and "x1y2" not in uri and "t0p" not in uri
+    assert uri.endswith("?tls=true&retryWrites=false&authSource=admin")
+
+
+def test_class_logins_refuses_a_server_without_authentication_whatever_the_uris_auth_options(test_uri):
+    import pymongo
+
+    scheme, rest = test_uri.split("://", 1)
+    hosts = rest.split("/", 1)[0].split("@")[-1]
+    name = f"wbt{uuid.uuid4().hex[:6]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        for options in ("authMechanism=SCRAM-SHA-256", "authSource=admin&authMechanism=SCRAM-SHA-1"):
+            with pytest.raises(classdb.ClassError, match="does not require authentication"):
+                classdb.create_logins(client, f"{scheme}://teacher:pw@{hosts}/?{options}", [name])
+        assert client.admin.command("usersInfo", name)["users"] == []
+    finally:
+        client.close()
+
+
+def test_a_connection_lost_while_logins_are_made_leaves_no_user_whose_password_nobody_saw(auth_server, monkeypatch,
+                                                                                            tmp_path):
+    import pymongo
+    from pymongo.database import Database
+
+    login, admin = auth_server
+    tag = uuid.uuid4().hex[:6]
+    names = [f"wbt{tag}a", f"wbt{tag}b", f"wbt{tag}c"]
+    real, made = Database.command, []
+
+    def command(self, cmd, *args, **kwargs):  # the network fails on the second createUser, as a lost link does
+        if cmd == "createUser":
+            made.append(args[0])
+            if len(made) == 2:
+                raise pymongo.errors.AutoReconnect("connection reset by peer")
+        return real(self, cmd, *args, **kwargs)
+
+    monkeypatch.setattr(Database, "command", command)
+    try:
+        with pytest.raises(classdb.ClassError, match="removed again; nothing was changed"):
+            classdb.create_logins(admin, login("teacher"), names)
+        monkeypatch.undo()
+        assert admin.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in names])["users"] == []
+        assert not any(n.startswith(f"schema_workbook_wbt{tag}") for n in admin.list_database_names())
+    finally:
+        monkeypatch.undo()
+        for n in names:
+            with contextlib.suppress(Exception):
+                admin.admin.command("dropUser", n)
+            admin.drop_database(classdb.login_db_name(n))
+
+
+def test_two_logins_whose_databases_would_coincide_are_refused(auth_server):
+    from helpers.settings import login_db_name
+
+    login, admin = auth_server
+    first, second = "a.b_c_d.e-f-g", "a_b_c_d_e_f.g"  # same slug, and the same 4 hex digits
+    assert first != second and login_db_name(first) == login_db_name(second)
+    with pytest.raises(classdb.ClassError, match="would share one database"):
+        classdb.create_logins(admin, login("teacher"), [first, second])
+    assert admin.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in (first, second)])["users"] == []
+    try:  # and a later roster's login against a user made before
+        assert classdb.create_logins(admin, login("teacher"), [first])[0][1] is not None
+        with pytest.raises(classdb.ClassError, match="would share one database"):
+            classdb.create_logins(admin, login("teacher"), [second])
+        assert admin.admin.command("usersInfo", second)["users"] == []
+    finally:
+        with contextlib.suppress(Exception):
+            admin.admin.command("dropUser", first)
+        admin.drop_database(login_db_name(first))
+
+
+def test_a_user_with_the_workbooks_role_but_someone_elses_custom_data_is_not_the_workbooks():
+    from helpers.settings import DB_PREFIX, login_db_name
+
+    role = [{"role": "readWrite", "db": login_db_name("ana")}]
+    ours = {"user": "ana", "db": "admin", "roles": role}
+    assert classdb._workbook_role(ours) == login_db_name("ana")  # SecantusDB returns no customData
+    assert classdb._workbook_role({**ours, "customData": {"workbook": DB_PREFIX, "database": login_db_name("ana")}})
+    assert classdb._workbook_role({**ours, "customData": {"owner": "the DBA"}}) is None
+    assert classdb._workbook_role({**ours, "customData": {}}) is None
+
+
+def test_a_registry_a_learner_replaced_with_a_view_is_never_run(test_uri, monkeypatch, capsys):
+    import pymongo
+
+    from helpers.safety import REGISTRY
+
+    tag = uuid.uuid4().hex[:8]
+    honest, tricky = f"schema_workbook_wbtest{tag}_honest", f"schema_workbook_wbtest{tag}_tricky"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        for n in (honest, tricky):
+            workbook_collection(client[n], "posts").insert_one({"_id": 1, "n": 0})
+        client[tricky].drop_collection(REGISTRY)  # readWrite may do this in one's own database
+        client[tricky].command("create", REGISTRY, viewOn="posts", pipeline=[{"$project": {"x": {"$divide": [1, "$n"]}}}])
+        names = classdb.workbook_database_names(client)
+        assert honest in names and tricky not in names
+        code, out, err = _class_cli(monkeypatch, capsys, test_uri, "list")
+        assert code == 0 and honest in out and tricky not in out
+        with pytest.raises(classdb.ClassError, match="left alone"):
+            classdb.drop_plan(client, [tricky])
+    finally:
+        for n in (honest, tricky):
+            client.drop_database(n)
+        client.close()

@@ -73,6 +73,7 @@ def test_the_class_page_and_report_show_passed_failed_and_not_attempted():
 
 
 def test_class_progress_reads_only_well_formed_records(test_uri):
+    import datetime as dt
     import uuid
 
     import pymongo
@@ -89,9 +90,40 @@ def test_class_progress_reads_only_well_formed_records(test_uri):
             {"_id": "not an id", "passed": True, "attempts": 1},
             {"_id": "2.2", "passed": "yes", "attempts": 1},
             {"_id": "2.3", "passed": False, "attempts": 0},
+            {"_id": {"ex": "2.4"}, "passed": True, "attempts": 1, "last": dt.datetime(2026, 1, 5)},
+            # made-up exercises, written by a learner into their own database: not on the class's page
+            *({"_id": f"9.{n}", "passed": True, "attempts": 1, "last": dt.datetime(2026, 1, 5)} for n in range(50)),
+            {"_id": "2.4\n", "passed": True, "attempts": 1, "last": dt.datetime(2026, 1, 5)},
         ])
         rows = progress.class_progress(client)["databases"][name]
         assert list(rows) == ["2.1"] and rows["2.1"]["passed"] is True and rows["2.1"]["attempts"] == 1
+    finally:
+        client.drop_database(name)
+        client.close()
+
+
+def test_class_progress_never_runs_a_learners_view(test_uri):
+    import uuid
+
+    import pymongo
+
+    from helpers.exercises import record_server_progress
+    from helpers.safety import PROGRESS, workbook_collection
+
+    name = f"schema_workbook_wbtest{uuid.uuid4().hex[:8]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        db = client[name]
+        workbook_collection(db, "scores").insert_many([{"_id": "2.1", "n": 0}, {"_id": "2.2", "n": 1}])
+        # a view named like the progress record: its pipeline (here one that fails) is never run
+        db.command("create", PROGRESS, viewOn="scores", pipeline=[{"$project": {"x": {"$divide": [1, "$n"]}}}])
+        assert progress.class_progress(client)["databases"][name] == {}
+        other = f"schema_workbook_wbtest{uuid.uuid4().hex[:8]}"
+        record_server_progress(client[other], "2.1", True)
+        try:
+            assert list(progress.class_progress(client)["databases"][other]) == ["2.1"]
+        finally:
+            client.drop_database(other)
     finally:
         client.drop_database(name)
         client.close()

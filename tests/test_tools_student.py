@@ -155,3 +155,18 @@ def test_student_copy_runs_top_to_bottom_with_exercises_not_done(path, tmp_path,
     assert ": correct." not in text
     recorded = json.loads((tmp_path / "progress.json").read_text())
     assert recorded and not any(any(v.values()) for v in recorded.values())
+
+
+@pytest.mark.parametrize("summary", ["Solution", "<b>Show the answer</b>", "Answers", "solution 9.1"])
+def test_an_answer_folded_in_a_details_block_is_refused(summary):
+    nb = {"cells": [
+        _cell("markdown", "## Exercises"),
+        _cell("code", "answer = None  # your code here", ["exercise"]),
+        _cell("markdown", f"<details>\n<summary>{summary}</summary>\n\n```python\nanswer = 42\n```\n</details>"),
+        _cell("markdown", "## Solutions"),
+        _cell("code", "answer = 42", ["solution"]),
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    with pytest.raises(student.StudentCopyError, match=r"cell 3 holds an answer in a <details> block"):
+        student.student_copy(nb, "09.ipynb")
+    nb["cells"][2] = _cell("markdown", "<details>\n<summary>Why a bucket?</summary>\nFewer documents.\n</details>")
+    assert len(student.student_copy(nb)["cells"]) == 3  # a lesson's own folded note stays

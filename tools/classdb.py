@@ -16,9 +16,10 @@ that role is a risk on its own; give each student ``readWrite`` on their databas
 ``class logins`` gives each learner of a roster that login (:func:`create_logins`): a user in the
 ``admin`` database with ``readWrite`` on the learner's own database only
 (``helpers.settings.login_db_name``), a generated password printed once in the learner's
-``MONGODB_URI``. A user is the workbook's when its only role is exactly that one (:func:`workbook_users`);
-``class drop --yes`` removes those users with their databases. (A user's ``customData`` marks it too,
-but SecantusDB 0.7.0b3 does not return ``customData``, so the role is what is checked.)
+``MONGODB_URI``. A user is the workbook's when its only role is exactly that one and its ``customData``,
+where the server returns it, is the one ``class logins`` stores (:func:`workbook_users`; SecantusDB
+0.7.0b3 returns none, so there the role alone decides); ``class drop --yes`` removes those users with
+their databases.
 """
 from __future__ import annotations
 
@@ -77,16 +78,18 @@ def is_workbook_database_name(name: str) -> bool:
 
 def workbook_database_names(client: Any) -> list[str]:
     """The workbook's databases on a server, sorted: named :func:`is_workbook_database_name` *and*
-    holding the registry (a database that merely shares the prefix is never listed)."""
+    holding the registry as a collection (a database that merely shares the prefix is never listed,
+    nor one whose registry a learner replaced with a view: its pipeline is never run)."""
     return [name for name in _list_databases(client)
-            if is_workbook_database_name(name) and REGISTRY in _collections(client[name])]
+            if is_workbook_database_name(name) and _collection_kinds(client[name]).get(REGISTRY) == "collection"]
 
 
-def _collections(db: Any) -> list[str]:
+def _collection_kinds(db: Any) -> dict[str, str]:
+    """``{name: type}`` of a database's collections (``collection``, ``view``, ``timeseries``)."""
     from pymongo.errors import OperationFailure
 
     try:
-        return db.list_collection_names()
+        return {c["name"]: c.get("type", "collection") for c in db.list_collections()}
     except OperationFailure as e:
         if _denied(e):
             raise ClassError(f"This login may not read the database {db.name!r} (the listCollections and "
@@ -283,8 +286,14 @@ def _users(client: Any, names: list[str] | None = None) -> list[dict]:
 
 
 def _workbook_role(user: dict) -> str | None:
-    """The database of a user the workbook made: its only role is readWrite on login_db_name(user)."""
+    """The database of a user the workbook made: its only role is readWrite on login_db_name(user),
+    and its ``customData``, where the server returns one (a real MongoDB does), is the one
+    :func:`create_logins` stores: a user someone else made with that role is never taken for ours."""
     want = login_db_name(str(user.get("user", "")))
+    custom = user.get("customData")
+    if custom is not None and (not isinstance(custom, dict) or custom.get("workbook") != DB_PREFIX
+                               or custom.get("database") != want):
+        return None
     roles = user.get("roles") or []
     if user.get("db") == "admin" and len(roles) == 1 and roles[0].get("role") == "readWrite" \
             and roles[0].get("db") == want:
@@ -307,10 +316,8 @@ def _check_access_control(uri: str) -> None:
     import pymongo
     from pymongo.errors import OperationFailure, PyMongoError
 
-    from helpers import uri as uris
-
-    parts = uris.parse(uri)
-    anonymous = uri if parts is None else parts.scheme + parts.rest
+    scheme, hosts, options = _server_part(uri)
+    anonymous = f"{scheme}{hosts}/" + ("?" + "&".join(options) if options else "")
     client = pymongo.MongoClient(anonymous, serverSelectionTimeoutMS=5000)
     try:
         client.list_database_names()
@@ -328,21 +335,33 @@ def _check_access_control(uri: str) -> None:
                      "No login was created.")
 
 
-def learner_uri(instructor_uri: str, login: str, password: str) -> str:
-    """The learner's ``MONGODB_URI``: the instructor's hosts and connection options (not its
-    credentials or authentication options), the learner's login, the learner's database as the
-    path, and ``authSource=admin`` (where the user is defined)."""
-    from urllib.parse import quote
+#: the instructor's authentication options, never passed on (a learner logs in as themselves)
+_AUTH_OPTIONS = ("authsource", "authmechanism", "authmechanismproperties")
 
+
+def _server_part(uri: str) -> tuple[str, str, list[str]]:
+    """``(scheme, hosts, options)`` of a MongoDB URI without anything of the login in it: no user
+    or password, no authentication option, and no option that may hold a secret or that pymongo
+    does not know (``tlsCertificateKeyFilePassword``, ``proxyPassword``, ...; see
+    ``helpers.uri.SENSITIVE_OPTIONS``): what every learner of the class may be given."""
     from helpers import uri as uris
 
-    parts = uris.parse(instructor_uri)
-    scheme = parts.scheme if parts else re.match(r"^[a-z+]+://", instructor_uri.strip()).group(0)
-    rest = parts.rest if parts else instructor_uri.strip()[len(scheme):]
+    parts = uris.parse(uri)
+    scheme = parts.scheme if parts else re.match(r"^[a-z+]+://", uri.strip(), re.I).group(0)
+    rest = parts.rest if parts else uri.strip()[len(scheme):]
     hosts, _q, query = rest.partition("?")
-    hosts = hosts.split("/", 1)[0]
-    keep = [p for p in re.split(r"[&;]", query) if p and p.split("=", 1)[0].lower() not in
-            ("authsource", "authmechanism", "authmechanismproperties")]
+    keep = [p for p in re.split(r"[&;]", query) if p and p.split("=", 1)[0].lower() not in _AUTH_OPTIONS
+            and uris.option_is_shown(p)]
+    return scheme, hosts.split("/", 1)[0], keep
+
+
+def learner_uri(instructor_uri: str, login: str, password: str) -> str:
+    """The learner's ``MONGODB_URI``: the instructor's hosts and connection options (not its
+    credentials, authentication options or any secret option: :func:`_server_part`), the learner's
+    login, the learner's database as the path, and ``authSource=admin`` (where the user is defined)."""
+    from urllib.parse import quote
+
+    scheme, hosts, keep = _server_part(instructor_uri)
     return (f"{scheme}{quote(login, safe='')}:{quote(password, safe='')}@{hosts}/{login_db_name(login)}?"
             + "&".join([*keep, "authSource=admin"]))
 
@@ -356,7 +375,7 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
     be the workbook's (same role), and if the server refuses one creation, every user and database
     this call created is removed again before the refusal is raised (:class:`ClassError`).
     """
-    from pymongo.errors import OperationFailure
+    from pymongo.errors import OperationFailure, PyMongoError
 
     _check_access_control(uri)
     try:
@@ -368,6 +387,15 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
         raise ClassError(f"These users exist already and were not made by `class logins` (their roles "
                          f"differ): {', '.join(sorted(foreign))}. Rename them in the roster; no login "
                          f"was created.")
+    owners = {db: user for user, db in workbook_users(client).items()}
+    shared = []
+    for login in logins:  # two logins, one database: rare (4 hex digits), and they would share each other's work
+        owner = owners.setdefault(login_db_name(login), login)
+        if owner != login:
+            shared.append(f"{owner!r} and {login!r} (both {login_db_name(login)})")
+    if shared:
+        raise ClassError(f"These logins would share one database: {'; '.join(shared)}. Change one of each "
+                         f"pair in the roster (another spelling); no login was created.")
     made_users: list[str] = []
     made_dbs: list[str] = []
     out: list[tuple[str, str | None, str]] = []
@@ -386,16 +414,30 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
                 client[db_name].create_collection(REGISTRY)
                 made_dbs.append(db_name)
             out.append((login, learner_uri(uri, login, password), db_name))
-    except OperationFailure as e:
+    except PyMongoError as e:  # refused, or the connection lost: a user whose password was never shown must not stay
+        left = []
         for login in made_users:
             try:
                 client.admin.command("dropUser", login)
-            except OperationFailure:
-                pass
+            except PyMongoError:
+                left.append(login)
         for db_name in made_dbs:
-            if client[db_name].list_collection_names() == [REGISTRY] and \
-                    client[db_name][REGISTRY].count_documents({}) == 0:
-                client.drop_database(db_name)
+            try:
+                if client[db_name].list_collection_names() == [REGISTRY] and \
+                        client[db_name][REGISTRY].count_documents({}) == 0:
+                    client.drop_database(db_name)
+            except PyMongoError:
+                pass
+        if left:
+            raise ClassError(f"The server stopped answering while the logins were made ({type(e).__name__}), "
+                             f"and these users could not be removed again: {', '.join(left)}. Their passwords "
+                             f"were never shown, so nobody can use them: when the server answers, remove them "
+                             f"(`python3 workbook.py class drop DB --yes` for their databases, or dropUser) "
+                             f"and run `class logins` again.") from None
+        if not isinstance(e, OperationFailure):
+            raise ClassError(f"The server stopped answering while the logins were made ({type(e).__name__}): "
+                             f"every login this run created was removed again; nothing was changed. Run "
+                             f"`class logins` again when the server answers.") from None
         if _denied(e):
             raise ClassError("This login may not create users (the createUser and grantRole actions) or "
                              "the learners' databases: run `class logins` with a login that has the root "

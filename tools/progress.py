@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import re
 import sys
 from typing import Any
 
@@ -67,9 +66,6 @@ def report() -> str:
 # ---------------------------------------------------------------------------------------------
 # the class: every workbook database on the server, read from each one's workbook_progress
 
-_EXERCISE = re.compile(r"^\d+\.\d+$")
-
-
 def _iso(value: Any) -> str | None:
     if not isinstance(value, _dt.datetime):
         return None
@@ -83,17 +79,25 @@ def class_progress(client: Any) -> dict[str, dict[str, dict[str, dict[str, Any]]
     workbook database on the server (as ``class list`` finds them; one with no attempts is ``{}``).
 
     ``passed`` is the latest attempt's result, ``attempts`` how many answers were checked, ``last``
-    the latest attempt's time (ISO 8601, UTC). A record that is not the workbook's shape is left out.
+    the latest attempt's time (ISO 8601, UTC). A record that is not the workbook's shape, or not of an
+    exercise with a checker (``helpers.exercises.exercise_ids``: the only ones ``helpers.check`` records),
+    is left out: a learner writes their own database, and made-up exercises must not fill the class's page.
     Raises ``tools.classdb.ClassError`` naming the right the login lacks.
     """
     from pymongo.errors import OperationFailure
 
+    from helpers.exercises import exercise_ids
     from helpers.safety import PROGRESS
     from tools import classdb
+
+    known = set(exercise_ids())
 
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name in classdb.workbook_database_names(client):
         try:
+            if classdb._collection_kinds(client[name]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
+                out[name] = {}
+                continue
             docs = list(client[name][PROGRESS].find({}, sort=[("_id", 1)]))
         except OperationFailure as e:
             if classdb._denied(e):
@@ -104,7 +108,7 @@ def class_progress(client: Any) -> dict[str, dict[str, dict[str, dict[str, Any]]
         rows = {}
         for d in docs:
             ex, passed, attempts, last = d.get("_id"), d.get("passed"), d.get("attempts"), _iso(d.get("last"))
-            if isinstance(ex, str) and _EXERCISE.match(ex) and isinstance(passed, bool) \
+            if isinstance(ex, str) and ex in known and isinstance(passed, bool) \
                     and isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 0 and last:
                 rows[ex] = {"passed": passed, "attempts": attempts, "last": last}
         out[name] = dict(sorted(rows.items(), key=lambda kv: _order(kv[0])))
@@ -116,7 +120,7 @@ def _order(exercise_id: str) -> tuple[int, ...]:
 
 
 def _columns(data: dict) -> list[str]:
-    """Every exercise with a checker, and any other one a learner attempted, in order."""
+    """Every exercise with a checker, and any other one in ``data`` (from a newer workbook, say), in order."""
     from helpers.exercises import exercise_ids
 
     seen = set(exercise_ids())

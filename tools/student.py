@@ -12,7 +12,9 @@ regard to letter case, spacing, numbering or markup: ``## Solutions``, ``### sol
 output, cell attachments (pasted images), and the widget state kept in the notebook's metadata.
 
 A notebook with exercises whose solutions cannot be found is refused (:class:`StudentCopyError`),
-and no copy is written: a copy that might hold the answers is worse than none.
+and so is one with an answer folded into a ``<details>`` block (its ``<summary>`` says Solution or
+Answer) before the Solutions section: no copy is written, since a copy that might hold the answers
+is worse than none.
 """
 from __future__ import annotations
 
@@ -121,6 +123,18 @@ def _is_exercises_heading(cell: dict) -> bool:
         heading_title(t).split()[:1] in (["exercise"], ["exercises"]) for _i, _l, t in _headings(_source(cell)))
 
 
+_SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.I | re.S)
+_ANSWER_TITLE = re.compile(r"^(?:show (?:the )?)?(?:solutions?|answers?)(?: \d+)*$")
+
+
+def _details_answer(cell: dict) -> bool:
+    """A markdown cell with a collapsible ``<details>`` block whose ``<summary>`` says Solution or
+    Answer: an answer one click away, wherever it stands."""
+    return cell.get("cell_type") == "markdown" and "<details" in _source(cell).lower() and any(
+        _SOLUTIONS_TITLE.match(heading_title(t)) or _ANSWER_TITLE.match(heading_title(t))
+        for t in _SUMMARY.findall(_source(cell)))
+
+
 def _hidden(cell: dict) -> bool:
     jupyter = cell.get("metadata", {}).get("jupyter", {})
     return isinstance(jupyter, dict) and bool(jupyter.get("source_hidden"))
@@ -146,6 +160,12 @@ def student_copy(nb: dict, name: str = "the notebook") -> dict:
             f"{name}: it has exercises, but no Solutions heading (e.g. '## Solutions') and no cell tagged "
             f"'solution', so its answers cannot be told apart and no student copy was written. Put the "
             f"solutions under a '## Solutions' heading at the end, each solution cell tagged 'solution'.")
+    folded = [i for i, c in enumerate(cells[:cut]) if _details_answer(c)]
+    if folded:
+        raise StudentCopyError(
+            f"{name}: cell {', '.join(str(i + 1) for i in folded)} holds an answer in a <details> block (its "
+            f"<summary> says Solution or Answer), before the Solutions section: a student copy would keep it, so "
+            f"none was written. Move it under the '## Solutions' heading at the end, in a cell tagged 'solution'.")
     kept = []
     in_exercises = False
     for c in cells[:cut]:
