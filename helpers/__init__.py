@@ -10,7 +10,8 @@ plots), ``workload`` (a design's workload, weighed into a daily cost), ``plans``
 ``display`` (show a helper's real source), ``redis_backend`` (notebook 07's Redis); and one module
 per lesson, its first docstring line naming its notebook: ``embedding`` (01), ``outlier`` (02),
 ``trees`` (03, with ``trees_base`` and ``trees_costs``), ``aerodata`` (04, with
-``aerodata_messages``, ``aerodata_geo`` and ``aerodata_costs``), ``schema`` (05), ``advisor`` (split into
+``aerodata_messages``, ``aerodata_geo`` and ``aerodata_costs``), ``schema`` (05, with ``schema_infer``,
+``schema_validate`` and ``schema_migrate``), ``advisor`` (split into
 ``advisor_rules``, ``advisor_findings`` and ``advisor_workload``) and ``advisor_cases`` (06), ``kv`` (07),
 ``buckets`` (08).
 Engine adapters live in ``engines/``; maintainers' tools in ``tools/``; benchmarks in ``bench/``.
