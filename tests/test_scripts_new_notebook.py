@@ -35,22 +35,28 @@ def _run(copy, *args, **kw):
     return subprocess.run([sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, **kw)
 
 
+def _free(copy) -> str:
+    """The next notebook number after the last one the workbook has (a new notebook takes it)."""
+    return f"{max(int(p.name[:2]) for p in (copy / 'notebooks').glob('[0-9][0-9]_*.ipynb')) + 1:02d}"
+
+
 def test_a_started_notebook_passes_the_skeleton_and_layout_tests_at_once(copy):
-    done = _run(copy, "scripts/new_notebook.py", "09", "caching")
+    nn = _free(copy)
+    done = _run(copy, "scripts/new_notebook.py", nn, "caching")
     assert done.returncode == 0, done.stdout + done.stderr
-    for rel in ("notebooks/09_caching.ipynb", "helpers/caching.py", "helpers/checks/nb09.py", "tests/test_caching.py"):
+    for rel in (f"notebooks/{nn}_caching.ipynb", "helpers/caching.py", f"helpers/checks/nb{nn}.py", "tests/test_caching.py"):
         assert (copy / rel).is_file(), rel
     subprocess.run(["git", "add", "-A"], cwd=copy, check=True)  # the layout tests read the tracked files
     # every layout test, and the notebook tests for the new notebook (the others pass here already)
     done = _run(copy, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-rA",
-                "-k", "not ipynb or 09_caching", "tests/test_notebooks_skeleton.py", "tests/test_layout.py",
+                "-k", f"not ipynb or {nn}_caching", "tests/test_notebooks_skeleton.py", "tests/test_layout.py",
                 "tests/test_caching.py", "tests/test_repo.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     ran = done.stdout
-    for test in ("test_sections_in_order[09_caching.ipynb]", "test_solutions_are_last_collapsed_and_hidden[09_caching",
+    for test in (f"test_sections_in_order[{nn}_caching.ipynb]", f"test_solutions_are_last_collapsed_and_hidden[{nn}_caching",
                  "test_every_lesson_module_names_its_notebook_first[caching]", "test_ruff_finds_nothing",
                  "test_readme_contents_are_generated_from_the_notebooks", "test_count_by_kind_is_one_round_trip[mock]",
-                 "test_committed_notebook_is_a_clean_run[09_caching.ipynb]"):
+                 f"test_committed_notebook_is_a_clean_run[{nn}_caching.ipynb]"):
         assert "PASSED tests/" in ran and test in ran, test
 
 
@@ -59,9 +65,10 @@ def test_it_refuses_what_would_clash_and_writes_nothing(copy):
         return sorted(p.relative_to(copy) for d in ("notebooks", "helpers", "tests") for p in (copy / d).rglob("*"))
 
     before = files()
-    for args, says in ((["9", "x"], "two digits"), (["08", "Not-Snake"], "snake_case"),
+    nn = _free(copy)
+    for args, says in ((["9", "x"], "two digits"), ([nn, "Not-Snake"], "snake_case"),
                        (["00", "again"], "notebook 00 exists already"),
-                       (["08", "counting"], "already there: helpers/counting.py")):
+                       ([nn, "counting"], "already there: helpers/counting.py")):
         done = _run(copy, "scripts/new_notebook.py", *args, "--no-run")
         assert done.returncode == 2 and says in done.stderr, done.stderr
     assert files() == before
