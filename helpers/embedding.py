@@ -44,6 +44,8 @@ __all__ = [
     "authors_books_app_join",
     "authors_books_lookup",
     "authors_books_lookup_pipeline",
+    "product_page_lookup",
+    "product_page_work",
     "foreign_query_plan",
     "ForeignPlan",
     "lookup_stage_stats",
@@ -691,12 +693,53 @@ def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: 
 def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Document | None:
     """The read path: a product with its reviews, from the array or (``reviews=``) the collection."""
     _check_collection(products, "products")
-    product = products.find_one({"_id": product_id})
+    product = products.find_one({"_id": product_id}, None if reviews is None else {"reviews": 0})
     if product is None or reviews is None:
         return product
     _check_collection(reviews, "reviews")
     found = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0}).sort("n", 1)
     return {**product, "reviews": list(found)}
+
+
+def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Document | None:
+    """The referenced read path in one round trip: one ``aggregate``, ``$match`` then ``$lookup``.
+
+    ``$lookup`` joins the reviews whose ``product_id`` equals the product's ``_id`` (served by the
+    ``product_id, n`` index on the foreign collection), sorted by ``n`` and without the
+    bookkeeping fields, as ``reviews``: the same page as :func:`product_page` with ``reviews=``,
+    which sends two queries. The joined page is one document, so it is held to the 16 MiB limit.
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    pipeline = [
+        {"$match": {"_id": product_id}},
+        {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",
+                     "pipeline": [{"$sort": {"n": 1}}, {"$project": {"_id": 0, "product_id": 0, "n": 0}}],
+                     "as": "reviews"}},
+    ]
+    return next(iter(products.aggregate(pipeline)), None)
+
+
+def product_page_work(products: Any, product_id: Any, *, reviews: Any = None) -> dict[str, int]:
+    """Keys and documents the server examines for one product page, from ``find`` explains.
+
+    The product by ``_id``; with ``reviews=``, plus the query a ``$lookup`` runs on the foreign
+    collection for it (``reviews.find({"product_id": product_id}).sort("n", 1)``, explained
+    separately: an aggregate explain need not report a ``$lookup`` stage's statistics). Only
+    meaningful where ``caps.explain`` holds. Notebook 01, section 8.
+    """
+    _check_collection(products, "products")
+    plans = [products.find({"_id": product_id}).explain()]
+    if reviews is not None:
+        _check_collection(reviews, "reviews")
+        plans.append(reviews.find({"product_id": product_id}).sort("n", 1).explain())
+    keys = docs = 0
+    for plan in plans:
+        _stages, k, d = plan_summary(plan)
+        if k is None or d is None:
+            raise ValueError("this engine's explain gives no keys/documents examined: check caps.explain first")
+        keys, docs = keys + k, docs + d
+    return {"keys examined": keys, "docs examined": docs}
 
 
 def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, Any] | None:
