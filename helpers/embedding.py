@@ -46,6 +46,8 @@ __all__ = [
     "authors_books_lookup_pipeline",
     "product_page_lookup",
     "product_page_work",
+    "find_work",
+    "add_work",
     "foreign_query_plan",
     "ForeignPlan",
     "lookup_stage_stats",
@@ -720,6 +722,28 @@ def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Documen
     return next(iter(products.aggregate(pipeline)), None)
 
 
+def find_work(collection: Any, filter: Document, sort: Sequence[tuple[str, int]] | None = None) -> dict[str, int]:
+    """Keys and documents the server examines to find ``filter`` (with ``sort``), from a ``find`` explain.
+
+    For a write, the work of finding what it changes (an ``update`` with that filter examines the
+    same). Only meaningful where ``caps.explain`` holds: an engine whose explain gives no counters
+    is an error, never a zero.
+    """
+    _check_collection(collection, "collection")
+    cursor = collection.find(filter)
+    if sort:
+        cursor = cursor.sort(list(sort))
+    _stages, keys, docs = plan_summary(cursor.explain())
+    if keys is None or docs is None:
+        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: check caps.explain first")
+    return {"keys examined": keys, "docs examined": docs}
+
+
+def add_work(*works: dict[str, int]) -> dict[str, int]:
+    """The sum of several :func:`find_work` results (an operation that sends several queries)."""
+    return {k: sum(w[k] for w in works) for k in ("keys examined", "docs examined")}
+
+
 def product_page_work(products: Any, product_id: Any, *, reviews: Any = None) -> dict[str, int]:
     """Keys and documents the server examines for one product page, from ``find`` explains.
 
@@ -728,18 +752,10 @@ def product_page_work(products: Any, product_id: Any, *, reviews: Any = None) ->
     separately: an aggregate explain need not report a ``$lookup`` stage's statistics). Only
     meaningful where ``caps.explain`` holds. Notebook 01, section 8.
     """
-    _check_collection(products, "products")
-    plans = [products.find({"_id": product_id}).explain()]
-    if reviews is not None:
-        _check_collection(reviews, "reviews")
-        plans.append(reviews.find({"product_id": product_id}).sort("n", 1).explain())
-    keys = docs = 0
-    for plan in plans:
-        _stages, k, d = plan_summary(plan)
-        if k is None or d is None:
-            raise ValueError("this engine's explain gives no keys/documents examined: check caps.explain first")
-        keys, docs = keys + k, docs + d
-    return {"keys examined": keys, "docs examined": docs}
+    work = find_work(products, {"_id": product_id})
+    if reviews is None:
+        return work
+    return add_work(work, find_work(reviews, {"product_id": product_id}, [("n", 1)]))
 
 
 def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, Any] | None:
