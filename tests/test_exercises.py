@@ -298,8 +298,10 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
     assert evaluate("1.5", 502, workload=workload, costs=examined, by=by)[0] == "correct"
     for wrong in (501, 503, 25):
         assert evaluate("1.5", wrong, workload=workload, costs=examined, by=by)[0] == "not right yet", wrong
-    # costs without the server's work: the exercise says so instead of inventing it
+    assert evaluate("1.5", 0, workload=workload, costs=examined, by=by)[0] == "not right yet"
+    # costs without the server's work (an engine that cannot explain): no flip to find, and the answer is 0
     assert evaluate("1.5", 502, workload=workload, costs=costs, by=by)[0] == "not right yet"
+    assert evaluate("1.5", 0, workload=workload, costs=costs, by=by)[0] == "correct"
 
 
 def test_exercise_2_5_weighs_the_live_event():

@@ -101,10 +101,13 @@ def torn_possible(answer: Any) -> str | None:
                       "answer is the smallest v at which the pick is still 'embed or copy'")
 def views_at_flip(answer: Any, *, workload: Any, costs: Any, by: str = "round trips / day") -> str | None:
     """Weigh the measured costs with the product page's rate changed, at the answer and one below."""
-    if by not in workload.weigh(costs).columns:
-        return (f"the costs carry no {by!r} on this engine (it gives no keys or documents examined: "
-                f"caps.explain), so there is nothing to find here; run the notebook on the embedded backend")
-    if isinstance(answer, bool) or not hasattr(answer, "__index__") or int(answer) < 1:
+    if isinstance(answer, bool) or not hasattr(answer, "__index__"):
+        return f"give a whole number of page views a day, not {answer!r}"
+    if by not in workload.weigh(costs).columns:  # the engine gave no server work (caps.explain): nothing to find
+        return None if int(answer) == 0 else (
+            f"the costs carry no {by!r} on this engine (it gives no keys or documents examined: caps.explain), "
+            f"so no rate makes the pick flip by it: answer 0")
+    if int(answer) < 1:
         return f"give a whole number of page views a day, 1 or more, not {answer!r}"
     v = int(answer)
 
