@@ -44,6 +44,10 @@ __all__ = [
     "authors_books_app_join",
     "authors_books_lookup",
     "authors_books_lookup_pipeline",
+    "product_page_lookup",
+    "product_page_work",
+    "find_work",
+    "add_work",
     "foreign_query_plan",
     "ForeignPlan",
     "lookup_stage_stats",
@@ -691,12 +695,67 @@ def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: 
 def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Document | None:
     """The read path: a product with its reviews, from the array or (``reviews=``) the collection."""
     _check_collection(products, "products")
-    product = products.find_one({"_id": product_id})
+    product = products.find_one({"_id": product_id}, None if reviews is None else {"reviews": 0})
     if product is None or reviews is None:
         return product
     _check_collection(reviews, "reviews")
     found = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0}).sort("n", 1)
     return {**product, "reviews": list(found)}
+
+
+def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Document | None:
+    """The referenced read path in one round trip: one ``aggregate``, ``$match`` then ``$lookup``.
+
+    ``$lookup`` joins the reviews whose ``product_id`` equals the product's ``_id`` (served by the
+    ``product_id, n`` index on the foreign collection), sorted by ``n`` and without the
+    bookkeeping fields, as ``reviews``: the same page as :func:`product_page` with ``reviews=``,
+    which sends two queries. The joined page is one document, so it is held to the 16 MiB limit.
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    pipeline = [
+        {"$match": {"_id": product_id}},
+        {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",
+                     "pipeline": [{"$sort": {"n": 1}}, {"$project": {"_id": 0, "product_id": 0, "n": 0}}],
+                     "as": "reviews"}},
+    ]
+    return next(iter(products.aggregate(pipeline)), None)
+
+
+def find_work(collection: Any, filter: Document, sort: Sequence[tuple[str, int]] | None = None) -> dict[str, int]:
+    """Keys and documents the server examines to find ``filter`` (with ``sort``), from a ``find`` explain.
+
+    For a write, the work of finding what it changes (an ``update`` with that filter examines the
+    same). Only meaningful where ``caps.explain`` holds: an engine whose explain gives no counters
+    is an error, never a zero.
+    """
+    _check_collection(collection, "collection")
+    cursor = collection.find(filter)
+    if sort:
+        cursor = cursor.sort(list(sort))
+    _stages, keys, docs = plan_summary(cursor.explain())
+    if keys is None or docs is None:
+        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: check caps.explain first")
+    return {"keys examined": keys, "docs examined": docs}
+
+
+def add_work(*works: dict[str, int]) -> dict[str, int]:
+    """The sum of several :func:`find_work` results (an operation that sends several queries)."""
+    return {k: sum(w[k] for w in works) for k in ("keys examined", "docs examined")}
+
+
+def product_page_work(products: Any, product_id: Any, *, reviews: Any = None) -> dict[str, int]:
+    """Keys and documents the server examines for one product page, from ``find`` explains.
+
+    The product by ``_id``; with ``reviews=``, plus the query a ``$lookup`` runs on the foreign
+    collection for it (``reviews.find({"product_id": product_id}).sort("n", 1)``, explained
+    separately: an aggregate explain need not report a ``$lookup`` stage's statistics). Only
+    meaningful where ``caps.explain`` holds. Notebook 01, section 8.
+    """
+    work = find_work(products, {"_id": product_id})
+    if reviews is None:
+        return work
+    return add_work(work, find_work(reviews, {"product_id": product_id}, [("n", 1)]))
 
 
 def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, Any] | None:

@@ -11,8 +11,11 @@ not per call.
 Costs come from the workbook's own measurements: a :class:`helpers.measure.Measurement`, a
 :class:`helpers.counting.CommandCounter`, or a mapping with the same keys (``"round trips"``,
 ``"docs returned"``, ``"bytes returned"``, ``"docs written"``, and optionally ``"median ms"``).
-Daily round trips, documents and bytes are deterministic; a daily time is one engine's on one
-machine, and is labelled so wherever it is shown.
+A cost may also carry the server's work, ``"keys examined"`` and ``"docs examined"`` (a
+``Measurement`` has them where the engine explains faithfully: ``caps.explain``); the daily table
+weighs them only when every design's every operation carries them, and never counts a missing one
+as zero. Daily round trips, documents and bytes are deterministic; a daily time is one engine's on
+one machine, and is labelled so wherever it is shown.
 """
 from __future__ import annotations
 
@@ -20,10 +23,12 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["Operation", "Workload", "METRICS", "cost_of", "plot_daily"]
+__all__ = ["Operation", "Workload", "METRICS", "WORK", "cost_of", "plot_daily"]
 
 #: the deterministic metrics a workload weighs, as :meth:`helpers.measure.Measurement.costs` names them
 METRICS = ("round trips", "docs returned", "bytes returned", "docs written")
+#: the server's work, weighed only when every cost carries it (from an explain: ``caps.explain``)
+WORK = ("keys examined", "docs examined")
 _KINDS = ("read", "write")
 SECONDS_PER_DAY = 86_400
 
@@ -64,11 +69,17 @@ class Operation:
 
 def cost_of(cost: Any) -> dict[str, float]:
     """The deterministic costs of one run of an operation, as a dict keyed by :data:`METRICS` (plus
-    ``"median ms"`` when the cost carries a time): from a ``Measurement``, a ``CommandCounter`` or a
-    mapping with those keys (a missing metric is an error, so no cost is silently zero)."""
+    ``"median ms"`` when the cost carries a time, and ``"keys examined"``/``"docs examined"`` when
+    it carries the server's work): from a ``Measurement``, a ``CommandCounter`` or a mapping with
+    those keys (a missing metric is an error, so no cost is silently zero; a missing or ``None``
+    server work is left out, not zero)."""
     if hasattr(cost, "costs") and callable(cost.costs):  # helpers.measure.Measurement
         out = dict(cost.costs())
         out["median ms"] = cost.median_ms
+        for key, value in (("keys examined", getattr(cost, "keys_examined", None)),
+                           ("docs examined", getattr(cost, "docs_examined", None))):
+            if value is not None:
+                out[key] = value
         return out
     if hasattr(cost, "round_trips") and hasattr(cost, "docs_written"):  # helpers.counting.CommandCounter
         return {"round trips": cost.round_trips, "docs returned": cost.docs_returned,
@@ -80,6 +91,9 @@ def cost_of(cost: Any) -> dict[str, float]:
         out = {m: cost[m] for m in METRICS}
         if "median ms" in cost:
             out["median ms"] = cost["median ms"]
+        for key in WORK:
+            if cost.get(key) is not None:
+                out[key] = cost[key]
         return out
     raise TypeError(f"a cost is a Measurement, a CommandCounter or a mapping of {METRICS}, not {type(cost).__name__}")
 
@@ -151,12 +165,15 @@ class Workload:
         :func:`cost_of`). Returns a DataFrame indexed by design with ``round trips / day``,
         ``docs returned / day``, ``MB returned / day`` and ``docs written / day``, and, when every
         cost carries a time, ``busy s / day`` (the sum of median times times rates: one engine on
-        one machine, a comparison between designs, not a capacity plan). ``per_operation=True``
-        gives the rows by (design, operation) instead."""
+        one machine, a comparison between designs, not a capacity plan), and, when every cost
+        carries the server's work, ``keys examined / day`` and ``docs examined / day`` (each only
+        when every design's every operation has it: a missing one is never counted as zero).
+        ``per_operation=True`` gives the rows by (design, operation) instead."""
         import pandas as pd
 
         measured = self._costs(costs)
         timed = all("median ms" in c for per_op in measured.values() for c in per_op.values())
+        work = [k for k in WORK if all(k in c for per_op in measured.values() for c in per_op.values())]
         rows = []
         for design, per_op in measured.items():
             for o in self.operations:
@@ -168,6 +185,8 @@ class Workload:
                        "docs written / day": c["docs written"] * o.per_day}
                 if timed:
                     row["busy s / day"] = c["median ms"] * o.per_day / 1000
+                for k in work:
+                    row[f"{k} / day"] = c[k] * o.per_day
                 rows.append(row)
         table = pd.DataFrame(rows).set_index(["design", "operation"])
         if per_operation:
@@ -176,7 +195,8 @@ class Workload:
 
     def pick(self, costs: Mapping[str, Mapping[str, Any]], by: str | Sequence[str] = "round trips / day") -> str:
         """The design with the lowest daily cost ``by`` one column of :meth:`weigh` (or several, in
-        order: ties on the first are broken by the next)."""
+        order: ties on the first are broken by the next), e.g. ``"docs examined / day"`` when the
+        costs carry the server's work."""
         daily = self.weigh(costs)
         keys = [by] if isinstance(by, str) else list(by)
         for k in keys:

@@ -194,6 +194,12 @@ def test_migrate_verify_and_switch_read_path(db):
     with counting() as c:
         e.product_page(products, 5, reviews=reviews)
     assert c.commands == ["find", "find"]
+    # the same page in one round trip: $match + $lookup on the indexed product_id
+    assert e.product_page_lookup(products, reviews, 5) == new
+    with counting() as c:
+        e.product_page_lookup(products, reviews, 5)
+    assert c.commands == ["aggregate"] and c.docs_returned == 1
+    assert e.product_page_lookup(products, reviews, "no such product") is None
     # only now drop the arrays
     assert e.drop_embedded_reviews(products, report.per_product, batch_size=11) == 30
     assert products.count_documents({"reviews": {"$exists": True}}) == 0
@@ -433,3 +439,15 @@ def test_flagged_cut_over_loses_nothing_written_during_it(db):
     assert e.review_digests(reviews, embedded=False) == e.review_digests_of(truth)
     with pytest.raises(KeyError):
         e.add_review(products, reviews, 99, {"t": "x"})
+
+
+def test_product_page_work_counts_the_product_and_the_joined_reviews(backend, db):
+    if not backend.info.caps.explain:
+        pytest.skip(f"{backend.info.engine} cannot explain faithfully (docs/ENGINES.md)")
+    products, docs = _products(db, 10)
+    reviews = workbook_collection(db, "reviews")
+    e.migrate_reviews(products, reviews)  # builds the (product_id, n) index
+    k = len(products.find_one({"_id": 5})["reviews"])
+    assert k > 0
+    assert e.product_page_work(products, 5) == {"keys examined": 1, "docs examined": 1}
+    assert e.product_page_work(products, 5, reviews=reviews) == {"keys examined": 1 + k, "docs examined": 1 + k}

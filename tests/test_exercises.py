@@ -287,6 +287,21 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
     assert evaluate("1.5", 25, workload=workload, costs=costs)[0] == "correct"
     for wrong in (24, 26, 1000, 0, "25", True):
         assert evaluate("1.5", wrong, workload=workload, costs=costs)[0] == "not right yet", wrong
+    # by the server's work: a page examines 1 document embedded, 11 referenced; the writes the other way
+    work = {("embed or copy", "view a product page"): 1, ("embed or copy", "add a co-author to a book"): 2,
+            ("embed or copy", "rename an author"): 1001, ("reference", "view a product page"): 11,
+            ("reference", "add a co-author to a book"): 1, ("reference", "rename an author"): 1}
+    examined = {d: {op: {**c, "keys examined": work[(d, op)], "docs examined": work[(d, op)]}
+                    for op, c in per_op.items()} for d, per_op in costs.items()}
+    by = "docs examined / day"
+    # embed or copy: v + 40 + 5005; reference: 11v + 20 + 5; tied (and picked, listed first) at v = 502
+    assert evaluate("1.5", 502, workload=workload, costs=examined, by=by)[0] == "correct"
+    for wrong in (501, 503, 25):
+        assert evaluate("1.5", wrong, workload=workload, costs=examined, by=by)[0] == "not right yet", wrong
+    assert evaluate("1.5", 0, workload=workload, costs=examined, by=by)[0] == "not right yet"
+    # costs without the server's work (an engine that cannot explain): no flip to find, and the answer is 0
+    assert evaluate("1.5", 502, workload=workload, costs=costs, by=by)[0] == "not right yet"
+    assert evaluate("1.5", 0, workload=workload, costs=costs, by=by)[0] == "correct"
 
 
 def test_exercise_2_5_weighs_the_live_event():

@@ -81,3 +81,34 @@ def test_workload_refuses_repeated_names_and_unknown_pick():
     with pytest.raises(ValueError, match="pick by one of"):
         Workload("w", (op,)).pick({"x": {"a": _cost(1)}}, by="speed")
     assert list(Workload("w", (op,)).table().columns)[:2] == ["kind", "per day"]
+
+
+def _work(cost, keys, docs):
+    return {**cost, "keys examined": keys, "docs examined": docs}
+
+
+def test_server_work_is_weighed_and_can_decide_the_pick():
+    # equal round trips; the server's work tells the designs apart
+    costs = {"embedded": {"read a post": _work(_cost(1), 1, 1), "add a comment": _work(_cost(1, 0, 0, 1), 1, 1)},
+             "referenced": {"read a post": _work(_cost(1, 1, 1100), 11, 11),
+                            "add a comment": _work(_cost(1, 0, 0, 1), 0, 0)}}
+    daily = _workload().weigh(costs)
+    assert daily.loc["embedded", "keys examined / day"] == 1000 + 10
+    assert daily.loc["referenced", "docs examined / day"] == 11_000
+    assert _workload().pick(costs, by="docs examined / day") == "embedded"
+    assert _workload().pick(costs, by=["round trips / day", "docs examined / day"]) == "embedded"
+    m = Measurement("q", [1.0], 1, 1, 50, 0, ("find",), keys_examined=3, docs_examined=2)
+    assert cost_of(m)["keys examined"] == 3 and cost_of(m)["docs examined"] == 2
+
+
+def test_server_work_missing_anywhere_is_left_out_not_zero():
+    m = Measurement("q", [1.0], 1, 1, 50, 0, ("find",))  # no explain: no server work
+    assert "keys examined" not in cost_of(m) and "docs examined" not in cost_of(m)
+    costs = {"A": {"read a post": _work(_cost(1), 1, 1), "add a comment": _work(_cost(1), 1, 1)},
+             "B": {"read a post": _work(_cost(1), 1, None), "add a comment": _cost(1)}}
+    daily = _workload().weigh(costs)
+    assert "keys examined / day" not in daily.columns and "docs examined / day" not in daily.columns
+    with pytest.raises(ValueError, match="pick by one of"):
+        _workload().pick(costs, by="docs examined / day")
+    assert list(_workload().weigh(COSTS).columns) == ["round trips / day", "docs returned / day",
+                                                      "MB returned / day", "docs written / day"]
