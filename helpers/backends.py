@@ -211,10 +211,10 @@ def redact_uri(uri: str) -> str:
 def _probe(db: Any, is_mock: bool) -> Capabilities:
     from pymongo.errors import DocumentTooLarge, OperationFailure, PyMongoError
 
-    from .safety import REGISTRY, track_collection
+    from .safety import scratch_collection
 
     name = f"workbook_probe_{uuid.uuid4().hex[:8]}"
-    coll = track_collection(db, name)
+    coll = scratch_collection(db, name)
     caps: dict[str, bool] = {}
     try:
         coll.insert_many([{"_id": f"k{i:03d}", "v": i, "s": f"s{i:03d}", "p": None if i == 0 else (i - 1) // 2,
@@ -287,7 +287,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             caps["graph_restrict"] = False
         # $jsonSchema validator
         vname = f"{name}_v"
-        track_collection(db, vname)
+        scratch_collection(db, vname)
         try:
             db.create_collection(vname, validator={"$jsonSchema": {"required": ["a"]}})
             try:
@@ -303,7 +303,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
             db.drop_collection(vname)
         # collation: a case-insensitive index keeps its collation, and a query with it matches "Y" for "y"
         cname = f"{name}_c"
-        track_collection(db, cname)
+        scratch_collection(db, cname)
         try:
             strength2 = {"locale": "en", "strength": 2}
             db[cname].insert_many([{"_id": 1, "x": "Y"}, {"_id": 2, "x": "z"}])
@@ -337,7 +337,7 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
 
         caps["concurrent_clients"] = isinstance(getattr(db, "client", None), pymongo.MongoClient)
         # geo: a 2dsphere index, $near order, $centerSphere
-        caps.update(_probe_geo(db, track_collection(db, f"{name}_geo")))
+        caps.update(_probe_geo(db, scratch_collection(db, f"{name}_geo")))
 
 
         # the engine's limits: how deep $graphLookup walks unasked, how long a regex may be
@@ -347,8 +347,6 @@ def _probe(db: Any, is_mock: bool) -> Capabilities:
     finally:
         db.drop_collection(name)
         db.drop_collection(f"{name}_geo")
-        # remove only its own entries: never the registry, which another kernel may have filled meanwhile
-        db[REGISTRY].delete_many({"_id": {"$in": [name, f"{name}_v", f"{name}_c", f"{name}_geo"]}})
     return Capabilities(**caps)
 
 
@@ -443,15 +441,14 @@ def _probe_regex_max_length(coll: Any) -> int | None:
 
 def _probe_limits(db: Any) -> tuple[int | None, int | None]:
     """``(graph_max_depth, regex_max_length)``, measured in a throwaway collection of ``db``."""
-    from .safety import REGISTRY, track_collection
+    from .safety import scratch_collection
 
     name = f"workbook_probe_{uuid.uuid4().hex[:8]}"
-    coll = track_collection(db, name)
+    coll = scratch_collection(db, name)
     try:
         return _probe_graph_max_depth(coll), _probe_regex_max_length(coll)
     finally:
         db.drop_collection(name)
-        db[REGISTRY].delete_many({"_id": name})
 
 
 #: the limits of each client's engine, from its connect probe or probed on first need

@@ -76,7 +76,7 @@ def test_reset_keeps_what_another_kernel_records_while_it_runs(db, monkeypatch):
         out = real_drop(name, *args, **kwargs)
         if not calls:
             calls.append(name)
-            safety._record(db, "b")  # another kernel: records "b", about to create it
+            safety.record(db, "b")  # another kernel: records "b", about to create it
         return out
 
     monkeypatch.setattr(db, "drop_collection", drop_and_let_another_kernel_record)

@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 
 from helpers.datasets import is_staging_name
-from helpers.safety import REGISTRY, reset_workbook
+from helpers.safety import REGISTRY, has_registry, recorded, reset_workbook, retire_registry
 from helpers.settings import DB_PREFIX
 
 __all__ = ["ClassError", "workbook_databases", "drop_plan", "check_instructor", "instructor_privileges",
@@ -52,8 +52,7 @@ def _list_databases(client: Any) -> list[str]:
 
 def _workbook_collections(db: Any) -> list[str]:
     """What the learner made: recorded, existing, not a load's staging copy or a probe's leftover."""
-    recorded = {n for n in db[REGISTRY].distinct("_id") if isinstance(n, str)}
-    return sorted(n for n in recorded & set(db.list_collection_names())
+    return sorted(n for n in recorded(db) & set(db.list_collection_names())
                   if not is_staging_name(n) and not n.startswith(_PROBE))
 
 
@@ -68,7 +67,7 @@ def workbook_databases(client: Any) -> list[dict[str, Any]]:
         if not name.startswith(DB_PREFIX):
             continue
         db = client[name]
-        if REGISTRY not in db.list_collection_names():
+        if not has_registry(db):
             continue
         stats = db.command("dbStats")
         out.append({"database": name, "collections": len(_workbook_collections(db)),
@@ -93,8 +92,8 @@ def drop_plan(client: Any, names: list[str] | None = None) -> dict[str, dict[str
     for name in targets:
         db = client[name]
         mine = _workbook_collections(db)
-        recorded = {n for n in db[REGISTRY].distinct("_id") if isinstance(n, str)}
-        keep = sorted(n for n in db.list_collection_names() if n not in recorded and n != REGISTRY)
+        ours = recorded(db)
+        keep = sorted(n for n in db.list_collection_names() if n not in ours and n != REGISTRY)
         plan[name] = {"drop": mine, "keep": keep}
     return plan
 
@@ -183,7 +182,7 @@ def drop_workbook_databases(client: Any, names: list[str] | None = None, *,
         others = sorted(n for n in db.list_collection_names() if n != REGISTRY)
         if not others:
             client.drop_database(name)
-        elif db[REGISTRY].count_documents({}) == 0:
-            db.drop_collection(REGISTRY)  # no longer a workbook database
+        else:
+            retire_registry(db)  # if it records nothing, no longer a workbook database
         kept[name] = others
     return kept
