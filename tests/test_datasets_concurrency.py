@@ -36,7 +36,7 @@ def _leftovers(db) -> tuple[list, list]:
 
 
 def _check_complete(db, results: list) -> None:
-    expected = sorted(d["_id"] for d in ds._SPECS[DATASET].source(ds.datasets_dir(), ds._SPECS[DATASET].small))
+    expected = sorted(d["_id"] for d in ds.SPECS[DATASET].source(ds.datasets_dir(), ds.SPECS[DATASET].small))
     assert len(expected) == COUNT
     assert all(r == {TARGET: COUNT} for r in results), results  # both loads report the full load ...
     assert _ids(db[TARGET]) == expected  # ... and the target holds it, once
@@ -90,7 +90,7 @@ def test_a_load_waits_then_refuses_clearly_while_another_holds_the_collection(db
     import datetime as dt
     far = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(hours=1)
     db[REGISTRY].insert_one({"_id": "$loading:nyc_carriers", "owner": "another kernel", "expires": far})
-    monkeypatch.setattr(ds, "LOCK_WAIT_S", 0.3)
+    monkeypatch.setattr(ds.lease, "LOCK_WAIT_S", 0.3)
     with pytest.raises(DatasetError, match="another load is writing 'nyc_carriers'.*nothing was changed"):
         load_dataset("nyc_carriers", db)
     assert _ids(db.nyc_carriers) == before
@@ -110,7 +110,7 @@ def test_a_server_error_mid_load_leaves_no_half_loaded_collection(db, monkeypatc
     load_dataset("nyc_carriers", db, collection="tiny")
     db.tiny.delete_many({"_id": {"$in": _ids(db.tiny)[4:]}})  # 12 of 16 to write again (a reload by difference too)
     before = _ids(db.tiny)
-    monkeypatch.setattr(ds, "BATCH_SIZE", 5)
+    monkeypatch.setattr(ds.common, "BATCH_SIZE", 5)
     calls = {"n": 0}
     real = type(db.tiny).insert_many
 
@@ -126,21 +126,21 @@ def test_a_server_error_mid_load_leaves_no_half_loaded_collection(db, monkeypatc
     monkeypatch.undo()
     assert calls["n"] == 3
     # staged (mock, MongoDB): the target as it was; written in place (SecantusDB): dropped, never partial
-    assert _ids(db.tiny) == ([] if ds._rename_copies(db) else before)
+    assert _ids(db.tiny) == ([] if ds.rename_copies(db) else before)
     assert _leftovers(db) == ([], [])
 
 
 def test_a_repeated_id_in_a_file_is_refused_before_any_write(db, monkeypatch):
     load_dataset("nyc_carriers", db)
     before = _ids(db.nyc_carriers)
-    real = ds._SPECS["nyc_carriers"].source
+    real = ds.SPECS["nyc_carriers"].source
 
     def repeated(folder, n):
         docs = list(real(folder, n))
         return [*docs, dict(docs[3])]
 
     repeated.file = real.file  # type: ignore[attr-defined]
-    monkeypatch.setitem(ds._SPECS, "nyc_carriers", ds._Spec(("nyc_carriers",), None, None, "carriers", repeated))
+    monkeypatch.setitem(ds.SPECS, "nyc_carriers", ds.catalogue.Spec(("nyc_carriers",), None, None, "carriers", repeated))
     with pytest.raises(DatasetError, match="records 4 and 17 .* same _id"):
         load_dataset("nyc_carriers", db)
     assert _ids(db.nyc_carriers) == before
@@ -149,7 +149,7 @@ def test_a_repeated_id_in_a_file_is_refused_before_any_write(db, monkeypatch):
 def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db, tmp_path, monkeypatch):
     import shutil
 
-    from helpers.datasets import DATASETS_DIR, _sha256
+    from helpers.datasets import DATASETS_DIR, sha256
 
     folder = tmp_path / "datasets"
     folder.mkdir()
@@ -162,7 +162,7 @@ def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db,
     lines[9] = ",".join(fields)
     path.write_text("\n".join(lines), encoding="utf-8")
     sums = folder / "checksums.sha256"
-    sums.write_text("\n".join(f"{_sha256(path)}  nyc_planes.csv" if line.endswith("  nyc_planes.csv") else line
+    sums.write_text("\n".join(f"{sha256(path)}  nyc_planes.csv" if line.endswith("  nyc_planes.csv") else line
                               for line in sums.read_text(encoding="utf-8").splitlines()) + "\n", encoding="utf-8")
     load_dataset("nyc_planes", db, scale=3)
     before = _ids(db.nyc_planes)
@@ -176,5 +176,5 @@ def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db,
 def test_staging_only_where_a_rename_is_free(backend):
     """SecantusDB's renameCollection copies the documents: loads there write the target directly."""
     db = backend.client[backend.db.name] if backend.info.engine != "mongomock-ng" else backend.db
-    assert ds._rename_copies(db) is (backend.info.engine == "SecantusDB")
-    assert ds._rename_copies(db) is ds._rename_copies(db)  # asked once per client
+    assert ds.rename_copies(db) is (backend.info.engine == "SecantusDB")
+    assert ds.rename_copies(db) is ds.rename_copies(db)  # asked once per client
