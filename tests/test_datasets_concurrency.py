@@ -178,3 +178,113 @@ def test_staging_only_where_a_rename_is_free(backend):
     db = backend.client[backend.db.name] if backend.info.engine != "mongomock-ng" else backend.db
     assert ds.rename_copies(db) is (backend.info.engine == "SecantusDB")
     assert ds.rename_copies(db) is ds.rename_copies(db)  # asked once per client
+
+
+# --- a reset in another kernel while a load writes: the load is left alone and ends complete
+
+def _pause_after_first_batch(monkeypatch, coll_type, during):
+    real = coll_type.insert_many
+    calls = []
+
+    def insert_many(self, docs, *args, **kwargs):
+        out = real(self, docs, *args, **kwargs)
+        if not calls:
+            calls.append(self.name)
+            during(self)
+        return out
+
+    monkeypatch.setattr(coll_type, "insert_many", insert_many)
+    return calls
+
+
+def test_a_reset_during_a_load_leaves_it_alone_and_the_load_completes(db, monkeypatch):
+    """The staged path (the mock, a real MongoDB) and the in-place one (SecantusDB): another kernel's
+    reset after the first batch drops neither the target nor the staging copy, nor the lease."""
+    from helpers.safety import reset_workbook, workbook_collection
+
+    workbook_collection(db, "leftover").insert_one({"_id": 1})
+    monkeypatch.setattr(ds.common, "BATCH_SIZE", 500)
+    dropped = []
+    calls = _pause_after_first_batch(monkeypatch, type(db["x"]), lambda coll: dropped.extend(reset_workbook(db)))
+    result = load_dataset("adsb_reports", db, 3)
+    monkeypatch.undo()
+    assert calls and dropped == ["leftover"]
+    assert db.adsb_reports.count_documents({}) == result.counts["adsb_reports"] > 500
+    assert _leftovers(db) == ([], [])
+    assert reset_workbook(db) == ["adsb_reports"]  # still the workbook's
+
+
+def test_a_load_whose_collection_changed_under_it_says_so_and_leaves_nothing_half_loaded(db, monkeypatch):
+    """Something outside the workbook's helpers deletes from the collection a load is writing: the
+    load does not report success; it drops what it wrote, and the next load works."""
+    from helpers.safety import reset_workbook
+
+    monkeypatch.setattr(ds.common, "BATCH_SIZE", 500)
+    _pause_after_first_batch(monkeypatch, type(db["x"]), lambda coll: coll.delete_one({}))
+    with pytest.raises(DatasetError, match=r"'adsb_reports' .* holds .* documents where this load wrote .*"
+                                           r"run this cell again"):
+        load_dataset("adsb_reports", db, 3)
+    monkeypatch.undo()
+    assert "adsb_reports" not in db.list_collection_names()
+    assert _leftovers(db) == ([], [])
+    result = load_dataset("adsb_reports", db, 3)
+    assert db.adsb_reports.count_documents({}) == result.counts["adsb_reports"]
+    assert reset_workbook(db) == ["adsb_reports"]
+
+
+_LOADER = """
+import json, pathlib, sys, time, pymongo
+from pymongo.collection import Collection
+from helpers import datasets as ds
+folder = pathlib.Path(sys.argv[3])
+real = Collection.insert_many
+def insert_many(self, docs, *a, **k):  # after the first batch: let the other kernel reset, then go on
+    out = real(self, docs, *a, **k)
+    if not (folder / "loading").exists():
+        (folder / "loading").touch()
+        deadline = time.monotonic() + 60
+        while not (folder / "reset").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return out
+Collection.insert_many = insert_many
+ds.common.BATCH_SIZE = 500
+db = pymongo.MongoClient(sys.argv[1])[sys.argv[2]]
+print(json.dumps(ds.load_dataset("adsb_reports", db, 3).counts))
+"""
+_RESETTER = """
+import json, pathlib, sys, time, pymongo
+from helpers.safety import reset_workbook
+folder = pathlib.Path(sys.argv[3])
+deadline = time.monotonic() + 60
+while not (folder / "loading").exists() and time.monotonic() < deadline:
+    time.sleep(0.01)
+db = pymongo.MongoClient(sys.argv[1])[sys.argv[2]]
+print(json.dumps(reset_workbook(db)))  # a second notebook's Setup cell, mid-load
+(folder / "reset").touch()
+"""
+
+
+def test_a_reset_in_another_process_during_a_load_leaves_the_load_complete(server_db, tmp_path):
+    """Two processes: one loads adsb_reports, the other runs reset_workbook once the first batch is
+    written (files say when). The load ends complete and verified; the reset dropped only what was
+    not being loaded; no staging copy or lease is left; the next load and reset work."""
+    import json
+
+    from helpers.safety import reset_workbook, workbook_collection
+
+    workbook_collection(server_db, "leftover").insert_one({"_id": 1})
+    args = [_uri(server_db), server_db.name, str(tmp_path)]
+    loader = subprocess.Popen([sys.executable, "-c", _LOADER, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    resetter = subprocess.Popen([sys.executable, "-c", _RESETTER, *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    (out, err), (rout, rerr) = loader.communicate(timeout=120), resetter.communicate(timeout=120)
+    assert (loader.returncode, resetter.returncode) == (0, 0), (err[-2000:], rerr[-2000:])
+    assert (tmp_path / "loading").exists() and (tmp_path / "reset").exists()
+    counts = json.loads(out.strip().splitlines()[-1])
+    assert json.loads(rout.strip().splitlines()[-1]) == ["leftover"]
+    expected = len(list(ds.SPECS["adsb_reports"].source(ds.datasets_dir(), 3)))
+    assert counts == {"adsb_reports": expected} and server_db.adsb_reports.count_documents({}) == expected > 500
+    assert _leftovers(server_db) == ([], [])
+    assert load_dataset("adsb_reports", server_db, 3).counts == counts
+    assert reset_workbook(server_db) == ["adsb_reports"]
