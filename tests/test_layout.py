@@ -146,3 +146,13 @@ def test_dev_container_and_binder_set_up_from_the_requirements():
     assert "-r requirements.txt" in (ROOT / "binder" / "postBuild").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "mybinder.org" in readme and "codespaces" in readme.lower()
+
+
+def test_the_loader_is_a_package_with_one_job_per_module():
+    """helpers/datasets/: catalogue, checksums, CSV typing, the typed cache, staging, the lease, the
+    reload, load_dataset, read_table and sampling, each a module of its own and none over 800 lines."""
+    modules = {p.stem: len(p.read_text(encoding="utf-8").splitlines())
+               for p in (ROOT / "helpers" / "datasets").glob("*.py")}
+    assert {"catalogue", "checksums", "csvtyping", "cache", "staging", "lease", "reload", "load", "table",
+            "sampling"} <= set(modules)
+    assert not {name: n for name, n in modules.items() if n > 800}
