@@ -215,14 +215,15 @@ def test_a_reset_during_a_load_leaves_it_alone_and_the_load_completes(db, monkey
 
 
 def test_a_load_whose_collection_changed_under_it_says_so_and_leaves_nothing_half_loaded(db, monkeypatch):
-    """Something outside the workbook's helpers deletes from the collection a load is writing: the
-    load does not report success; it drops what it wrote, and the next load works."""
+    """Something outside the workbook's helpers (an older copy's reset, a script) drops the collection
+    a load is writing; the next insert re-creates it: the load does not report success, it drops
+    what it wrote, and the next load works."""
     from helpers.safety import reset_workbook
 
     monkeypatch.setattr(ds.common, "BATCH_SIZE", 500)
-    _pause_after_first_batch(monkeypatch, type(db["x"]), lambda coll: coll.delete_one({}))
-    with pytest.raises(DatasetError, match=r"'adsb_reports' .* holds .* documents where this load wrote .*"
-                                           r"run this cell again"):
+    _pause_after_first_batch(monkeypatch, type(db["x"]), lambda coll: coll.database.drop_collection(coll.name))
+    with pytest.raises(DatasetError, match=r"'adsb_reports' in database .* (was dropped or replaced|holds .* "
+                                           r"documents where this load wrote).* run this cell again"):
         load_dataset("adsb_reports", db, 3)
     monkeypatch.undo()
     assert "adsb_reports" not in db.list_collection_names()

@@ -9,7 +9,7 @@ from tqdm.auto import tqdm
 
 from .. import settings
 from . import common
-from .catalogue import MOST, as_dict, check_scale, default_scale
+from .catalogue import MOST, check_scale, default_scale
 from .catalogue import spec as _spec
 from .catalogue import targets as _targets
 from .checksums import datasets_dir
@@ -93,7 +93,9 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
         for docs in parts:
             _check_documents(name, spec.source, docs)
     elif not _takes_raw(db):  # a typed copy's documents are BSON, inserted as they are where the client can
-        parts = [[as_dict(doc) for doc in docs] for docs in parts]
+        import bson
+
+        parts = [bson.decode_all(b"".join(doc.raw for doc in docs)) for docs in parts]  # new dicts
     counts = {target: 0 for target in targets}
     # 2. write: staged where renaming is free; where it copies, straight into the target, and a
     #    target loaded before is brought to the new contents by writing only what differs
