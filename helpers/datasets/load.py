@@ -106,7 +106,8 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
             for target, docs in zip(targets, parts):
                 staging.expect[target] = len(docs)  # checked before the load reports success
                 if target in staging.kept:
-                    counts[target] = sync(staging[target], docs, progress, staging.renew)
+                    counts[target] = sync(staging[target], docs, progress, staging.renew,
+                                          lambda target=target: staging.recreate(target))
                     continue
                 for i in range(0, len(docs), common.BATCH_SIZE):
                     batch = docs[i:i + common.BATCH_SIZE]

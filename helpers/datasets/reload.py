@@ -11,7 +11,8 @@ __all__ = ["SYNC_MOST_CHANGED", "sync"]
 SYNC_MOST_CHANGED = 1_000
 
 
-def sync(coll: Any, docs: list[Any], progress: Any, renew: Callable[[], None]) -> int:
+def sync(coll: Any, docs: list[Any], progress: Any, renew: Callable[[], None],
+         recreate: Callable[[], None] | None = None) -> int:
     """Make ``coll`` hold exactly ``docs`` (unique ``_id`` values), writing only the difference.
 
     Each stored document is read back as raw BSON and compared byte for byte with the encoding of
@@ -41,8 +42,11 @@ def sync(coll: Any, docs: list[Any], progress: Any, renew: Callable[[], None]) -
             renew()
     if len(stale) > SYNC_MOST_CHANGED:  # rewrite it all: drop, create, insert in order
         db, name = coll.database, coll.name
-        db.drop_collection(name)
-        db.create_collection(name)
+        if recreate is not None:  # the caller's own drop and create (a load notes the new collection)
+            recreate()
+        else:
+            db.drop_collection(name)
+            db.create_collection(name)
         renew()
         missing = docs
     else:

@@ -49,10 +49,19 @@ class Staging(dict):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.expect: dict[str, int] = {}
+        self.uuids: dict[str, Any] = {}
 
     def renew(self) -> None:
         """Tell other loads this one is still writing (call between batches of a long load)."""
         self.lease.renew()
+
+    def recreate(self, target: str) -> None:
+        """Drop and create ``target``'s collection afresh (a reload rewriting it all), noting the new
+        collection as the one this load writes."""
+        coll = self[target]
+        coll.database.drop_collection(coll.name)
+        coll.database.create_collection(coll.name)
+        self.uuids[target] = _uuid(coll.database, coll.name)
 
 
 def plain_collection(db: Any, name: str) -> bool:
@@ -124,8 +133,8 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
                 workbook_collection(db, staging[target])
             db.drop_collection(staging[target])
             db.create_collection(staging[target])
-        uuids = {target: _uuid(db, staging[target]) for target in targets}  # a rename keeps it
         yielded = Staging({target: db[staging[target]] for target in targets})
+        yielded.uuids.update({target: _uuid(db, staging[target]) for target in targets})  # a rename keeps it
         yielded.lease = lease
         yielded.kept = frozenset(kept)
         yield yielded
@@ -134,7 +143,7 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
                 db[staging[target]].rename(target, dropTarget=True)
                 renamed.append(target)
                 safety.forget(db, [staging[target]])
-        _check_written(db, targets, yielded.expect, lease, uuids)
+        _check_written(db, targets, yielded.expect, lease, yielded.uuids)
     except BaseException:
         try:
             ours = lease.still_held()  # else another load writes the targets now: drop only staging copies
