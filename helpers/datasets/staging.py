@@ -143,6 +143,8 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
                 db[staging[target]].rename(target, dropTarget=True)
                 renamed.append(target)
                 safety.forget(db, [staging[target]])
+                if rename_copies(db):  # the rename wrote a new collection (SecantusDB): the one to check
+                    yielded.uuids[target] = _uuid(db, target)
         _check_written(db, targets, yielded.expect, lease, yielded.uuids)
     except BaseException:
         try:
