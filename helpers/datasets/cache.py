@@ -280,24 +280,26 @@ def _encode(docs: list[dict[str, Any]], where: str | None) -> tuple[bytes, Typed
             TypedCopy([RawBSONDocument(b) for b in encoded], keys))
 
 
-def _decode(body: memoryview) -> TypedCopy:
+def _decode(body: memoryview, as_bson: bool = True) -> TypedCopy:
     import bson
     from bson.codec_options import CodecOptions
     from bson.raw_bson import RawBSONDocument
 
     size = int.from_bytes(body[:4], "little")
     head = bson.decode(body[4:4 + size])
-    docs = bson.decode_all(body[4 + size:], CodecOptions(document_class=RawBSONDocument))
+    docs = bson.decode_all(body[4 + size:], CodecOptions(document_class=RawBSONDocument) if as_bson
+                           else bson.DEFAULT_CODEC_OPTIONS)
     if len(docs) != head["n"] or (head["keys"] is not None and len(head["keys"]) != len(docs)):
         raise _Unsafe("the count does not match")
     return TypedCopy(docs, head["keys"])
 
 
 def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None,
-               where: str | None = None) -> TypedCopy:
+               where: str | None = None, as_bson: bool = True) -> TypedCopy:
     """Every row of data file ``path`` typed (:func:`~helpers.datasets.csvtyping.typed_rows`), as
     documents with ``make_id``'s ``_id`` (:func:`~helpers.datasets.csvtyping.with_ids`), in BSON;
-    with ``where``, each document's value of that field too. Through the cache (module docstring)
+    with ``where``, each document's value of that field too (``as_bson=False``: as dicts, for a
+    client that inserts only dicts: the mock). Through the cache (module docstring)
     for a large file; nothing is kept in memory between loads (the ADS-B documents hold about 75 MB).
     The caller verified the file (``verify_file``), whose sha256 names the copy."""
     digest = verified_digest(path)
@@ -311,7 +313,7 @@ def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = 
             if data[:len(MAGIC)] == MAGIC:
                 start = len(MAGIC) + _MAC_BYTES
                 if _mac(key, identity, data[start:]) == data[len(MAGIC):start]:
-                    return _decode(data[start:])
+                    return _decode(data[start:], as_bson)
         except (_Unsafe, OSError):
             pass
         except Exception:  # noqa: BLE001 - signed but unreadable (another version): type it again
@@ -320,6 +322,8 @@ def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = 
     if make_id is not None:
         docs = with_ids(path, fields, make_id, docs)
     body, copy = _encode(docs, where)
+    if not as_bson:
+        copy = TypedCopy(docs, copy.keys)
     if key is not None and len(docs) >= CACHE_MIN_ROWS:
         from .catalogue import data_files
 

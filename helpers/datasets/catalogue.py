@@ -72,13 +72,13 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
     # the parent key's field in a document: ``_id`` when the column moved into it
     where = None if parent is None else "_id" if getattr(make_id, "key", None) == parent else parent
 
-    def readonly(folder: Path, n: int | None) -> list[Any]:
+    def readonly(folder: Path, n: int | None, as_bson: bool = True) -> list[Any]:
         """The typed documents themselves, as BSON (``RawBSONDocument``), not copies: for a reader
         that changes none of them (``load_dataset``, which only inserts them, as they are);
-        :func:`source` hands out dicts."""
+        :func:`source` hands out dicts. ``as_bson=False``: dicts (for the mock, which inserts only dicts)."""
         path = verify_file(folder, file)
         # read once: every row typed and checked, every _id unique, before any is used
-        copy = typed_copy(path, fields, make_id, where)
+        copy = typed_copy(path, fields, make_id, where, as_bson)
         if where is None or n is None:
             return copy.docs
         chosen = evenly_spaced((key for key in copy.keys if key is not None), n)

@@ -87,15 +87,11 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
     start = time.perf_counter()
     # 1. read, type and check everything before the first write: a bad file changes nothing
     readonly = getattr(spec.source, "readonly", None)  # a data file's documents: inserted, never changed
-    produced = readonly(datasets_dir(), n) if readonly else spec.source(datasets_dir(), n)
+    produced = readonly(datasets_dir(), n, _takes_raw(db)) if readonly else spec.source(datasets_dir(), n)
     parts = [list(docs) for docs in (produced if len(targets) > 1 else (produced,))]
     if not readonly:  # a data file's _id values were checked unique as it was typed (with_ids)
         for docs in parts:
             _check_documents(name, spec.source, docs)
-    elif not _takes_raw(db):  # a typed copy's documents are BSON, inserted as they are where the client can
-        import bson
-
-        parts = [bson.decode_all(b"".join(doc.raw for doc in docs)) for docs in parts]  # new dicts
     counts = {target: 0 for target in targets}
     # 2. write: staged where renaming is free; where it copies, straight into the target, and a
     #    target loaded before is brought to the new contents by writing only what differs
