@@ -26,7 +26,7 @@ from helpers.safety import workbook_collection
 
 def _read_documents() -> tuple[list[dict[str, Any]], float]:
     start = time.perf_counter()
-    docs = list(ds._SPECS["adsb_reports"].source(ds.datasets_dir(), None))
+    docs = list(ds.SPECS["adsb_reports"].source(ds.datasets_dir(), None))
     return docs, time.perf_counter() - start
 
 

@@ -66,7 +66,7 @@ def _connect(engine: str, name: str) -> Any:
 def _adsb_documents() -> list[dict[str, Any]]:
     from helpers import datasets as ds
 
-    return list(ds._SPECS["adsb_reports"].source(ds.datasets_dir(), None))
+    return list(ds.SPECS["adsb_reports"].source(ds.datasets_dir(), None))
 
 
 def _raw_insert(db: Any, name: str, docs: list[dict[str, Any]], *, ordered: bool = True,
@@ -182,12 +182,12 @@ def bench_load(engines: list[str], repeats: int = 2) -> list[dict]:
 
 def _messages(n: int | None) -> list[dict[str, Any]]:
     """The ADS-B sample as the messages ``ingest`` takes (epoch-second timestamps)."""
-    from helpers.datasets import _EPOCH
+    from helpers.datasets import EPOCH
 
     out = []
     for doc in _adsb_documents():
         m = {k: v for k, v in doc.items() if k != "_id"}
-        m["timestamp"] = int((doc["timestamp"] - _EPOCH).total_seconds())
+        m["timestamp"] = int((doc["timestamp"] - EPOCH).total_seconds())
         out.append(m)
     return out if n is None else out[:n]
 

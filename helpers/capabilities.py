@@ -28,8 +28,8 @@ __all__ = ["Capability", "CAPABILITIES", "Capabilities", "Probe", "probe", "cann
 
 
 class Probe:
-    """One probe run: the database, throwaway collections (recorded, then dropped with their registry
-    entries), the results found so far (``found``) and results shared by several probes (``once``)."""
+    """One probe run: the database, throwaway collections (never recorded, dropped at the end), the
+    results found so far (``found``) and results shared by several probes (``once``)."""
 
     def __init__(self, db: Any, is_mock: bool) -> None:
         self.db, self.is_mock = db, is_mock
@@ -39,13 +39,14 @@ class Probe:
         self._once: dict[Callable, Any] = {}
 
     def scratch(self, suffix: str = "") -> Any:
-        """A throwaway collection of this run (the same one for the same suffix)."""
-        from .safety import track_collection
+        """A throwaway collection of this run (the same one for the same suffix), never recorded in the
+        registry: a connect leaves no registry behind (``helpers.safety.scratch_collection``)."""
+        from .safety import scratch_collection
 
         name = f"{self.prefix}_{suffix}" if suffix else self.prefix
         if name not in self._made:
+            scratch_collection(self.db, name)
             self._made.append(name)
-            track_collection(self.db, name)
         return self.db[name]
 
     @property
@@ -62,13 +63,8 @@ class Probe:
         return self._once[fn]
 
     def close(self) -> None:
-        from .safety import REGISTRY
-
         for name in self._made:
             self.db.drop_collection(name)
-        # remove only its own entries: never the registry, which another kernel may have filled meanwhile
-        if self._made:
-            self.db[REGISTRY].delete_many({"_id": {"$in": self._made}})
 
 
 @dataclass(frozen=True)

@@ -110,14 +110,13 @@ def feed(*, until: int = NOW, start: int | None = None, scale: str | int | None 
     in notebook 04), ``ts``, position, altitude, speed, track, vertical rate. The file is checked
     (checksum, then every row) by the workbook's loader; a bad file raises ``DatasetError``.
     """
-    from .datasets import datasets_dir, lesson_scale
+    from .datasets import datasets_dir, evenly_spaced, lesson_scale
 
     rows = _all_reports(str(datasets_dir()))
     scale = lesson_scale("small") if scale is None else scale
     n = SAMPLE_AIRCRAFT if scale == "small" else None if scale == "full" else int(scale)
-    ordered = sorted({r["icao24"] for r in rows})
-    # evenly spaced over the sorted addresses, as helpers.load_dataset picks them (tests/test_kv.py checks it)
-    chosen = set(ordered) if n is None or n >= len(ordered) else {ordered[i * len(ordered) // n] for i in range(n)}
+    # evenly spaced over the sorted addresses, as helpers.load_dataset picks them
+    chosen = {r["icao24"] for r in rows} if n is None else evenly_spaced((r["icao24"] for r in rows), n)
     out = []
     for row in rows:
         if row["icao24"] not in chosen or row["ts"] >= until or (start is not None and row["ts"] < start):

@@ -4,27 +4,58 @@ Introduced in notebook 00. Every collection the workbook writes is recorded in a
 collection (``workbook_registry``) in the same database *before* it is first created.
 ``reset_workbook`` drops exactly the recorded collections and nothing else: never a collection
 somebody else made, never another database.
+
+This module is the registry's only reader and writer: the rest of the workbook (the loader, the
+connect probes, ``tools/classdb``) goes through the named functions below (:func:`record`,
+:func:`forget`, :func:`recorded`, :func:`has_registry`, the load leases :func:`take_lease`,
+:func:`renew_leases`, :func:`release_leases`, :func:`holds_lease`, :func:`lease_of`). The registry is
+created by the first record, never by a connect or a read.
+
+**Leases.** A load holds a lease on each collection it writes (``{_id: "$loading:<target>", owner,
+expires}``; the ``_id`` index makes taking one atomic) and renews it while it writes. A reset takes
+the same lease on each collection before dropping it: it never drops a collection (or a staging
+copy of it) that another kernel is loading, and it removes no live lease; a load waits for a reset
+of its collection to finish. A lease whose holder stopped renewing (a crashed kernel) expires.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import re
+import uuid
 from typing import Any, Iterable
 
 __all__ = [
     "REGISTRY",
-    "PROGRESS",
+    "PROGRESS", "create_registry",
     "ForeignCollectionError",
     "workbook_collection",
     "track_collection",
     "is_workbook_collection",
     "workbook_collections",
     "reset_workbook",
+    "record",
+    "forget",
+    "recorded",
+    "has_registry",
+    "retire_registry",
+    "scratch_collection",
+    "staging_name",
+    "is_staging_name",
+    "take_lease",
+    "renew_leases",
+    "release_leases",
+    "holds_lease",
+    "lease_of",
 ]
 
 REGISTRY = "workbook_registry"
 #: the learner's exercise results on a server (``helpers.exercises``): recorded like any workbook
 #: collection, but a reset keeps it (the results outlive each notebook's data); ``class drop`` drops it
 PROGRESS = "workbook_progress"
+#: the registry ``_id`` of a lease on a collection: ``$loading:<collection>`` (no collection name starts with ``$``)
+_LEASE = "$loading:"
+#: how long a reset holds its lease on a collection it drops (it releases it at once)
+_RESET_LEASE_S = 60.0
 
 
 class ForeignCollectionError(RuntimeError):
@@ -46,12 +77,123 @@ def workbook_collections(db: Any) -> list[str]:
     return sorted(recorded & _existing(db))
 
 
-def _record(db: Any, name: str) -> None:
+def record(db: Any, name: str) -> None:
+    """Record ``name`` as a collection of the workbook's (before creating it)."""
     db[REGISTRY].update_one(
         {"_id": name},
         {"$setOnInsert": {"created": _dt.datetime.now(_dt.timezone.utc)}},
         upsert=True,
     )
+
+
+
+def forget(db: Any, names: Iterable[str]) -> None:
+    """Remove the entries of ``names`` (collections gone: renamed or dropped); no other entry."""
+    names = list(names)
+    if names:
+        db[REGISTRY].delete_many({"_id": {"$in": names}})
+
+
+def recorded(db: Any) -> set[str]:
+    """Every collection name recorded in ``db``'s registry (whether it exists or not; no lease)."""
+    return {n for n in db[REGISTRY].distinct("_id") if isinstance(n, str) and not n.startswith(_LEASE)}
+
+
+def has_registry(db: Any) -> bool:
+    """True if ``db`` holds the workbook's registry: something was recorded there once (a connect
+    alone records nothing)."""
+    return REGISTRY in _existing(db)
+
+
+def create_registry(db: Any) -> bool:
+    """Make ``db`` a workbook database before anything is recorded there (``class logins`` does, for
+    each learner's database): create its empty registry; True if it was created now."""
+    if has_registry(db):
+        return False
+    db.create_collection(REGISTRY)
+    return True
+
+
+def retire_registry(db: Any) -> bool:
+    """Drop ``db``'s registry if it records nothing (``class drop`` leaves a database that is no
+    longer the workbook's); True if dropped."""
+    if has_registry(db) and db[REGISTRY].count_documents({}) == 0:
+        db.drop_collection(REGISTRY)
+        return True
+    return False
+
+
+def scratch_collection(db: Any, name: str) -> Any:
+    """A throwaway collection for a connect probe, under a fresh random name the caller drops when
+    done. Never recorded, so a connect leaves no registry behind; refused if the name exists."""
+    if name in _existing(db):
+        raise ForeignCollectionError(f"The collection {name!r} already exists in database {db.name!r}; "
+                                     f"the probe picks another name: run it again.")
+    return db[name]
+
+
+_STAGING_NAME = re.compile(r"(?P<target>.+)__staging(?:_[0-9a-f]{8})?")
+
+
+def staging_name(target: str) -> str:
+    """A load's staging collection's name for ``target``: unique, so two loads never share one."""
+    return f"{target}__staging_{uuid.uuid4().hex[:8]}"
+
+
+def is_staging_name(name: str) -> bool:
+    """True for a load's staging collection (``<target>__staging_<8 hex>``): not a collection of the learner's."""
+    return bool(_STAGING_NAME.fullmatch(name))
+
+
+def _leased(name: str) -> str:
+    """The collection whose lease covers ``name``: a staging copy's target, else ``name`` itself."""
+    found = _STAGING_NAME.fullmatch(name)
+    return found["target"] if found else name
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+
+
+def take_lease(db: Any, target: str, owner: str, seconds: float) -> bool:
+    """Take the lease on collection ``target`` for ``owner``, for ``seconds``; False if another
+    holder's lease is live. An expired lease (its kernel crashed) is taken over, atomically."""
+    from pymongo.errors import DuplicateKeyError
+
+    now = _now()
+    lease = {"owner": owner, "expires": now + _dt.timedelta(seconds=seconds)}
+    try:
+        db[REGISTRY].insert_one({"_id": _LEASE + target, **lease})
+        return True
+    except DuplicateKeyError:
+        pass
+    return db[REGISTRY].find_one_and_update({"_id": _LEASE + target, "expires": {"$lt": now}},
+                                            {"$set": lease}) is not None
+
+
+def renew_leases(db: Any, targets: Iterable[str], owner: str, seconds: float) -> int:
+    """Extend ``owner``'s leases on ``targets`` by ``seconds`` from now; how many it still holds."""
+    ids = [_LEASE + t for t in targets]
+    got = db[REGISTRY].update_many({"_id": {"$in": ids}, "owner": owner},
+                                   {"$set": {"expires": _now() + _dt.timedelta(seconds=seconds)}})
+    return got.matched_count
+
+
+def release_leases(db: Any, targets: Iterable[str], owner: str) -> None:
+    """Give up ``owner``'s leases on ``targets`` (never another holder's)."""
+    ids = [_LEASE + t for t in targets]
+    if ids:
+        db[REGISTRY].delete_many({"_id": {"$in": ids}, "owner": owner})
+
+
+def holds_lease(db: Any, target: str, owner: str) -> bool:
+    """True if ``owner`` still holds the lease on ``target``."""
+    return db[REGISTRY].count_documents({"_id": _LEASE + target, "owner": owner}, limit=1) == 1
+
+
+def lease_of(db: Any, target: str) -> dict[str, Any] | None:
+    """The lease on ``target`` (``owner``, ``expires`` in naive UTC), or None."""
+    return db[REGISTRY].find_one({"_id": _LEASE + target})
 
 
 def workbook_collection(db: Any, name: str) -> Any:
@@ -72,7 +214,7 @@ def workbook_collection(db: Any, name: str) -> Any:
                 f"to a database of your own (default 'schema_workbook'), or drop {name!r} yourself "
                 f"if you are sure it is disposable."
             )
-        _record(db, name)
+        record(db, name)
     return db[name]
 
 
@@ -85,7 +227,7 @@ def track_collection(db: Any, name: str) -> Any:
     A name a helper picks itself goes through the strict :func:`workbook_collection` instead.
     """
     if not is_workbook_collection(db, name) and name not in _existing(db):
-        _record(db, name)
+        record(db, name)
     return db[name]
 
 
@@ -101,9 +243,13 @@ def reset_workbook(db: Any, keep: Iterable[Any] = ()) -> list[str]:
     contents by :func:`~helpers.datasets.load_dataset` (on SecantusDB, where dropping and writing
     are costly, only the documents that differ are written) instead of being dropped and written anew.
 
+    A collection another kernel is loading right now (a live lease on it, or on the target of a
+    staging copy) is left alone with its registry entry and its lease: the reset takes that lease
+    itself before it drops a collection, so a load and a reset of one collection take turns.
     Only the registry entries read here are removed, never the registry itself: another kernel may
     record a collection while this runs, and its entry must survive (or its next load would be
-    refused as foreign). An entry that cannot name a collection (not a string) is removed too.
+    refused as foreign). An entry that cannot name a collection (not a string) is removed too, and
+    so is a lease that expired (its kernel crashed).
     """
     kept: set[str] = {PROGRESS}
     for item in keep:
@@ -111,14 +257,26 @@ def reset_workbook(db: Any, keep: Iterable[Any] = ()) -> list[str]:
             kept.update(item.counts)
         else:
             kept.add(item)
-    recorded = [d["_id"] for d in db[REGISTRY].find({}, {"_id": 1})]
+    if not has_registry(db):  # nothing was ever recorded here: nothing to drop, and no registry made
+        return []
+    entries = [d["_id"] for d in db[REGISTRY].find({}, {"_id": 1})]
+    names = sorted(n for n in entries if isinstance(n, str) and not n.startswith(_LEASE) and n not in kept)
     existing = _existing(db)
+    owner = f"reset:{uuid.uuid4().hex}"
     dropped = []
-    for name in sorted(n for n in recorded if isinstance(n, str) and n not in kept):
-        if name in existing:
-            db.drop_collection(name)
-            dropped.append(name)
-    forget = [n for n in recorded if not (isinstance(n, str) and n in kept)]
-    if forget:
-        db[REGISTRY].delete_many({"_id": {"$in": forget}})
+    for name in names:
+        target = _leased(name)
+        if not take_lease(db, target, owner, _RESET_LEASE_S):
+            continue  # another kernel is loading it: leave the collection, its entry and its lease
+        try:
+            if name in existing:
+                db.drop_collection(name)
+                dropped.append(name)
+            forget(db, [name])
+        finally:
+            release_leases(db, [target], owner)
+    odd = [n for n in entries if not isinstance(n, str)]
+    if odd:
+        db[REGISTRY].delete_many({"_id": {"$in": odd}})
+    db[REGISTRY].delete_many({"_id": {"$regex": "^\\$loading:"}, "expires": {"$lt": _now()}})
     return dropped

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers.datasets import (
-    _CARRIERS,
+    CARRIER_FIELDS,
     DATASETS_DIR,
     DatasetError,
     LoadResult,
@@ -331,14 +331,14 @@ def test_errors_name_the_exact_line(tmp_path, monkeypatch, data, says, gz):
         if "same _id" in says:
             return  # a whole-file property, checked on the plain file below
         with pytest.raises(DatasetError, match=re.escape(says)):
-            list(read_rows(_gz(path), _CARRIERS))
+            list(read_rows(_gz(path), CARRIER_FIELDS))
     _relist(folder, "nyc_carriers.csv")
     with pytest.raises(DatasetError, match=re.escape(says)) as info:
         if "same _id" in says:
-            from helpers.datasets import _SPECS
-            list(_SPECS["nyc_carriers"].source(folder, None))
+            from helpers.datasets import SPECS
+            list(SPECS["nyc_carriers"].source(folder, None))
         else:
-            list(read_rows(path, _CARRIERS))
+            list(read_rows(path, CARRIER_FIELDS))
     assert "nyc_carriers.csv" in str(info.value)
 
 

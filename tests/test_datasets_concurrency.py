@@ -36,7 +36,7 @@ def _leftovers(db) -> tuple[list, list]:
 
 
 def _check_complete(db, results: list) -> None:
-    expected = sorted(d["_id"] for d in ds._SPECS[DATASET].source(ds.datasets_dir(), ds._SPECS[DATASET].small))
+    expected = sorted(d["_id"] for d in ds.SPECS[DATASET].source(ds.datasets_dir(), ds.SPECS[DATASET].small))
     assert len(expected) == COUNT
     assert all(r == {TARGET: COUNT} for r in results), results  # both loads report the full load ...
     assert _ids(db[TARGET]) == expected  # ... and the target holds it, once
@@ -90,7 +90,7 @@ def test_a_load_waits_then_refuses_clearly_while_another_holds_the_collection(db
     import datetime as dt
     far = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(hours=1)
     db[REGISTRY].insert_one({"_id": "$loading:nyc_carriers", "owner": "another kernel", "expires": far})
-    monkeypatch.setattr(ds, "LOCK_WAIT_S", 0.3)
+    monkeypatch.setattr(ds.lease, "LOCK_WAIT_S", 0.3)
     with pytest.raises(DatasetError, match="another load is writing 'nyc_carriers'.*nothing was changed"):
         load_dataset("nyc_carriers", db)
     assert _ids(db.nyc_carriers) == before
@@ -110,7 +110,7 @@ def test_a_server_error_mid_load_leaves_no_half_loaded_collection(db, monkeypatc
     load_dataset("nyc_carriers", db, collection="tiny")
     db.tiny.delete_many({"_id": {"$in": _ids(db.tiny)[4:]}})  # 12 of 16 to write again (a reload by difference too)
     before = _ids(db.tiny)
-    monkeypatch.setattr(ds, "BATCH_SIZE", 5)
+    monkeypatch.setattr(ds.common, "BATCH_SIZE", 5)
     calls = {"n": 0}
     real = type(db.tiny).insert_many
 
@@ -126,21 +126,21 @@ def test_a_server_error_mid_load_leaves_no_half_loaded_collection(db, monkeypatc
     monkeypatch.undo()
     assert calls["n"] == 3
     # staged (mock, MongoDB): the target as it was; written in place (SecantusDB): dropped, never partial
-    assert _ids(db.tiny) == ([] if ds._rename_copies(db) else before)
+    assert _ids(db.tiny) == ([] if ds.rename_copies(db) else before)
     assert _leftovers(db) == ([], [])
 
 
 def test_a_repeated_id_in_a_file_is_refused_before_any_write(db, monkeypatch):
     load_dataset("nyc_carriers", db)
     before = _ids(db.nyc_carriers)
-    real = ds._SPECS["nyc_carriers"].source
+    real = ds.SPECS["nyc_carriers"].source
 
     def repeated(folder, n):
         docs = list(real(folder, n))
         return [*docs, dict(docs[3])]
 
     repeated.file = real.file  # type: ignore[attr-defined]
-    monkeypatch.setitem(ds._SPECS, "nyc_carriers", ds._Spec(("nyc_carriers",), None, None, "carriers", repeated))
+    monkeypatch.setitem(ds.SPECS, "nyc_carriers", ds.catalogue.Spec(("nyc_carriers",), None, None, "carriers", repeated))
     with pytest.raises(DatasetError, match="records 4 and 17 .* same _id"):
         load_dataset("nyc_carriers", db)
     assert _ids(db.nyc_carriers) == before
@@ -149,7 +149,7 @@ def test_a_repeated_id_in_a_file_is_refused_before_any_write(db, monkeypatch):
 def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db, tmp_path, monkeypatch):
     import shutil
 
-    from helpers.datasets import DATASETS_DIR, _sha256
+    from helpers.datasets import DATASETS_DIR, sha256
 
     folder = tmp_path / "datasets"
     folder.mkdir()
@@ -162,7 +162,7 @@ def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db,
     lines[9] = ",".join(fields)
     path.write_text("\n".join(lines), encoding="utf-8")
     sums = folder / "checksums.sha256"
-    sums.write_text("\n".join(f"{_sha256(path)}  nyc_planes.csv" if line.endswith("  nyc_planes.csv") else line
+    sums.write_text("\n".join(f"{sha256(path)}  nyc_planes.csv" if line.endswith("  nyc_planes.csv") else line
                               for line in sums.read_text(encoding="utf-8").splitlines()) + "\n", encoding="utf-8")
     load_dataset("nyc_planes", db, scale=3)
     before = _ids(db.nyc_planes)
@@ -176,5 +176,116 @@ def test_an_integer_wider_than_64_bits_in_a_file_is_refused_before_any_write(db,
 def test_staging_only_where_a_rename_is_free(backend):
     """SecantusDB's renameCollection copies the documents: loads there write the target directly."""
     db = backend.client[backend.db.name] if backend.info.engine != "mongomock-ng" else backend.db
-    assert ds._rename_copies(db) is (backend.info.engine == "SecantusDB")
-    assert ds._rename_copies(db) is ds._rename_copies(db)  # asked once per client
+    assert ds.rename_copies(db) is (backend.info.engine == "SecantusDB")
+    assert ds.rename_copies(db) is ds.rename_copies(db)  # asked once per client
+
+
+# --- a reset in another kernel while a load writes: the load is left alone and ends complete
+
+def _pause_after_first_batch(monkeypatch, coll_type, during):
+    real = coll_type.insert_many
+    calls = []
+
+    def insert_many(self, docs, *args, **kwargs):
+        out = real(self, docs, *args, **kwargs)
+        if not calls:
+            calls.append(self.name)
+            during(self)
+        return out
+
+    monkeypatch.setattr(coll_type, "insert_many", insert_many)
+    return calls
+
+
+def test_a_reset_during_a_load_leaves_it_alone_and_the_load_completes(db, monkeypatch):
+    """The staged path (the mock, a real MongoDB) and the in-place one (SecantusDB): another kernel's
+    reset after the first batch drops neither the target nor the staging copy, nor the lease."""
+    from helpers.safety import reset_workbook, workbook_collection
+
+    workbook_collection(db, "leftover").insert_one({"_id": 1})
+    monkeypatch.setattr(ds.common, "BATCH_SIZE", 500)
+    dropped = []
+    calls = _pause_after_first_batch(monkeypatch, type(db["x"]), lambda coll: dropped.extend(reset_workbook(db)))
+    result = load_dataset("adsb_reports", db, 3)
+    monkeypatch.undo()
+    assert calls and dropped == ["leftover"]
+    assert db.adsb_reports.count_documents({}) == result.counts["adsb_reports"] > 500
+    assert _leftovers(db) == ([], [])
+    assert reset_workbook(db) == ["adsb_reports"]  # still the workbook's
+
+
+def test_a_load_whose_collection_changed_under_it_says_so_and_leaves_nothing_half_loaded(db, monkeypatch):
+    """Something outside the workbook's helpers (an older copy's reset, a script) drops the collection
+    a load is writing; the next insert re-creates it: the load does not report success, it drops
+    what it wrote, and the next load works."""
+    from helpers.safety import reset_workbook
+
+    monkeypatch.setattr(ds.common, "BATCH_SIZE", 500)
+    _pause_after_first_batch(monkeypatch, type(db["x"]), lambda coll: coll.database.drop_collection(coll.name))
+    with pytest.raises(DatasetError, match=r"'adsb_reports' in database .* (was dropped or replaced|holds .* "
+                                           r"documents where this load wrote).* run this cell again"):
+        load_dataset("adsb_reports", db, 3)
+    monkeypatch.undo()
+    assert "adsb_reports" not in db.list_collection_names()
+    assert _leftovers(db) == ([], [])
+    result = load_dataset("adsb_reports", db, 3)
+    assert db.adsb_reports.count_documents({}) == result.counts["adsb_reports"]
+    assert reset_workbook(db) == ["adsb_reports"]
+
+
+_LOADER = """
+import json, pathlib, sys, time, pymongo
+from pymongo.collection import Collection
+from helpers import datasets as ds
+folder = pathlib.Path(sys.argv[3])
+real = Collection.insert_many
+def insert_many(self, docs, *a, **k):  # after the first batch: let the other kernel reset, then go on
+    out = real(self, docs, *a, **k)
+    if not (folder / "loading").exists():
+        (folder / "loading").touch()
+        deadline = time.monotonic() + 60
+        while not (folder / "reset").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return out
+Collection.insert_many = insert_many
+ds.common.BATCH_SIZE = 500
+db = pymongo.MongoClient(sys.argv[1])[sys.argv[2]]
+print(json.dumps(ds.load_dataset("adsb_reports", db, 3).counts))
+"""
+_RESETTER = """
+import json, pathlib, sys, time, pymongo
+from helpers.safety import reset_workbook
+folder = pathlib.Path(sys.argv[3])
+deadline = time.monotonic() + 60
+while not (folder / "loading").exists() and time.monotonic() < deadline:
+    time.sleep(0.01)
+db = pymongo.MongoClient(sys.argv[1])[sys.argv[2]]
+print(json.dumps(reset_workbook(db)))  # a second notebook's Setup cell, mid-load
+(folder / "reset").touch()
+"""
+
+
+def test_a_reset_in_another_process_during_a_load_leaves_the_load_complete(server_db, tmp_path):
+    """Two processes: one loads adsb_reports, the other runs reset_workbook once the first batch is
+    written (files say when). The load ends complete and verified; the reset dropped only what was
+    not being loaded; no staging copy or lease is left; the next load and reset work."""
+    import json
+
+    from helpers.safety import reset_workbook, workbook_collection
+
+    workbook_collection(server_db, "leftover").insert_one({"_id": 1})
+    args = [_uri(server_db), server_db.name, str(tmp_path)]
+    loader = subprocess.Popen([sys.executable, "-c", _LOADER, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    resetter = subprocess.Popen([sys.executable, "-c", _RESETTER, *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    (out, err), (rout, rerr) = loader.communicate(timeout=120), resetter.communicate(timeout=120)
+    assert (loader.returncode, resetter.returncode) == (0, 0), (err[-2000:], rerr[-2000:])
+    assert (tmp_path / "loading").exists() and (tmp_path / "reset").exists()
+    counts = json.loads(out.strip().splitlines()[-1])
+    assert json.loads(rout.strip().splitlines()[-1]) == ["leftover"]
+    expected = len(list(ds.SPECS["adsb_reports"].source(ds.datasets_dir(), 3)))
+    assert counts == {"adsb_reports": expected} and server_db.adsb_reports.count_documents({}) == expected > 500
+    assert _leftovers(server_db) == ([], [])
+    assert load_dataset("adsb_reports", server_db, 3).counts == counts
+    assert reset_workbook(server_db) == ["adsb_reports"]

@@ -35,11 +35,11 @@ def both(db, redis_keys, reports):
 def test_the_feed_picks_the_aircraft_load_dataset_picks():
     from helpers import datasets
 
-    assert kv.SAMPLE_AIRCRAFT == datasets._spec("adsb_reports").small
+    assert kv.SAMPLE_AIRCRAFT == datasets.spec("adsb_reports").small
     every = {r["icao24"] for r in kv.feed(scale="full", until=2**40)}
     for n in (7, kv.SAMPLE_AIRCRAFT):
-        assert {r["icao24"] for r in kv.feed(scale=n, until=2**40)} == datasets._pick(every, n)
-    assert {r["icao24"] for r in kv.feed(until=2**40)} == datasets._pick(every, kv.SAMPLE_AIRCRAFT)
+        assert {r["icao24"] for r in kv.feed(scale=n, until=2**40)} == datasets.evenly_spaced(every, n)
+    assert {r["icao24"] for r in kv.feed(until=2**40)} == datasets.evenly_spaced(every, kv.SAMPLE_AIRCRAFT)
 
 
 def test_the_feed_is_the_real_sample_in_arrival_order():

@@ -80,7 +80,7 @@ def test_reset_keeps_what_another_kernel_records_while_it_runs(db, monkeypatch):
         out = real_drop(name, *args, **kwargs)
         if not calls:
             calls.append(name)
-            safety._record(db, "b")  # another kernel: records "b", about to create it
+            safety.record(db, "b")  # another kernel: records "b", about to create it
         return out
 
     monkeypatch.setattr(db, "drop_collection", drop_and_let_another_kernel_record)
@@ -110,3 +110,45 @@ def test_reset_can_keep_the_collections_a_setup_cell_just_loaded(db):
     assert db["nyc_carriers"].count_documents({}) == 16
     assert workbook_collections(db) == ["nyc_carriers"]
     assert reset_workbook(db) == ["nyc_carriers"]
+
+
+# --- a reset and another kernel's load take turns: the load's lease covers its target and staging copy
+
+def _lease(db, target, owner, seconds):
+    import datetime as dt
+
+    expires = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(seconds=seconds)
+    db["workbook_registry"].insert_one({"_id": f"$loading:{target}", "owner": owner, "expires": expires})
+
+
+def test_a_reset_leaves_another_kernels_live_load_alone(db):
+    from helpers.safety import staging_name
+
+    staging = staging_name("adsb_reports")
+    for name in ("adsb_reports", staging, "leftover"):
+        workbook_collection(db, name).insert_one({"_id": 1})
+    _lease(db, "adsb_reports", "another kernel", 60)
+    assert reset_workbook(db) == ["leftover"]
+    assert {"adsb_reports", staging} <= set(db.list_collection_names())
+    assert is_workbook_collection(db, "adsb_reports") and is_workbook_collection(db, staging)
+    assert db["workbook_registry"].find_one({"_id": "$loading:adsb_reports"})["owner"] == "another kernel"
+
+
+def test_a_reset_takes_over_the_lease_of_a_crashed_load(db):
+    from helpers.safety import staging_name
+
+    staging = staging_name("adsb_reports")
+    for name in ("adsb_reports", staging):
+        workbook_collection(db, name).insert_one({"_id": 1})
+    _lease(db, "adsb_reports", "a crashed kernel", -1)
+    assert reset_workbook(db) == sorted(["adsb_reports", staging])
+    assert db["workbook_registry"].count_documents({}) == 0  # no entry, no stale lease
+
+
+def test_a_connect_creates_no_registry(db, backend):
+    from helpers import backends
+
+    assert "workbook_registry" not in db.list_collection_names()
+    backends._probe(db, backend.info.name == "mock")
+    assert "workbook_registry" not in db.list_collection_names()
+    assert reset_workbook(db) == [] and "workbook_registry" not in db.list_collection_names()

@@ -410,3 +410,17 @@ def test_a_registry_a_learner_replaced_with_a_view_is_never_run(test_uri, monkey
         for n in (honest, tricky):
             client.drop_database(n)
         client.close()
+
+
+def test_a_database_only_connected_to_is_not_listed(test_uri):
+    """Connecting (with its capability probe) records nothing, so it creates no registry: a
+    ``schema_workbook*`` database a learner only connected to is not a class database."""
+    tag = uuid.uuid4().hex[:8]
+    name = f"schema_workbook_wbtest{tag}_connected"
+    conn = connect("mongodb", uri=test_uri, db_name=name)  # probes the engine in this database
+    try:
+        assert "workbook_registry" not in conn.db.list_collection_names()
+        assert name not in {d["database"] for d in classdb.workbook_databases(conn.client)}
+    finally:
+        conn.client.drop_database(name)
+        conn.close()

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.datasets import is_staging_name
-from helpers.safety import PROGRESS, REGISTRY, reset_workbook
+from helpers.safety import PROGRESS, REGISTRY, create_registry, recorded, reset_workbook, retire_registry
 from helpers.settings import DB_PREFIX, login_db_name
 
 __all__ = ["ClassError", "is_workbook_database_name", "workbook_database_names", "workbook_databases",
@@ -66,8 +66,7 @@ def _list_databases(client: Any) -> list[str]:
 
 def _workbook_collections(db: Any) -> list[str]:
     """What the learner made: recorded, existing, not a load's staging copy or a probe's leftover."""
-    recorded = {n for n in db[REGISTRY].distinct("_id") if isinstance(n, str)}
-    return sorted(n for n in recorded & set(db.list_collection_names())
+    return sorted(n for n in recorded(db) & set(db.list_collection_names())
                   if not is_staging_name(n) and not n.startswith(_PROBE))
 
 
@@ -129,8 +128,8 @@ def drop_plan(client: Any, names: list[str] | None = None) -> dict[str, dict[str
     for name in targets:
         db = client[name]
         mine = _workbook_collections(db)
-        recorded = {n for n in db[REGISTRY].distinct("_id") if isinstance(n, str)}
-        keep = sorted(n for n in db.list_collection_names() if n not in recorded and n != REGISTRY)
+        ours = recorded(db)
+        keep = sorted(n for n in db.list_collection_names() if n not in ours and n != REGISTRY)
         plan[name] = {"drop": mine, "keep": keep}
     return plan
 
@@ -221,8 +220,8 @@ def drop_workbook_databases(client: Any, names: list[str] | None = None, *,
         others = sorted(n for n in db.list_collection_names() if n != REGISTRY)
         if not others:
             client.drop_database(name)
-        elif db[REGISTRY].count_documents({}) == 0:
-            db.drop_collection(REGISTRY)  # no longer a workbook database
+        else:
+            retire_registry(db)  # if it records nothing, no longer a workbook database
         kept[name] = others
     return kept
 
@@ -410,8 +409,7 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
                                  roles=[{"role": "readWrite", "db": db_name}],
                                  customData={"workbook": DB_PREFIX, "database": db_name})
             made_users.append(login)
-            if REGISTRY not in client[db_name].list_collection_names():
-                client[db_name].create_collection(REGISTRY)
+            if create_registry(client[db_name]):
                 made_dbs.append(db_name)
             out.append((login, learner_uri(uri, login, password), db_name))
     except PyMongoError as e:  # refused, or the connection lost: a user whose password was never shown must not stay
@@ -423,8 +421,7 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
                 left.append(login)
         for db_name in made_dbs:
             try:
-                if client[db_name].list_collection_names() == [REGISTRY] and \
-                        client[db_name][REGISTRY].count_documents({}) == 0:
+                if client[db_name].list_collection_names() == [REGISTRY] and retire_registry(client[db_name]):
                     client.drop_database(db_name)
             except PyMongoError:
                 pass

@@ -1,0 +1,372 @@
+"""The typed copy of a large data file, kept per machine: a load then costs little more than its inserts.
+
+A large file (139,098 ADS-B rows: about 1.5 s to read, type and key) is typed once per machine
+(``workbook.py setup`` and ``lab`` call :func:`prepare_cache`) and kept in the cache folder
+(``settings.cache_folder()``: ``WORKBOOK_CACHE``, default ``~/.schema_workbook/cache``), named by
+the file's sha256 (verified against ``checksums.sha256`` just before) and by the typing
+(:func:`typing_tag`). What keeps a copy from being anything but the file's own typed rows:
+
+* **Data only.** A copy is BSON: the documents' own bytes, which pymongo inserts as they are
+  (``RawBSONDocument``) and a reload compares byte for byte. Reading BSON runs no code, whatever
+  the bytes are (a pickle would).
+* **Signed by the user's own key.** Each copy carries a keyed BLAKE2b MAC over the data file's
+  name, sha256, the typing and the whole content, with a 32-byte key of the user's own
+  (``~/.schema_workbook/cache.key``, created 0600 on first use). A copy that does not verify
+  (damaged, truncated, one document where the file has 139,098, written by anybody or anything
+  else) is refused, the file is typed again from the source and the copy rewritten.
+* **Reached without following a link, through folders only the user (or root) controls** (POSIX).
+  The cache folder's path is resolved once, then walked from ``/`` one folder at a time, each
+  opened relative to the one before with ``O_NOFOLLOW`` (a symlink swapped in meanwhile is refused,
+  never followed) and checked on the opened folder itself (``fstat``): every folder above the
+  cache owned by root or the user and writable by nobody else, unless it is sticky (as ``/tmp``:
+  others may add entries there, but not rename or delete the user's); the cache folder itself
+  owned by the user and writable by nobody else (created 0700). The copy is opened in that folder
+  with ``O_NOFOLLOW`` and checked on the open file: a regular file with one link, owned by the
+  user, writable by nobody else. The key is reached the same way. A folder failing a check means
+  no cache (the file is typed each time), never a copy from it.
+* **On Windows** there are no ``O_NOFOLLOW`` or folder descriptors: the cache and the key are
+  opened by path, a copy that is a link is refused, and owners and modes are not checked (the
+  profile folder is private by default). What protects there is the format (no code runs) and the
+  key (a copy nobody could sign without the user's key is refused).
+
+Writing never deletes anything but the cache's own files: a name of the cache's pattern
+(``<shipped data file>.<16 hex>.<16 hex>.typed.bson``, the older ``.pickle`` copies, and their
+``.<8 hex>.tmp`` leftovers), a regular file of the user's own, unused for a week (another typing's
+copy) or an hour (a killed writer's temporary file).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import settings
+from .checksums import sha256, verified_digest
+from .csvtyping import Fields, typed_rows, with_ids
+
+__all__ = ["CACHE_MIN_ROWS", "TypedCopy", "typed_copy", "typed_documents", "typing_tag",
+           "copy_path", "is_cache_file", "key_path", "prepare_cache"]
+
+#: files with fewer rows are typed faster than their cached copy is found
+CACHE_MIN_ROWS = 20_000
+#: the first bytes of a copy (the format's version)
+MAGIC = b"WBTYPED1"
+_MAC_BYTES = 32
+_SUFFIX = ".typed.bson"
+_POSIX = os.name == "posix" and os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+_OWN_NAME = re.compile(r"(?P<file>[A-Za-z0-9_.-]+?)\.[0-9a-f]{16}\.[0-9a-f]{16}(?:\.typed\.bson|\.pickle)"
+                       r"(?P<tmp>\.[0-9a-f]{8}\.tmp)?")
+_SOURCE_DIGEST: list[str] = []
+
+
+@dataclass(frozen=True)
+class TypedCopy:
+    """A file's typed documents as BSON (``RawBSONDocument``, inserted as they are), and, when
+    asked for, each document's value of one field (``keys``; ``None`` where it has none)."""
+
+    docs: list[Any]
+    keys: list[Any] | None = None
+
+
+def typing_tag(fields: Fields, make_id: Callable[..., Any] | None, where: str | None = None) -> str:
+    """A digest of how a file is typed: the loader's typing and catalogue code (the converters, the
+    ``_id`` rules), this format, the field table, the ``_id`` rule and the field whose values are
+    kept beside the documents. A changed typing never meets a copy typed the old way."""
+    if not _SOURCE_DIGEST:
+        here = Path(__file__).resolve().parent
+        _SOURCE_DIGEST.append(hashlib.sha256("".join(sha256(here / f"{m}.py") for m in (
+            "csvtyping", "catalogue", "cache")).encode()).hexdigest())
+    rule = None if make_id is None else (getattr(make_id, "__qualname__", repr(make_id)),
+                                         getattr(make_id, "key", None))
+    table = [(col, getattr(conv, "__name__", repr(conv)), req, key) for col, (conv, req, key) in fields.items()]
+    return hashlib.sha256(repr((_SOURCE_DIGEST[0], rule, table, where)).encode()).hexdigest()[:16]
+
+
+def copy_path(path: Path, digest: str, tag: str) -> Path | None:
+    """Where the typed copy of data file ``path`` (sha256 ``digest``, typing ``tag``) is kept; None
+    with no cache."""
+    folder = settings.cache_folder()
+    return None if folder is None else folder / f"{path.name}.{digest[:16]}.{tag}{_SUFFIX}"
+
+
+def is_cache_file(name: str, data_files: set[str] | frozenset[str]) -> bool:
+    """True for a name of the cache's own: a copy (or an older pickle copy, or the temporary file of
+    either) of one of ``data_files``. Nothing else in the cache folder is ever deleted."""
+    found = _OWN_NAME.fullmatch(name)
+    return bool(found) and found["file"] in data_files
+
+
+def key_path() -> Path:
+    """The user's own key signing the typed copies: ``~/.schema_workbook/cache.key``."""
+    return Path.home() / ".schema_workbook" / "cache.key"
+
+
+# ------------------------------------------------------------------------------------------
+# Folders and files reached safely
+# ------------------------------------------------------------------------------------------
+class _Unsafe(Exception):
+    """A folder or file on the way is not safe to read a copy from (or is missing)."""
+
+
+def _check_folder(st: os.stat_result, last: bool) -> None:
+    uid = os.getuid()
+    if not stat.S_ISDIR(st.st_mode):
+        raise _Unsafe("not a folder")
+    if last:  # the cache folder (or the key's): the user's own, nobody else may add or replace files
+        if st.st_uid != uid or st.st_mode & 0o022:
+            raise _Unsafe("not a private folder of the user's own")
+    elif st.st_uid not in (uid, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+        # another user could rename what is below (a sticky folder lets them only add their own entries)
+        raise _Unsafe("a folder above it that another user controls")
+
+
+def _open_folder(folder: Path, create: bool) -> int:
+    """A descriptor of ``folder``, reached from ``/`` without following any link, every folder on the
+    way checked (:func:`_check_folder`); missing folders created 0700 when ``create``."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    parts = Path(os.path.realpath(folder)).parts
+    fd = os.open(parts[0], flags & ~os.O_NOFOLLOW)
+    try:
+        _check_folder(os.fstat(fd), last=len(parts) == 1)
+        for i, part in enumerate(parts[1:], start=2):
+            try:
+                new = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise _Unsafe("missing") from None
+                try:
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                new = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:  # ELOOP / ENOTDIR: a link or a file where a folder should be
+                raise _Unsafe(f"{part}: {exc.strerror}") from None
+            os.close(fd)
+            fd = new
+            _check_folder(os.fstat(fd), last=i == len(parts))
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_file(st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        raise _Unsafe("not a plain file")
+    if _POSIX and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+        raise _Unsafe("not a file of the user's own")
+
+
+def _read(folder: Path, name: str) -> bytes:
+    """The bytes of ``folder/name``, opened safely (module docstring), or :class:`_Unsafe`."""
+    if not _POSIX:  # Windows: by path; a link is refused, the key guards the content
+        path = folder / name
+        if path.is_symlink() or not path.is_file():
+            raise _Unsafe("missing or a link")
+        with open(path, "rb") as fh:
+            _check_file(os.fstat(fh.fileno()))
+            return fh.read()
+    dir_fd = _open_folder(folder, create=False)
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                         dir_fd=dir_fd)
+        except OSError as exc:
+            raise _Unsafe(f"{name}: {exc.strerror}") from None
+        with os.fdopen(fd, "rb") as fh:
+            _check_file(os.fstat(fd))
+            return fh.read()
+    finally:
+        os.close(dir_fd)
+
+
+def _write(folder: Path, name: str, data: bytes, *, data_files: frozenset[str] = frozenset(),
+           exclusive: bool = False) -> None:
+    """Write ``folder/name`` (0600) atomically: a temporary file of the cache's pattern, renamed
+    over it (``exclusive``: created, never replaced). Old files of the cache's own are tidied first."""
+    if not _POSIX:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        target = folder / name
+        tmp = folder / f"{name}.{uuid.uuid4().hex[:8]}.tmp"
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+        (os.rename if exclusive else os.replace)(tmp, target)
+        return
+    dir_fd = _open_folder(folder, create=True)
+    try:
+        if data_files:
+            _tidy(dir_fd, name, data_files)
+        tmp = f"{name}.{uuid.uuid4().hex[:8]}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            if exclusive:
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            else:
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # a reader sees all or nothing
+        finally:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+    finally:
+        os.close(dir_fd)
+
+
+def _tidy(dir_fd: int, keep: str, data_files: frozenset[str]) -> None:
+    """Delete the cache's own files nobody uses: another typing's copy unused for a week, a killed
+    writer's temporary file after an hour. Only names of the cache's pattern, only regular files of
+    the user's own; everything else in the folder is left alone."""
+    now = time.time()
+    for entry in os.scandir(dir_fd):
+        if entry.name == keep or not is_cache_file(entry.name, data_files):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            if now - st.st_mtime > (3600 if entry.name.endswith(".tmp") else 7 * 86400):
+                os.unlink(entry.name, dir_fd=dir_fd)
+        except OSError:
+            pass
+
+
+def _key() -> bytes | None:
+    """The user's own key (created on first use), or None where it cannot be kept safely."""
+    path = key_path()
+    for _ in range(2):
+        try:
+            data = _read(path.parent, path.name)
+            return data if len(data) == 32 else None  # another length: not ours to replace
+        except _Unsafe:
+            pass
+        except OSError:
+            return None
+        try:
+            _write(path.parent, path.name, os.urandom(32), exclusive=True)
+        except FileExistsError:
+            continue  # another kernel made it meanwhile: read that one
+        except (OSError, _Unsafe):
+            return None
+    return None
+
+
+def _mac(key: bytes, identity: bytes, body: memoryview | bytes) -> bytes:
+    mac = hashlib.blake2b(key=key, digest_size=_MAC_BYTES)
+    mac.update(identity)
+    mac.update(body)
+    return mac.digest()
+
+
+# ------------------------------------------------------------------------------------------
+# The copy
+# ------------------------------------------------------------------------------------------
+def _encode(docs: list[dict[str, Any]], where: str | None) -> tuple[bytes, TypedCopy]:
+    import bson
+    from bson.raw_bson import RawBSONDocument
+
+    encoded = [bson.encode(doc) for doc in docs]
+    keys = None if where is None else [doc.get(where) for doc in docs]
+    head = bson.encode({"n": len(encoded), "keys": keys})
+    return (len(head).to_bytes(4, "little") + head + b"".join(encoded),
+            TypedCopy([RawBSONDocument(b) for b in encoded], keys))
+
+
+def _decode(body: memoryview, as_bson: bool = True) -> TypedCopy:
+    import bson
+    from bson.codec_options import CodecOptions
+    from bson.raw_bson import RawBSONDocument
+
+    size = int.from_bytes(body[:4], "little")
+    head = bson.decode(body[4:4 + size])
+    docs = bson.decode_all(body[4 + size:], CodecOptions(document_class=RawBSONDocument) if as_bson
+                           else bson.DEFAULT_CODEC_OPTIONS)
+    if len(docs) != head["n"] or (head["keys"] is not None and len(head["keys"]) != len(docs)):
+        raise _Unsafe("the count does not match")
+    return TypedCopy(docs, head["keys"])
+
+
+def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None,
+               where: str | None = None, as_bson: bool = True) -> TypedCopy:
+    """Every row of data file ``path`` typed (:func:`~helpers.datasets.csvtyping.typed_rows`), as
+    documents with ``make_id``'s ``_id`` (:func:`~helpers.datasets.csvtyping.with_ids`), in BSON;
+    with ``where``, each document's value of that field too (``as_bson=False``: as dicts, for a
+    client that inserts only dicts: the mock). Through the cache (module docstring)
+    for a large file; nothing is kept in memory between loads (the ADS-B documents hold about 75 MB).
+    The caller verified the file (``verify_file``), whose sha256 names the copy."""
+    digest = verified_digest(path)
+    tag = typing_tag(fields, make_id, where)
+    cached = copy_path(path, digest, tag)
+    key = _key() if cached is not None else None
+    identity = b"\0".join((path.name.encode(), digest.encode(), tag.encode(), b""))
+    if key is not None:
+        try:
+            data = memoryview(_read(cached.parent, cached.name))
+            if data[:len(MAGIC)] == MAGIC:
+                start = len(MAGIC) + _MAC_BYTES
+                if _mac(key, identity, data[start:]) == data[len(MAGIC):start]:
+                    return _decode(data[start:], as_bson)
+        except (_Unsafe, OSError):
+            pass
+        except Exception:  # noqa: BLE001 - signed but unreadable (another version): type it again
+            pass
+    docs = typed_rows(path, fields)
+    if make_id is not None:
+        docs = with_ids(path, fields, make_id, docs)
+    body, copy = _encode(docs, where)
+    if not as_bson:
+        copy = TypedCopy(docs, copy.keys)
+    if key is not None and len(docs) >= CACHE_MIN_ROWS:
+        from .catalogue import data_files
+
+        try:
+            _write(cached.parent, cached.name, MAGIC + _mac(key, identity, body) + body,
+                   data_files=data_files())
+        except (OSError, _Unsafe):  # an unwritable or unsafe folder only costs the time
+            pass
+    return copy
+
+
+def typed_documents(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None) -> list[dict[str, Any]]:
+    """:func:`typed_copy`'s documents as dicts (new ones, the caller's own)."""
+    import bson
+
+    return [bson.decode(doc.raw) for doc in typed_copy(path, fields, make_id).docs]
+
+
+def prepare_cache() -> list[str]:
+    """Type every large shipped file once, into the cache (``workbook.py lab`` and ``setup`` call
+    this), so that even a first load reads a typed copy. Returns a line per file typed now, or
+    per file that could not be (the notebook loading it will say what is wrong)."""
+    from .catalogue import SPECS
+    from .checksums import datasets_dir, verify_file
+    from .common import DatasetError
+
+    said = []
+    for spec in SPECS.values():
+        source = spec.source
+        file, fields = getattr(source, "file", None), getattr(source, "fields", None)
+        if fields is None or settings.cache_folder() is None:
+            continue
+        try:
+            path = verify_file(datasets_dir(), file)
+            tag = typing_tag(fields, source.make_id, source.where)
+            cached = copy_path(path, verified_digest(path), tag)
+            if cached is not None and cached.is_file():
+                continue
+            copy = typed_copy(path, fields, source.make_id, source.where)
+        except DatasetError as exc:
+            said.append(f"{file}: not typed ({str(exc).split(';')[0]})")
+            continue
+        if len(copy.docs) >= CACHE_MIN_ROWS:
+            said.append(f"{file}: typed once, kept in {cached.parent}" if cached is not None and cached.is_file()
+                        else f"{file}: typed, but the cache folder is not writable or not private")
+    return said
