@@ -8,7 +8,8 @@ plots), ``workload`` (a design's workload, weighed into a daily cost), ``plans``
 ``sizes`` (BSON sizes and the 16 MiB limit), ``datasets`` and ``generators`` (the data),
 ``exercises`` (self-checks) and ``checks/`` (each notebook's checkers, ``checks/nbNN.py``),
 ``display`` (show a helper's real source), ``redis_backend`` (notebook 07's Redis); and one module
-per lesson, its first docstring line naming its notebook: ``embedding`` (01), ``outlier`` (02),
+per lesson, its first docstring line naming its notebook: ``embedding`` (01, with
+``embedding_migrate``), ``outlier`` (02),
 ``trees`` (03, with ``trees_base`` and ``trees_costs``), ``aerodata`` (04, with
 ``aerodata_messages``, ``aerodata_geo`` and ``aerodata_costs``), ``schema`` (05, with ``schema_infer``,
 ``schema_validate`` and ``schema_migrate``), ``advisor`` (split into

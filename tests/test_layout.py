@@ -181,7 +181,7 @@ PROJECT_TESTS = {"layout", "notebooks_skeleton", "repo", "manual_examples", "bro
 def test_test_files_are_named_after_their_module():
     """``test_<module>[_<aspect>].py`` for ``helpers/``, ``test_tools_``/``test_engines_``/``test_scripts_``
     for the others, or one of the project-wide tests: so a module's tests are found by its name."""
-    modules = {p.stem for p in (ROOT / "helpers").glob("*.py")}
+    modules = {p.stem for p in (ROOT / "helpers").glob("*.py")} | {p.parent.name for p in (ROOT / "helpers").glob("*/__init__.py")}
     for prefix, folder in (("tools_", "tools"), ("engines_", "engines"), ("scripts_", "scripts")):
         modules |= {prefix + p.stem for p in (ROOT / folder).glob("*.py")}
     modules -= {"__init__", "tools___init__", "engines___init__"}
