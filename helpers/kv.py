@@ -687,7 +687,7 @@ class Both:
                 f"Redis: {r.round_trips} round trip(s), {r.commands} command(s){rb}")
 
 
-def write_costs(workload: str, mongo_cost: Any, redis_cost: Any, serves: str = "") -> dict[str, Any]:
+def write_costs(workload: str, mongo_cost: Any, redis_cost: Any) -> dict[str, Any]:
     """One row of the write table: what storing the replay cost each store for ``workload``."""
     m, r = mongo_cost, redis_cost
     return {"workload": workload, "MongoDB round trips": m.round_trips if m else 0,

@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
 
 def _client(quiet: bool = False):
     from helpers import settings
-    from helpers.backends import BackendError, _connect_uri, redact_uri
+    from helpers.backends import BackendError, connect_uri, redact_uri
     from tools.classdb import ClassError
 
     uri = settings.mongodb_uri()
@@ -133,7 +133,7 @@ def _client(quiet: bool = False):
         raise ClassError("Set MONGODB_URI to the class's server first, e.g. "
                          "MONGODB_URI=mongodb://teacher:PASSWORD@lab-server:27017/?authSource=admin")
     try:
-        client, engine, version = _connect_uri(uri, "admin")
+        client, engine, version = connect_uri(uri)
     except BackendError as e:
         raise ClassError(str(e)) from None
     print(f"server: {redact_uri(uri)} ({engine} {version})", file=sys.stderr if quiet else sys.stdout)
