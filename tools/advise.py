@@ -14,7 +14,8 @@ max_array_elements=200`` overrides one value of it (repeatable; see ``helpers.ad
 ``--demo`` plants the advisor's fixtures (one planted case and one near miss per code) in a throwaway
 in-memory engine and reviews them.
 
-A thin layer over :mod:`helpers.advisor`.
+A thin layer over :mod:`helpers.advisor`; its options are parsed by ``tools/cli.py``, the command
+line's one parser, so ``python3 workbook.py advise --help`` needs no environment.
 """
 from __future__ import annotations
 
@@ -48,16 +49,14 @@ def _thresholds(pairs: list[str], base: str = "atlas"):
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python3 workbook.py advise", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--database", help="the database to review (default: the workbook's own)")
-    parser.add_argument("--profile", action="store_true", help="take the workload from system.profile")
-    parser.add_argument("--thresholds", choices=("atlas", "workbook"), default="atlas",
-                        help="Atlas' trigger values (default) or the workbook's stricter set")
-    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one threshold of the set (repeatable)")
-    parser.add_argument("--demo", action="store_true", help="review the advisor's fixtures on a throwaway engine")
-    args = parser.parse_args(argv)
+    """``python3 workbook.py advise ARGS``: parse ``argv`` with the command line's one parser, then :func:`run`."""
+    from tools.cli import build_parser
+
+    return run(build_parser().parse_args(["advise", *argv]))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Review as ``args`` (parsed by ``tools.cli``) say; print the report; the exit status."""
     thresholds = _thresholds(args.threshold, args.thresholds)
 
     from helpers import advisor
