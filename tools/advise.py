@@ -36,16 +36,16 @@ def _thresholds(pairs: list[str], base: str = "atlas"):
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or name not in names:
-            raise SystemExit(f"--threshold {pair!r}: use NAME=VALUE with NAME one of {', '.join(names)}")
+            raise ValueError(f"--threshold {pair!r}: use NAME=VALUE with NAME one of {', '.join(names)}")
         try:
             values[name] = (float(value) if name in ("lookup_share", "unused_index_days")
                             else int(value.replace(",", "").replace("_", "")))
         except ValueError:
-            raise SystemExit(f"--threshold {pair!r}: {value!r} is not a number") from None
+            raise ValueError(f"--threshold {pair!r}: {value!r} is not a number") from None
     try:
         return replace(Thresholds.named(base), **values)
     except ValueError as e:
-        raise SystemExit(f"--threshold: {e}") from None
+        raise ValueError(f"--threshold: {e}") from None
 
 
 def main(argv: list[str]) -> int:
@@ -57,7 +57,11 @@ def main(argv: list[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Review as ``args`` (parsed by ``tools.cli``) say; print the report; the exit status."""
-    thresholds = _thresholds(args.threshold, args.thresholds)
+    try:
+        thresholds = _thresholds(args.threshold, args.thresholds)
+    except ValueError as e:  # a wrong argument, as argparse says one: usage status 2
+        print(f"python3 workbook.py advise: error: {e}", file=sys.stderr)
+        return 2
 
     from helpers import advisor
     from helpers.backends import BackendError, connect
