@@ -68,7 +68,8 @@ PROFILE_ADVICE = ('db.command("profile", 1, slowms=100, sampleRate=0.1) on that 
                   'operations slower than slowms, sampled (or set a filter); level 2 writes every operation. '
                   'Run the application, then db.command("profile", 0)')
 
-_CURRENT = object()
+#: ``info``'s default: the ``BackendInfo`` of the connection ``db`` was opened with (``info_of(db)``)
+_FROM_CONNECTION = object()
 
 
 def _cause(e: Exception) -> str:
@@ -76,7 +77,7 @@ def _cause(e: Exception) -> str:
 
 
 def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds | str | None = None,
-           collections: Iterable[str] | None = None, info: Any = _CURRENT) -> Report:
+           collections: Iterable[str] | None = None, info: Any = _FROM_CONNECTION) -> Report:
     """Review ``db`` (and ``workload``, if given) and return a :class:`Report`. Only reads.
 
     ``thresholds``: ``"atlas"`` (the default: Atlas' trigger values), ``"workbook"`` (the stricter
@@ -92,7 +93,7 @@ def review(db: Any, workload: Workload | None = None, *, thresholds: Thresholds 
 
 
 def reviews(db: Any, workload: Workload | None = None, *, thresholds: Iterable[Thresholds | str] = ("atlas", "workbook"),
-            collections: Iterable[str] | None = None, info: Any = _CURRENT) -> dict[str, Report]:
+            collections: Iterable[str] | None = None, info: Any = _FROM_CONNECTION) -> dict[str, Report]:
     """:func:`review` with several sets of thresholds, reading the database once: ``{set name: Report}``
     (``"custom"`` for a :class:`Thresholds` of your own; give one custom set at most). Introduced in notebook 06."""
     sets = [thresholds_named(x) for x in thresholds]
@@ -101,7 +102,7 @@ def reviews(db: Any, workload: Workload | None = None, *, thresholds: Iterable[T
     if workload is not None and not isinstance(workload, Workload):
         raise TypeError(f"workload must be a helpers.advisor.Workload (from Workload.from_counter or "
                         f"record_workload), not {type(workload).__name__}")
-    if info is _CURRENT:
+    if info is _FROM_CONNECTION:
         from .backends import info_of
         info = info_of(db)
     collations = bool(getattr(info.caps, "collation", True)) if info is not None else True

@@ -46,6 +46,7 @@ __all__ = [
     "engine_limits",
     "ProcessWide",
     "current_connection",
+    "connect_uri",
 ]
 
 DEFAULT_DB = settings.DEFAULT_DB
@@ -180,10 +181,11 @@ def _check_uri(uri: str) -> None:
                 + _OFFLINE)
 
 
-def _connect_uri(uri: str, db_name: str, name: str = "mongodb",
-                 connect_timeout_ms: int = CONNECT_TIMEOUT_MS) -> tuple[Any, str, str]:
-    """Connect and ask ``buildInfo``; a failure says which it is: a malformed URI, a missing file
-    it names, authentication failed, or the server cannot be reached (each a :class:`BackendError`)."""
+def connect_uri(uri: str, connect_timeout_ms: int = CONNECT_TIMEOUT_MS) -> tuple[Any, str, str]:
+    """Connect and ask ``buildInfo``: ``(client, engine, version)``, with no probe (probing writes;
+    :func:`connect` probes, ``workbook.py class`` does not). A failure says which it is: a malformed
+    URI, a missing file it names, authentication failed, or the server cannot be reached (each a
+    :class:`BackendError`)."""
     import warnings
 
     import pymongo
@@ -292,7 +294,7 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
         if not uri:
             raise BackendError("WORKBOOK_BACKEND=mongodb needs MONGODB_URI, e.g. "
                                "MONGODB_URI=mongodb://localhost:27017 (or unset WORKBOOK_BACKEND to run offline).")
-        client, engine, version = _connect_uri(uri, db_name)
+        client, engine, version = connect_uri(uri)
         return _finish(Connection(client, client[db_name], None), "mongodb", engine, version,
                        redact_uri(uri), None, probe)
     if backend == "embedded":
@@ -302,8 +304,7 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
                 from engines.embedded import start_embedded
 
                 server = start_embedded()
-            client, engine, version = _connect_uri(server.uri, db_name,
-                                                   connect_timeout_ms=SOCKET_CONNECT_TIMEOUT_MS)
+            client, engine, version = connect_uri(server.uri, connect_timeout_ms=SOCKET_CONNECT_TIMEOUT_MS)
             return _finish(Connection(client, client[db_name], None, server=server), "embedded",
                            "SecantusDB", version, None, None, probe)
         except Exception as e:

@@ -32,9 +32,7 @@ and migration).
 """
 from __future__ import annotations
 
-from .schema_infer import (  # noqa: F401 - re-exported: every name still imports from helpers.schema
-    _KIND_OF_TYPE,
-    _PLAIN_KINDS,
+from .schema_infer import (  # noqa: F401 - re-exported: every public name imports from helpers.schema
     EXACT_DISTINCT,
     EXAMPLES,
     ID_CHUNK,
@@ -45,16 +43,6 @@ from .schema_infer import (  # noqa: F401 - re-exported: every name still import
     InferredSchema,
     MissRate,
     SchemaError,
-    _check_sample,
-    _Distinct,
-    _emit,
-    _exact_key,
-    _flatten,
-    _hash_key,
-    _id_key,
-    _Node,
-    _segment,
-    _short,
     bson_type,
     infer_documents,
     infer_schema,
@@ -62,18 +50,13 @@ from .schema_infer import (  # noqa: F401 - re-exported: every name still import
     percent,
     sample_ids,
 )
-from .schema_migrate import (  # noqa: F401 - re-exported: every name still imports from helpers.schema
-    _HAS_LAT_LON,
-    _IS_V1,
-    _POINT,
+from .schema_migrate import (  # noqa: F401 - re-exported: every public name imports from helpers.schema
     CURRENT_VERSION,
     NOT_CURRENT,
     UPGRADE_PIPELINE,
     VERSION_FIELD,
     BatchResult,
     MigrationResult,
-    _bracket,
-    _next_batch_ids,
     content_digest,
     lazy_pipeline,
     migrate_batch,
@@ -86,13 +69,8 @@ from .schema_migrate import (  # noqa: F401 - re-exported: every name still impo
     within_box,
     write_lazy,
 )
-from .schema_validate import (  # noqa: F401 - re-exported: every name still imports from helpers.schema
-    _KEYWORDS,
-    _NUMBERS,
+from .schema_validate import (  # noqa: F401 - re-exported: every public name imports from helpers.schema
     WriteOutcome,
-    _equal,
-    _node_schema,
-    _type_ok,
     count_valid,
     one_of_by,
     refusal_reasons,

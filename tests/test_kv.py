@@ -225,7 +225,10 @@ def test_the_geo_probe_says_what_the_engine_does(db, backend):
         assert not got["$near nearest-first"]
     if backend.info.name == "mock":
         assert not got["$centerSphere runs"]
-    assert "kv_probe_geo" not in db.list_collection_names()
+    # $near order and $centerSphere are the declared capabilities: the same answer as the connect probe
+    assert (got["$near nearest-first"], got["$centerSphere runs"]) == (backend.info.caps.near_sorted,
+                                                                         backend.info.caps.geo_center_sphere)
+    assert not [n for n in db.list_collection_names() if n == "kv_probe_geo" or n.startswith("workbook_probe_")]
 
 
 def test_same_says_where_the_answers_differ():

@@ -5,6 +5,7 @@
 * only ``helpers/settings.py`` reads the environment (in ``helpers/`` and ``engines/``);
 * every lesson module's first docstring line names its notebook;
 * no module of ``helpers/`` is over 800 lines (one job each);
+* ``tools/``, ``scripts/`` and ``workbook.py`` use only the public names of the modules they import;
 * nothing refers to the session's shared folder outside the repository (a learner's clone has only the repository: docs/ENGINES.md);
 * the linter configured in pyproject.toml runs here, so the configuration is not dead;
 * the one-click set-ups (docker compose, dev container, Binder) use the project's requirements.
@@ -225,3 +226,36 @@ def test_the_loader_is_a_package_with_one_job_per_module():
     assert {"catalogue", "checksums", "csvtyping", "cache", "staging", "lease", "reload", "load", "table",
             "sampling"} <= set(modules)
     assert not {name: n for name, n in modules.items() if n > 800}
+
+
+def _private_names_reached(path: Path) -> list[str]:
+    """``from x import _name`` and ``module._name`` in ``path``, where x/module is another module of the
+    repository (helpers, engines, tools): a name a tool shares gets a public name in its home."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    ours = ("helpers", "engines", "tools")
+    modules: dict[str, str] = {}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in ours:
+            for a in node.names:
+                modules[a.asname or a.name] = f"{node.module}.{a.name}"
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"line {node.lineno}: from {node.module} import {a.name}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in ours:
+                    modules[a.asname or a.name.split(".")[0]] = a.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted([*(ROOT / "tools").glob("*.py"), *(ROOT / "scripts").glob("*.py"),
+                                         *(ROOT / "bench").glob("*.py"), ROOT / "workbook.py"]),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_tools_use_only_public_names_of_other_modules(path):
+    reached = _private_names_reached(path)
+    assert reached == [], (f"{path.relative_to(ROOT)} reaches into another module's private names ({reached}): "
+                           f"give them a public name in their home")

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import schema as sc
+from helpers import schema_infer
 from helpers.counting import counting
 from helpers.datasets import load_dataset
 
@@ -179,10 +180,10 @@ def test_distinct_estimate_is_exact_below_the_sketch_size_and_close_above():
 def test_the_estimate_past_the_exact_count_is_the_sketch_of_every_value():
     """Switching from exact counting to the sketch loses nothing: the same estimate as hashing every value."""
     values = [f"id{i:05d}" for i in range(sc.EXACT_DISTINCT + 5_000)]
-    sketch = sc._Distinct()
+    sketch = schema_infer._Distinct()
     sketch.exact = None  # the sketch alone, from the first value
     for v in values:
-        sketch._add_hash(sc._hash_key(("string", v)))
+        sketch._add_hash(schema_infer._hash_key(("string", v)))
     assert sc.infer_documents({"v": v} for v in values)["v"].distinct == sketch.estimate()[0]
 
 

@@ -8,7 +8,6 @@ import json
 import uuid
 
 import bson
-import pytest
 
 
 def _snapshot(db):
@@ -56,8 +55,9 @@ def test_cli_without_a_server_explains(monkeypatch):
     monkeypatch.delenv("MONGODB_URI", raising=False)
     rc, out, err = _run_cli([])
     assert rc == 2 and "MONGODB_URI" in err and "--demo" in err
-    with pytest.raises(SystemExit, match="NAME one of"):
-        _run_cli(["--threshold", "arrays=5"])
+    for wrong, says in ((["--threshold", "arrays=5"], "NAME one of"), (["--threshold", "max_indexes=x"], "not a number")):
+        rc, out, err = _run_cli(wrong)  # an argument error: status 2, like argparse's, no traceback
+        assert (rc, out) == (2, "") and says in err and err.startswith("python3 workbook.py advise: error:")
 
 
 def test_cli_demo_reviews_the_fixtures_on_a_throwaway_engine(monkeypatch):

@@ -25,11 +25,15 @@ def test_help_and_errors_need_no_environment_and_create_none(tmp_path):
         assert f"    {command}" in shown.stdout
     shown = _workbook("class", "--help", tmp_path=tmp_path)
     assert shown.returncode == 0 and all(s in shown.stdout for s in ("list", "drop", "logins", "progress"))
+    shown = _workbook("advise", "--help", tmp_path=tmp_path)
+    assert shown.returncode == 0 and all(s in shown.stdout for s in ("--json", "--database", "--profile",
+                                                                     "--thresholds", "--threshold", "--demo"))
     for args, says in ([(), "the following arguments are required: COMMAND"],
                        [("frob",), "invalid choice: 'frob'"],
                        [("class", "drop", "--frob"), "class drop: error: unrecognized arguments: --frob"],
                        [("class", "logins"), "the following arguments are required: ROSTER.csv"],
-                       [("progress", "x"), "progress: error: unrecognized arguments: x"]):
+                       [("progress", "x"), "progress: error: unrecognized arguments: x"],
+                       [("advise", "--thresholds", "lax"), "advise: error: argument --thresholds: invalid choice"]):
         done = _workbook(*args, tmp_path=tmp_path)
         assert done.returncode == 2 and done.stderr.startswith("usage: python3 workbook.py"), args
         assert says in done.stderr and "Traceback" not in done.stderr
@@ -37,7 +41,8 @@ def test_help_and_errors_need_no_environment_and_create_none(tmp_path):
 
 
 def test_workbook_py_and_tools_cli_print_the_same_help(tmp_path, capsys):
-    for args in (["--help"], ["class", "--help"], ["class", "progress", "--help"], ["student-copies", "--help"]):
+    for args in (["--help"], ["class", "--help"], ["class", "progress", "--help"], ["student-copies", "--help"],
+                 ["advise", "--help"]):
         with pytest.raises(SystemExit) as done:
             cli.main(args)
         assert done.value.code == 0
@@ -54,11 +59,11 @@ def test_errors_of_tools_cli_are_argparse_errors(capsys):
     assert "run by workbook.py itself" in capsys.readouterr().err
 
 
-def test_commands_that_belong_to_other_programs_keep_their_arguments():
+def test_commands_that_belong_to_other_programs_keep_their_arguments_the_rest_are_parsed():
     args, extra = cli.parse(["lab", "--port=8889", "--no-browser"])
     assert args.command == "lab" and extra == ["--port=8889", "--no-browser"]
     args, extra = cli.parse(["advise", "--json", "--database", "x"])
-    assert args.command == "advise" and extra == ["--json", "--database", "x"]
+    assert (args.command, args.json, args.database, args.thresholds, extra) == ("advise", True, "x", "atlas", [])
     args, extra = cli.parse(["class", "drop", "a", "b", "--yes"])
     assert (args.class_command, args.databases, args.yes, extra) == ("drop", ["a", "b"], True, [])
 

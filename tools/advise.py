@@ -14,7 +14,8 @@ max_array_elements=200`` overrides one value of it (repeatable; see ``helpers.ad
 ``--demo`` plants the advisor's fixtures (one planted case and one near miss per code) in a throwaway
 in-memory engine and reviews them.
 
-A thin layer over :mod:`helpers.advisor`.
+A thin layer over :mod:`helpers.advisor`; its options are parsed by ``tools/cli.py``, the command
+line's one parser, so ``python3 workbook.py advise --help`` needs no environment.
 """
 from __future__ import annotations
 
@@ -35,30 +36,32 @@ def _thresholds(pairs: list[str], base: str = "atlas"):
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or name not in names:
-            raise SystemExit(f"--threshold {pair!r}: use NAME=VALUE with NAME one of {', '.join(names)}")
+            raise ValueError(f"--threshold {pair!r}: use NAME=VALUE with NAME one of {', '.join(names)}")
         try:
             values[name] = (float(value) if name in ("lookup_share", "unused_index_days")
                             else int(value.replace(",", "").replace("_", "")))
         except ValueError:
-            raise SystemExit(f"--threshold {pair!r}: {value!r} is not a number") from None
+            raise ValueError(f"--threshold {pair!r}: {value!r} is not a number") from None
     try:
         return replace(Thresholds.named(base), **values)
     except ValueError as e:
-        raise SystemExit(f"--threshold: {e}") from None
+        raise ValueError(f"--threshold: {e}") from None
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python3 workbook.py advise", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--database", help="the database to review (default: the workbook's own)")
-    parser.add_argument("--profile", action="store_true", help="take the workload from system.profile")
-    parser.add_argument("--thresholds", choices=("atlas", "workbook"), default="atlas",
-                        help="Atlas' trigger values (default) or the workbook's stricter set")
-    parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one threshold of the set (repeatable)")
-    parser.add_argument("--demo", action="store_true", help="review the advisor's fixtures on a throwaway engine")
-    args = parser.parse_args(argv)
-    thresholds = _thresholds(args.threshold, args.thresholds)
+    """``python3 workbook.py advise ARGS``: parse ``argv`` with the command line's one parser, then :func:`run`."""
+    from tools.cli import build_parser
+
+    return run(build_parser().parse_args(["advise", *argv]))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Review as ``args`` (parsed by ``tools.cli``) say; print the report; the exit status."""
+    try:
+        thresholds = _thresholds(args.threshold, args.thresholds)
+    except ValueError as e:  # a wrong argument, as argparse says one: usage status 2
+        print(f"python3 workbook.py advise: error: {e}", file=sys.stderr)
+        return 2
 
     from helpers import advisor
     from helpers.backends import BackendError, connect

@@ -36,7 +36,7 @@ from helpers.settings import DB_PREFIX, login_db_name
 
 __all__ = ["ClassError", "is_workbook_database_name", "workbook_database_names", "workbook_databases",
            "drop_plan", "check_instructor", "instructor_privileges", "drop_workbook_databases", "read_roster",
-           "workbook_users", "create_logins", "drop_users", "learner_uri"]
+           "workbook_users", "create_logins", "drop_users", "learner_uri", "is_denied", "collection_kinds"]
 
 _PROBE = "workbook_probe_"
 _UNAUTHORIZED = 13
@@ -46,7 +46,8 @@ class ClassError(ValueError):
     """The class command cannot run as asked; the message says why and what to do."""
 
 
-def _denied(exc: Exception) -> bool:
+def is_denied(exc: Exception) -> bool:
+    """The server refused ``exc``'s command for want of a privilege (code 13, or its message says so)."""
     return getattr(exc, "code", None) == _UNAUTHORIZED or "not authorized" in str(exc).lower()
 
 
@@ -56,7 +57,7 @@ def _list_databases(client: Any) -> list[str]:
     try:
         return sorted(client.list_database_names())
     except OperationFailure as e:
-        if _denied(e):
+        if is_denied(e):
             raise ClassError("This login may not list the server's databases (the listDatabases action), "
                              "so it cannot see the class. Run class commands with the instructor's login "
                              "(a user with the root role; readAnyDatabase is enough for class list and class "
@@ -80,17 +81,17 @@ def workbook_database_names(client: Any) -> list[str]:
     holding the registry as a collection (a database that merely shares the prefix is never listed,
     nor one whose registry a learner replaced with a view: its pipeline is never run)."""
     return [name for name in _list_databases(client)
-            if is_workbook_database_name(name) and _collection_kinds(client[name]).get(REGISTRY) == "collection"]
+            if is_workbook_database_name(name) and collection_kinds(client[name]).get(REGISTRY) == "collection"]
 
 
-def _collection_kinds(db: Any) -> dict[str, str]:
+def collection_kinds(db: Any) -> dict[str, str]:
     """``{name: type}`` of a database's collections (``collection``, ``view``, ``timeseries``)."""
     from pymongo.errors import OperationFailure
 
     try:
         return {c["name"]: c.get("type", "collection") for c in db.list_collections()}
     except OperationFailure as e:
-        if _denied(e):
+        if is_denied(e):
             raise ClassError(f"This login may not read the database {db.name!r} (the listCollections and "
                              f"find actions). Run class commands with the instructor's login (read on every "
                              f"database: the readAnyDatabase or root role) in MONGODB_URI.") from None
@@ -181,7 +182,7 @@ def check_instructor(client: Any) -> str:
     try:
         client.list_database_names()
     except OperationFailure as e:
-        if _denied(e):
+        if is_denied(e):
             raise refuse from None
         raise
     throwaway = f"{DB_PREFIX}_dropcheck_{uuid.uuid4().hex[:8]}"
@@ -193,7 +194,7 @@ def check_instructor(client: Any) -> str:
             client[throwaway].drop_collection("check")
         except OperationFailure:
             pass
-        if _denied(e):
+        if is_denied(e):
             raise refuse from None
         raise
     return f"login {who}: may list and drop every database (checked on a throwaway database)"
@@ -276,7 +277,7 @@ def _users(client: Any, names: list[str] | None = None) -> list[dict]:
         reply = client.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in names]
                                      if names is not None else 1)
     except OperationFailure as e:
-        if _denied(e):
+        if is_denied(e):
             raise ClassError("This login may not see the server's users (the viewUser action). Run "
                              "`class logins` and `class drop` with a login that has the root or "
                              "userAdminAnyDatabase role.") from None
@@ -435,7 +436,7 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
             raise ClassError(f"The server stopped answering while the logins were made ({type(e).__name__}): "
                              f"every login this run created was removed again; nothing was changed. Run "
                              f"`class logins` again when the server answers.") from None
-        if _denied(e):
+        if is_denied(e):
             raise ClassError("This login may not create users (the createUser and grantRole actions) or "
                              "the learners' databases: run `class logins` with a login that has the root "
                              "role (or userAdminAnyDatabase and readWriteAnyDatabase). No login was "

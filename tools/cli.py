@@ -17,8 +17,8 @@ from pathlib import Path
 __all__ = ["PROG", "PASS_THROUGH", "WORKBOOK_ONLY", "build_parser", "parse", "main", "run"]
 
 PROG = "python3 workbook.py"
-#: commands whose further arguments belong to another program (JupyterLab, the test runner, advise)
-PASS_THROUGH = ("lab", "test", "advise")
+#: commands whose further arguments belong to another program (JupyterLab, the test runner)
+PASS_THROUGH = ("lab", "test")
 #: commands that ``workbook.py`` runs itself (they set up the environment first)
 WORKBOOK_ONLY = ("lab", "test", "setup")
 
@@ -41,8 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("progress", help="which exercises of which notebook pass, for this learner")
     site = sub.add_parser("html", help="a static HTML build of the executed notebooks")
     site.add_argument("dir", nargs="?", metavar="DIR", help="where to write it (default: site/)")
-    sub.add_parser("advise", add_help=False,
-                   help="review a database for schema anti-patterns, read only (advise --help)")
+    advise = sub.add_parser("advise", help="review a database for schema anti-patterns, read only",
+                            description="The schema anti-pattern advisor of notebook 06, on the database of "
+                                        "the server in MONGODB_URI (read only; it does not probe the engine, "
+                                        "since probing writes). Thresholds: Atlas' trigger values by default.")
+    advise.add_argument("--json", action="store_true", help="print the report as JSON")
+    advise.add_argument("--database", metavar="NAME", help="the database to review (default: the workbook's own)")
+    advise.add_argument("--profile", action="store_true",
+                        help="take the workload from the database's profiler output (system.profile; turn "
+                             "the profiler on yourself, at level 1)")
+    advise.add_argument("--thresholds", choices=("atlas", "workbook"), default="atlas",
+                        help="Atlas' trigger values (default) or the workbook's stricter set")
+    advise.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one threshold of the set, e.g. max_array_elements=200 (repeatable; "
+                             "see helpers.advisor.Thresholds)")
+    advise.add_argument("--demo", action="store_true",
+                        help="review the advisor's fixtures (one planted case and one near miss per code) "
+                             "on a throwaway offline engine")
 
     klass = sub.add_parser("class", help="the class on the server in MONGODB_URI (an instructor's login)",
                            description="The class's databases and logins on the server in MONGODB_URI.")
@@ -85,7 +100,7 @@ def main(argv: list[str]) -> int:
         parser.error(f"{args.command} is run by workbook.py itself: python3 workbook.py {args.command}")
     if args.command == "advise":
         from tools import advise
-        return advise.main(extra)
+        return advise.run(args)
     from tools.repo import ROOT
 
     if args.command == "student-copies":
@@ -125,7 +140,7 @@ def main(argv: list[str]) -> int:
 
 def _client(quiet: bool = False):
     from helpers import settings
-    from helpers.backends import BackendError, _connect_uri, redact_uri
+    from helpers.backends import BackendError, connect_uri, redact_uri
     from tools.classdb import ClassError
 
     uri = settings.mongodb_uri()
@@ -133,7 +148,7 @@ def _client(quiet: bool = False):
         raise ClassError("Set MONGODB_URI to the class's server first, e.g. "
                          "MONGODB_URI=mongodb://teacher:PASSWORD@lab-server:27017/?authSource=admin")
     try:
-        client, engine, version = _connect_uri(uri, "admin")
+        client, engine, version = connect_uri(uri)
     except BackendError as e:
         raise ClassError(str(e)) from None
     print(f"server: {redact_uri(uri)} ({engine} {version})", file=sys.stderr if quiet else sys.stdout)

@@ -95,12 +95,12 @@ def class_progress(client: Any) -> dict[str, dict[str, dict[str, dict[str, Any]]
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name in classdb.workbook_database_names(client):
         try:
-            if classdb._collection_kinds(client[name]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
+            if classdb.collection_kinds(client[name]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
                 out[name] = {}
                 continue
             docs = list(client[name][PROGRESS].find({}, sort=[("_id", 1)]))
         except OperationFailure as e:
-            if classdb._denied(e):
+            if classdb.is_denied(e):
                 raise classdb.ClassError(f"This login may not read the database {name!r} (the find action): "
                                          f"class progress needs read on every learner's database (the "
                                          f"readAnyDatabase or root role) in MONGODB_URI.") from None

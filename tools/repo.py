@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping
 
-__all__ = ["ROOT", "NOTEBOOKS", "NOTEBOOK_GLOB", "notebooks", "clean_env", "notebook_env"]
+__all__ = ["ROOT", "NOTEBOOKS", "NOTEBOOK_GLOB", "notebooks", "clean_env", "notebook_env", "readme_block"]
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -44,3 +44,24 @@ def notebook_env(backend: str, base: Mapping[str, str] | None = None, *, keep: I
     env.update({"WORKBOOK_BACKEND": backend, "MPLBACKEND": INLINE, "CI": env.get("CI") or "true"})
     env.update(overrides)
     return env
+
+
+def readme_block(start: str, end: str, body: str, argv: list[str], *, what: str, script: str) -> int:
+    """Put ``body`` between the markers ``start`` and ``end`` of README.md (a generated block: the
+    contents, the capability table); with ``--check`` in ``argv`` only compare, and say which
+    ``script`` rewrites ``what`` when it is out of date. The exit status of ``scripts/toc.py`` and
+    ``scripts/capabilities.py``."""
+    path = ROOT / "README.md"
+    text = path.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        raise SystemExit(f"README.md needs the markers {start} and {end}")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    new = head + start + "\n" + body + "\n" + end + tail
+    if "--check" in argv:
+        if new != text:
+            print(f"README.md's {what} is out of date: run python3 {script}")
+            return 1
+        return 0
+    path.write_text(new, encoding="utf-8")
+    return 0
