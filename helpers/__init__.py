@@ -11,7 +11,7 @@ plots), ``workload`` (a design's workload, weighed into a daily cost), ``plans``
 per lesson, its first docstring line naming its notebook: ``embedding`` (01, with
 ``embedding_migrate``), ``outlier`` (02),
 ``trees`` (03, with ``trees_base`` and ``trees_costs``), ``aerodata`` (04, with
-``aerodata_messages``, ``aerodata_geo`` and ``aerodata_costs``), ``schema`` (05, with ``schema_infer``,
+``aerodata_messages``, ``aerodata_geo``, ``aerodata_costs`` and ``aerodata_probe``), ``schema`` (05, with ``schema_infer``,
 ``schema_validate`` and ``schema_migrate``), ``advisor`` (split into
 ``advisor_rules``, ``advisor_findings`` and ``advisor_workload``) and ``advisor_cases`` (06), ``kv`` (07),
 ``buckets`` (08).

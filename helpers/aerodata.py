@@ -21,7 +21,8 @@ keeps every ``_id`` the same shape.
 Three parts live apart and are imported from here: the incoming messages (validation, message
 number, the Stratux feed) in :mod:`helpers.aerodata_messages`, GeoJSON points and great-circle
 distance in :mod:`helpers.aerodata_geo`, and the tracker workload's measured costs
-(:func:`tracker_costs`) in :mod:`helpers.aerodata_costs`.
+(:func:`tracker_costs`) in :mod:`helpers.aerodata_costs`. What an engine can show, from the probe
+made on connect (the lesson's labelled lines), lives in :mod:`helpers.aerodata_probe`.
 """
 from __future__ import annotations
 
@@ -46,6 +47,17 @@ from .aerodata_messages import (
     to_stratux_json,
     validate_message,
 )
+from .aerodata_probe import (
+    TransactionMode,
+    explain_lines,
+    geo_notes,
+    insert_or_refusal,
+    prefix_scan_note,
+    range_forms_note,
+    transaction_mode,
+    validation_levels,
+    validator_on,
+)
 from .safety import track_collection
 
 __all__ = [
@@ -60,6 +72,8 @@ __all__ = [
     "GEO_FIELD", "EARTH_RADIUS_KM", "message_number", "geo_point", "distance_km", "nearest",
     "within_km", "ensure_geo_index",
     "aerodata_schema", "apply_validator", "invalid_documents", "why_refused",
+    "prefix_scan_note", "range_forms_note", "explain_lines", "geo_notes", "TransactionMode",
+    "transaction_mode", "validator_on", "insert_or_refusal", "validation_levels",
 ]
 
 COLLECTION = "aerodata"

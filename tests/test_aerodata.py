@@ -547,3 +547,47 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded):
     week = 7 * 2_500_000 * sum(sizes) / len(sizes)
     assert evaluate("4.3", week, aerodata=coll)[0] == "correct"
     assert evaluate("4.3", week * 1.02, aerodata=coll)[0] == "not right yet"
+
+
+# ------------------------------------------------------------------------------------------
+# what the engine can show (helpers/aerodata_probe.py): the lines notebook 04 prints, from the probe
+def test_probe_lines_follow_the_probe(db, backend):
+    caps = backend.info.caps
+    ad.ingest(db, SAMPLE[:50])
+    coll = db[ad.COLLECTION]
+    assert (ad.prefix_scan_note(coll) == "") == (caps.indexes and caps.id_range_index)
+    assert ("scans both as index ranges" in ad.range_forms_note(coll, 10)) == (caps.indexes and caps.id_range_index)
+    shapes = {"anchored prefix, on _id": {"_id": {"$regex": "^SWR_"}}, "prefix, unindexed field": {"callsign": {"$regex": "^SWR"}}}
+    lines = ad.explain_lines(coll, shapes)
+    assert len(lines) == 2 and all(line.startswith(name) for line, name in zip(lines, shapes))
+    assert ("live:" in lines[0]) == (caps.explain and caps.explain_regex)
+    assert ("live:" in lines[1]) == caps.explain
+    notes = ad.geo_notes(coll)
+    assert notes[0].startswith("radius: ") and any("nearest" in n for n in notes) == (not caps.near_sorted)
+    assert ad.transaction_mode(coll).on == caps.transactions
+    with pytest.raises(ValueError, match="never probed"):
+        ad.transaction_mode(object())
+
+
+def test_validator_lines_refuse_or_say_why_not_and_leave_the_collection_as_found(db, backend):
+    caps = backend.info.caps
+    ad.ingest(db, SAMPLE[:50])
+    coll = db[ad.COLLECTION]
+    on = ad.validator_on(db, ad.COLLECTION)
+    assert (on == {"validationLevel": "strict", "validationAction": "error"}) == caps.json_schema
+    before = coll.count_documents({})
+    bad = {**coll.find_one({"recordType": 3}), "_id": "SWR_4b1805_0000000000001", "lat": 91.0}
+    nameless = {"_id": "ZZZ", "recordType": ad.AIRLINE, "airline": "ZZZ"}
+    code, outcome = ad.insert_or_refusal(coll, bad)
+    assert code == (121 if caps.json_schema else None)
+    assert outcome.startswith("refused, code 121" if caps.json_schema else "not tried")
+    assert coll.count_documents({}) == before   # refused, or never sent
+    lines = ad.validation_levels(db, ad.COLLECTION, bad, nameless)
+    if caps.json_schema:
+        assert lines[1:3] == ["validationLevel 'strict': an update of the invalid document is refused, code 121",
+                              "validationLevel 'moderate': an update of the invalid document is accepted"]
+        assert lines[-1].endswith("| invalid documents: 0")
+    else:
+        assert len(lines) == 1 and lines[0].startswith("not shown")
+    assert coll.count_documents({}) == before
+    assert not caps.json_schema or ad.invalid_documents(db) == []
