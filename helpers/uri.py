@@ -81,13 +81,10 @@ def _split(uri: str) -> tuple[str, str | None, str, str | None] | None:
     at = rest.rfind("@", 0, query_at if query_at >= 0 else len(rest))
     if at < 0 and query_at >= 0 and "@" in rest[query_at:]:
         # No '@' before the '?', one after it: either an option value holding '@' (`?x=a@b`), or a
-        # password holding an unescaped '/' and '?' (`user:pa/ss?word@host`). When it cannot be an
-        # option (no '=' before the '@') or the first "host" has a port that is not a number, the
-        # user info cannot be told apart: treat the string as unparsable, so nothing of it is shown.
-        first_host = rest[:slash].split(",")[0]
-        port = first_host.rsplit(":", 1)[1] if ":" in first_host else "0"
-        if "=" not in rest[query_at:rest.index("@", query_at)] or not port.isdigit():
-            return None
+        # password holding an unescaped '/' and '?' (`user:pa/ss?word@host`, `user:12/pw?tls=x@host`,
+        # where 'user:12' reads as a host and port). The two cannot be told apart: treat the string
+        # as unparsable, so nothing of it is shown.
+        return None
     userinfo = rest[:at] if at >= 0 else None
     after = rest[at + 1:]
     q = after.find("?", after.find("/")) if "/" in after else -1
