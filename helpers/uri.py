@@ -5,7 +5,8 @@ it to show and scrub a URI, ``helpers.settings`` to name a student's database af
 ``helpers.redis_backend`` to show and scrub ``REDIS_URL`` (``redis://`` and ``rediss://`` URLs carry
 their password in the same user-info part).
 
-What is hidden: the password; the value of every option pymongo treats as sensitive
+What is hidden: the password (and a Redis URL's user info without a ':', ``redis://secret@host``:
+a password whose ':' was left out); the value of every option pymongo treats as sensitive
 (``pymongo.common.SENSITIVE_OPTIONS_FOR_REPR``: ``tlsCertificateKeyFilePassword``,
 ``proxyUsername``, ``proxyPassword``) and of ``authMechanismProperties``, their aliases
 (``sslPEMKeyPassword``) and any option whose name says password, secret, token or key; every
@@ -25,6 +26,7 @@ __all__ = ["UriParts", "parse", "user_name", "database", "option_is_shown", "red
 #: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
 _SCHEME = re.compile(r"^((?:mongodb(?:\+srv)?|rediss?)://)", re.I)
 _MONGODB = re.compile(r"^mongodb(?:\+srv)?://", re.I)
+_REDIS = re.compile(r"^rediss?://", re.I)
 _SECRET_WORDS = re.compile(r"(?i)pass|secret|token|credential|auth|key(?!file)|pem")
 
 
@@ -176,6 +178,8 @@ def redact(uri: str) -> str:
     out = scheme
     if userinfo is not None:
         user, sep, _password = userinfo.partition(":")
+        if not sep and _REDIS.match(scheme):  # `redis://secret@host`: a password that lost its ':'
+            user = _HIDDEN
         out += user + (":" + _HIDDEN if sep else "") + "@"
     out += hosts
     if query is not None:
@@ -200,6 +204,8 @@ def secrets(uri: str) -> list[str]:
         _scheme, userinfo, _hosts, query = split
         if userinfo is not None and ":" in userinfo:
             found.append(userinfo.partition(":")[2])
+        elif userinfo and _REDIS.match(_scheme):
+            found.append(userinfo)
         for piece in _query_pieces(query or ""):
             secret = _option(piece)[1]
             if secret:
