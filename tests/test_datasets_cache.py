@@ -286,3 +286,29 @@ def test_a_key_others_may_read_signs_nothing(tmp_path, home, monkeypatch):
     monkeypatch.setattr(cache, "_decode", lambda *a: pytest.fail("a copy checked with a key others may read"))
     assert _typed() == typed
     assert cache._key() is None
+
+
+@pytest.mark.skipif(not POSIX, reason="owners are POSIX")
+def test_the_datasets_folder_found_from_the_working_folder_is_never_another_users(tmp_path, monkeypatch):
+    """Installed without the repository beside it, the loader looks for ``datasets/`` from the
+    working folder upwards: one another user planted above it (``/tmp/datasets``) is passed over."""
+    from helpers.datasets import checksums
+
+    if os.getuid() != 0:
+        pytest.skip("a folder of another user's needs root")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "datasets"
+    planted.mkdir()
+    (planted / "checksums.sha256").write_text("")
+    for path in (planted, planted / "checksums.sha256"):
+        os.chown(path, 65534, 65534)
+    work = shared / "mine" / "notebooks"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(checksums, "__file__", str(tmp_path / "site-packages" / "helpers" / "datasets" / "x.py"))
+    assert checksums._find_datasets_dir() != planted
+    for path in (planted, planted / "checksums.sha256"):  # the control: the learner's own folder is found
+        os.chown(path, os.getuid(), os.getgid())
+    assert checksums._find_datasets_dir() == planted
