@@ -547,3 +547,13 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded):
     week = 7 * 2_500_000 * sum(sizes) / len(sizes)
     assert evaluate("4.3", week, aerodata=coll)[0] == "correct"
     assert evaluate("4.3", week * 1.02, aerodata=coll)[0] == "not right yet"
+
+
+def test_tracker_costs_never_drops_a_collection_the_workbook_did_not_create(db):
+    from helpers.safety import ForeignCollectionError
+
+    db["aero_cost_single"].insert_one({"_id": "theirs"})
+    with pytest.raises(ForeignCollectionError, match="aero_cost_single"):
+        ad.tracker_costs(db, "SWR", [], "4b1801")
+    assert db["aero_cost_single"].find_one({"_id": "theirs"}) is not None
+    db.drop_collection("aero_cost_single")
