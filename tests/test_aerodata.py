@@ -557,3 +557,15 @@ def test_tracker_costs_never_drops_a_collection_the_workbook_did_not_create(db):
         ad.tracker_costs(db, "SWR", [], "4b1801")
     assert db["aero_cost_single"].find_one({"_id": "theirs"}) is not None
     db.drop_collection("aero_cost_single")
+
+
+def test_apply_validator_never_changes_a_collection_the_workbook_did_not_create(db):
+    """As ``helpers.schema.set_validator``: a validator on somebody else's collection is refused."""
+    from helpers.safety import ForeignCollectionError
+
+    db["theirs"].insert_one({"_id": 1})
+    before = list(db.list_collections(filter={"name": "theirs"}))[0].get("options", {})
+    with pytest.raises(ForeignCollectionError, match="theirs"):
+        ad.apply_validator(db, collection="theirs")
+    assert list(db.list_collections(filter={"name": "theirs"}))[0].get("options", {}) == before
+    db.drop_collection("theirs")
