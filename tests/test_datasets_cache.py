@@ -312,3 +312,14 @@ def test_the_datasets_folder_found_from_the_working_folder_is_never_another_user
     for path in (planted, planted / "checksums.sha256"):  # the control: the learner's own folder is found
         os.chown(path, os.getuid(), os.getgid())
     assert checksums._find_datasets_dir() == planted
+
+
+@pytest.mark.skipif(not POSIX, reason="file modes are POSIX")
+def test_prepare_cache_names_a_key_others_may_read(tmp_path, home, monkeypatch):
+    """``workbook.py setup`` says why nothing was kept, naming the key and the fix."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    cache._key()
+    cache.key_path().chmod(0o644)
+    said = [line for line in cache.prepare_cache() if "not kept" in line]
+    assert said and all("chmod 600" in line and str(cache.key_path()) in line for line in said)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())

@@ -392,5 +392,6 @@ def prepare_cache() -> list[str]:
             continue
         if len(copy.docs) >= CACHE_MIN_ROWS:
             said.append(f"{file}: typed once, kept in {cached.parent}" if cached is not None and cached.is_file()
-                        else f"{file}: typed, but the cache folder is not writable or not private")
+                        else f"{file}: typed, but not kept: the cache folder is not writable or not private, "
+                             f"or the key {key_path()} is not a private file of yours (chmod 600 it)")
     return said
