@@ -58,7 +58,7 @@ from .aerodata_probe import (
     validation_levels,
     validator_on,
 )
-from .safety import track_collection
+from .safety import track_collection, workbook_collection
 
 __all__ = [
     "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "AIRLINE", "AIRCRAFT", "REPORT",
@@ -627,12 +627,13 @@ def apply_validator(db: Any, *, level: str = "strict", action: str = "error",
 
     ``level``: "strict" (every insert and update) or "moderate" (updates of documents that already
     break the rules pass); ``action``: "error" (refuse, code 121) or "warn" (accept and log). Returns
-    the collection's validation options as the server lists them. Introduced in notebook 04.
+    the collection's validation options as the server lists them. Refuses (``ForeignCollectionError``)
+    a collection the workbook did not create. Introduced in notebook 04.
     """
     if level not in ("strict", "moderate", "off") or action not in ("error", "warn"):
         raise ValueError(f"apply_validator: level={level!r} must be 'strict', 'moderate' or 'off'; "
                          f"action={action!r} must be 'error' or 'warn'")
-    track_collection(db, collection)
+    workbook_collection(db, collection)  # as schema.set_validator: never somebody else's collection
     db.command("collMod", collection, validator=aerodata_schema(), validationLevel=level,
                validationAction=action)
     info = db.command("listCollections", filter={"name": collection})["cursor"]["firstBatch"][0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from .safety import track_collection
+from .safety import track_collection, workbook_collection
 
 __all__ = ["tracker_costs"]
 
@@ -54,6 +54,8 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
 
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
     names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset")}
+    for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
+        workbook_collection(db, name)
     for name in names.values():
         db.drop_collection(name)
     out: dict[str, dict[str, dict[str, float]]] = {}

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Sequence
 from pymongo import UpdateOne
 
 from .aerodata import airline_of_callsign, distance_km
-from .safety import track_collection
+from .safety import workbook_collection
 
 __all__ = [
     "NOW", "SAMPLE_AIRCRAFT", "LAST_N", "WINDOW", "RECENT", "RADIUS_KM", "AIRPORT", "BATCH", "REPORTS", "LATEST", "CACHE",
@@ -178,8 +178,9 @@ def mongo_setup(db: Any) -> dict[str, list[str]]:
     (old minutes go, as Redis expires its minute keys). Returns the index names per collection.
     """
     out = {}
+    for name in (REPORTS, LATEST, CACHE, MINUTES):  # names of the workbook's own: refused if somebody else's
+        workbook_collection(db, name)
     for name in (REPORTS, LATEST, CACHE, MINUTES):
-        track_collection(db, name)
         db.drop_collection(name)
     out[REPORTS] = [db[REPORTS].create_index([("icao24", 1), ("ts", -1)]),
                     db[REPORTS].create_index([("ts", 1)]),
@@ -505,7 +506,7 @@ def probe_geo(db: Any) -> dict[str, bool]:
 
     declared = probe(db, is_mock=False, names=("near_sorted", "geo_center_sphere"))
     name = "kv_probe_geo"
-    coll = track_collection(db, name)
+    coll = workbook_collection(db, name)  # refused if somebody else's: it is dropped after
     db.drop_collection(name)
     out = {"$near nearest-first": bool(declared["near_sorted"])}
     try:

@@ -317,8 +317,10 @@ def _redacted_unix(url: str) -> tuple[str, list[str]]:
     if "@" in path:
         userinfo, path = path.rsplit("@", 1)
         user, sep, password = userinfo.partition(":")
+        if not sep:  # `unix://secret@/path`: a password that lost its ':'
+            user, password = "****", user
         shown += user + (":****" if sep else "") + "@"
-        if sep and password:
+        if password:
             secrets.append(password)
     shown += path
     if query:

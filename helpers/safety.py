@@ -261,7 +261,6 @@ def reset_workbook(db: Any, keep: Iterable[Any] = ()) -> list[str]:
         return []
     entries = [d["_id"] for d in db[REGISTRY].find({}, {"_id": 1})]
     names = sorted(n for n in entries if isinstance(n, str) and not n.startswith(_LEASE) and n not in kept)
-    existing = _existing(db)
     owner = f"reset:{uuid.uuid4().hex}"
     dropped = []
     for name in names:
@@ -269,7 +268,8 @@ def reset_workbook(db: Any, keep: Iterable[Any] = ()) -> list[str]:
         if not take_lease(db, target, owner, _RESET_LEASE_S):
             continue  # another kernel is loading it: leave the collection, its entry and its lease
         try:
-            if name in existing:
+            # looked up under the lease: a load that ended since the listing may have created it
+            if db.list_collection_names(filter={"name": name}):
                 db.drop_collection(name)
                 dropped.append(name)
             forget(db, [name])

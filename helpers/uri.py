@@ -5,7 +5,8 @@ it to show and scrub a URI, ``helpers.settings`` to name a student's database af
 ``helpers.redis_backend`` to show and scrub ``REDIS_URL`` (``redis://`` and ``rediss://`` URLs carry
 their password in the same user-info part).
 
-What is hidden: the password; the value of every option pymongo treats as sensitive
+What is hidden: the password (and a Redis URL's user info without a ':', ``redis://secret@host``:
+a password whose ':' was left out); the value of every option pymongo treats as sensitive
 (``pymongo.common.SENSITIVE_OPTIONS_FOR_REPR``: ``tlsCertificateKeyFilePassword``,
 ``proxyUsername``, ``proxyPassword``) and of ``authMechanismProperties``, their aliases
 (``sslPEMKeyPassword``) and any option whose name says password, secret, token or key; every
@@ -25,6 +26,7 @@ __all__ = ["UriParts", "parse", "user_name", "database", "option_is_shown", "red
 #: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
 _SCHEME = re.compile(r"^((?:mongodb(?:\+srv)?|rediss?)://)", re.I)
 _MONGODB = re.compile(r"^mongodb(?:\+srv)?://", re.I)
+_REDIS = re.compile(r"^rediss?://", re.I)
 _SECRET_WORDS = re.compile(r"(?i)pass|secret|token|credential|auth|key(?!file)|pem")
 
 
@@ -81,13 +83,10 @@ def _split(uri: str) -> tuple[str, str | None, str, str | None] | None:
     at = rest.rfind("@", 0, query_at if query_at >= 0 else len(rest))
     if at < 0 and query_at >= 0 and "@" in rest[query_at:]:
         # No '@' before the '?', one after it: either an option value holding '@' (`?x=a@b`), or a
-        # password holding an unescaped '/' and '?' (`user:pa/ss?word@host`). When it cannot be an
-        # option (no '=' before the '@') or the first "host" has a port that is not a number, the
-        # user info cannot be told apart: treat the string as unparsable, so nothing of it is shown.
-        first_host = rest[:slash].split(",")[0]
-        port = first_host.rsplit(":", 1)[1] if ":" in first_host else "0"
-        if "=" not in rest[query_at:rest.index("@", query_at)] or not port.isdigit():
-            return None
+        # password holding an unescaped '/' and '?' (`user:pa/ss?word@host`, `user:12/pw?tls=x@host`,
+        # where 'user:12' reads as a host and port). The two cannot be told apart: treat the string
+        # as unparsable, so nothing of it is shown.
+        return None
     userinfo = rest[:at] if at >= 0 else None
     after = rest[at + 1:]
     q = after.find("?", after.find("/")) if "/" in after else -1
@@ -179,6 +178,8 @@ def redact(uri: str) -> str:
     out = scheme
     if userinfo is not None:
         user, sep, _password = userinfo.partition(":")
+        if not sep and _REDIS.match(scheme):  # `redis://secret@host`: a password that lost its ':'
+            user = _HIDDEN
         out += user + (":" + _HIDDEN if sep else "") + "@"
     out += hosts
     if query is not None:
@@ -203,6 +204,8 @@ def secrets(uri: str) -> list[str]:
         _scheme, userinfo, _hosts, query = split
         if userinfo is not None and ":" in userinfo:
             found.append(userinfo.partition(":")[2])
+        elif userinfo and _REDIS.match(_scheme):
+            found.append(userinfo)
         for piece in _query_pieces(query or ""):
             secret = _option(piece)[1]
             if secret:

@@ -591,3 +591,25 @@ def test_validator_lines_refuse_or_say_why_not_and_leave_the_collection_as_found
         assert len(lines) == 1 and lines[0].startswith("not shown")
     assert coll.count_documents({}) == before
     assert not caps.json_schema or ad.invalid_documents(db) == []
+
+
+def test_tracker_costs_never_drops_a_collection_the_workbook_did_not_create(db):
+    from helpers.safety import ForeignCollectionError
+
+    db["aero_cost_single"].insert_one({"_id": "theirs"})
+    with pytest.raises(ForeignCollectionError, match="aero_cost_single"):
+        ad.tracker_costs(db, "SWR", [], "4b1801")
+    assert db["aero_cost_single"].find_one({"_id": "theirs"}) is not None
+    db.drop_collection("aero_cost_single")
+
+
+def test_apply_validator_never_changes_a_collection_the_workbook_did_not_create(db):
+    """As ``helpers.schema.set_validator``: a validator on somebody else's collection is refused."""
+    from helpers.safety import ForeignCollectionError
+
+    db["theirs"].insert_one({"_id": 1})
+    before = list(db.list_collections(filter={"name": "theirs"}))[0].get("options", {})
+    with pytest.raises(ForeignCollectionError, match="theirs"):
+        ad.apply_validator(db, collection="theirs")
+    assert list(db.list_collections(filter={"name": "theirs"}))[0].get("options", {}) == before
+    db.drop_collection("theirs")

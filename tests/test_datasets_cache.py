@@ -253,3 +253,73 @@ def test_a_relative_cache_folder_is_the_same_from_any_working_folder(tmp_path, m
     assert settings.cache_folder() == here and here.is_absolute()
     monkeypatch.setenv("WORKBOOK_CACHE", "~/c")
     assert settings.cache_folder() == Path.home() / "c"
+
+
+@pytest.mark.skipif(not POSIX, reason="symlinks and owners are POSIX")
+def test_a_link_of_another_users_on_the_way_never_chooses_the_cache_folder(tmp_path, home, monkeypatch):
+    """WORKBOOK_CACHE through a folder another user controls: their link there would pick which of
+    the learner's own folders receives (and has tidied) the copies, so no cache is used at all."""
+    if os.getuid() != 0:
+        pytest.skip("a link of another user's needs root")
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "cache"
+    link.symlink_to(mine)
+    os.chown(link, 65534, 65534, follow_symlinks=False)  # planted by another user
+    monkeypatch.setenv("WORKBOOK_CACHE", str(link))
+    assert len(_typed()) == ROWS
+    assert list(mine.iterdir()) == []  # nothing written where their link points
+    os.chown(link, os.getuid(), os.getgid(), follow_symlinks=False)  # the control: the learner's own link
+    assert len(_typed()) == ROWS and len(list(mine.iterdir())) == 1
+
+
+@pytest.mark.skipif(not POSIX, reason="file modes are POSIX")
+def test_a_key_others_may_read_signs_nothing(tmp_path, home, monkeypatch):
+    """A key readable by other users lets them sign a copy: it is refused (no copy read with it)."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("WORKBOOK_CACHE", str(folder))
+    typed = _typed()
+    cache.key_path().chmod(0o644)
+    monkeypatch.setattr(cache, "_decode", lambda *a: pytest.fail("a copy checked with a key others may read"))
+    assert _typed() == typed
+    assert cache._key() is None
+
+
+@pytest.mark.skipif(not POSIX, reason="owners are POSIX")
+def test_the_datasets_folder_found_from_the_working_folder_is_never_another_users(tmp_path, monkeypatch):
+    """Installed without the repository beside it, the loader looks for ``datasets/`` from the
+    working folder upwards: one another user planted above it (``/tmp/datasets``) is passed over."""
+    from helpers.datasets import checksums
+
+    if os.getuid() != 0:
+        pytest.skip("a folder of another user's needs root")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "datasets"
+    planted.mkdir()
+    (planted / "checksums.sha256").write_text("")
+    for path in (planted, planted / "checksums.sha256"):
+        os.chown(path, 65534, 65534)
+    work = shared / "mine" / "notebooks"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(checksums, "__file__", str(tmp_path / "site-packages" / "helpers" / "datasets" / "x.py"))
+    assert checksums._find_datasets_dir() != planted
+    for path in (planted, planted / "checksums.sha256"):  # the control: the learner's own folder is found
+        os.chown(path, os.getuid(), os.getgid())
+    assert checksums._find_datasets_dir() == planted
+
+
+@pytest.mark.skipif(not POSIX, reason="file modes are POSIX")
+def test_prepare_cache_names_a_key_others_may_read(tmp_path, home, monkeypatch):
+    """``workbook.py setup`` says why nothing was kept, naming the key and the fix."""
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    cache._key()
+    cache.key_path().chmod(0o644)
+    said = [line for line in cache.prepare_cache() if "not kept" in line]
+    assert said and all("chmod 600" in line and str(cache.key_path()) in line for line in said)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())

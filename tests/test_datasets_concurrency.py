@@ -289,3 +289,28 @@ def test_a_reset_in_another_process_during_a_load_leaves_the_load_complete(serve
     assert _leftovers(server_db) == ([], [])
     assert load_dataset("adsb_reports", server_db, 3).counts == counts
     assert reset_workbook(server_db) == ["adsb_reports"]
+
+
+def test_a_load_that_ends_while_a_reset_lists_the_collections_stays_the_workbooks(db, monkeypatch):
+    """Another kernel's load runs whole between the reset's listing (the collection did not exist yet)
+    and the reset's lease on it: the reset either drops the loaded collection or leaves it recorded,
+    never a collection that exists unrecorded (the next load would refuse it as somebody else's)."""
+    from helpers import safety
+
+    safety.record(db, "nyc_planes")  # recorded by an earlier load, the collection dropped since
+    take, loaded = safety.take_lease, []
+
+    def take_lease(db_, target, owner, seconds):
+        if owner.startswith("reset:") and not loaded:
+            loaded.append(load_dataset("nyc_planes", db))  # the other kernel, just before the reset's lease
+        return take(db_, target, owner, seconds)
+
+    monkeypatch.setattr(safety, "take_lease", take_lease)
+    dropped = safety.reset_workbook(db)
+    monkeypatch.undo()
+    assert loaded
+    exists = "nyc_planes" in db.list_collection_names()
+    assert exists == (dropped != ["nyc_planes"])
+    assert not exists or safety.is_workbook_collection(db, "nyc_planes")
+    assert load_dataset("nyc_planes", db).counts == loaded[0].counts  # the next load works
+    assert _leftovers(db) == ([], [])

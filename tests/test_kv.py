@@ -298,3 +298,15 @@ def test_the_exercise_checks_accept_right_answers_and_explain_wrong_ones(both, r
     whole = [s for s in pipeline if "$match" not in s]
     assert evaluate("7.3", whole, db=db, keys=keys)[0] == "not right yet"
     assert "exactly the fields" in evaluate("7.3", pipeline[:1], db=db, keys=keys)[1]
+
+
+@pytest.mark.parametrize("name", [kv.REPORTS, kv.LATEST, kv.CACHE, kv.MINUTES, "kv_probe_geo"])
+def test_the_mongodb_side_never_drops_a_collection_the_workbook_did_not_create(db, name):
+    """A collection of somebody else's under one of notebook 07's names is refused, never emptied."""
+    from helpers.safety import ForeignCollectionError
+
+    db[name].insert_one({"_id": "theirs"})
+    with pytest.raises(ForeignCollectionError, match=name):
+        kv.probe_geo(db) if name == "kv_probe_geo" else kv.mongo_setup(db)
+    assert db[name].find_one({"_id": "theirs"}) is not None
+    db.drop_collection(name)

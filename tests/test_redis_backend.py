@@ -216,3 +216,17 @@ def test_a_unix_socket_urls_escaped_password_is_hidden_in_both_forms():
     assert shown == "unix://:****@/tmp/x.sock?db=0&password=****"
     text = scrub("AUTH p@ss/w0rd failed; p%40ss%2Fw0rd; q&r; q%26r")
     assert not any(secret in text for secret in ("p@ss/w0rd", "p%40ss%2Fw0rd", "q&r", "q%26r")), text
+
+
+@pytest.mark.parametrize("url", ["redis://hunter22@127.0.0.1:{port}/0", "rediss://hunter22@127.0.0.1:{port}/0",
+                                 "unix://hunter22@/tmp/no-such-redis-{port}.sock"])
+def test_a_password_typed_without_its_colon_is_hidden_too(url):
+    """``redis://hunter22@host``: the learner left out the ':' of ``redis://:password@host``. Redis
+    reads it as a user name, but a Redis URL's user info is hidden whole either way."""
+    url = url.format(port=free_port())
+    shown, scrub = rb._redacted(url)
+    assert "hunter22" not in shown and "****@" in shown
+    assert "hunter22" not in scrub(f"AUTH failed for hunter22 ({url})")
+    with pytest.raises(RedisBackendError) as err:
+        connect_redis(url)
+    assert "hunter22" not in str(err.value)

@@ -157,7 +157,9 @@ def test_student_copy_runs_top_to_bottom_with_exercises_not_done(path, tmp_path,
     assert recorded and not any(any(v.values()) for v in recorded.values())
 
 
-@pytest.mark.parametrize("summary", ["Solution", "<b>Show the answer</b>", "Answers", "solution 9.1"])
+@pytest.mark.parametrize("summary", ["Solution", "<b>Show the answer</b>", "Answers", "solution 9.1",
+                                     "Solution (try it first!)", "Click for the solution", "Answer to 9.1",
+                                     "Reveal answer", "&#128161; Solution"])
 def test_an_answer_folded_in_a_details_block_is_refused(summary):
     nb = {"cells": [
         _cell("markdown", "## Exercises"),

@@ -102,3 +102,15 @@ def test_a_password_with_slash_and_question_mark_is_never_shown(text, monkeypatc
         connect("mongodb", uri=text, db_name="wbtest_x", probe=False)
     for part in ("pa/ss", "?word", "12/ss", "k=v"):
         assert part not in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("text", ["mongodb://alice:12/pw9?tls=v@127.0.0.1:1/",
+                                 "mongodb://u:12/s3cret?appName=x@h/"])
+def test_a_password_that_reads_as_a_port_a_path_and_an_option_is_never_shown(text):
+    """'alice:12/pw9?tls=v' before the '@' reads as host 'alice', port 12, database 'pw9' and an
+    option: nothing of it is shown."""
+    password = text.split("://", 1)[1].split("@")[0].partition(":")[2]
+    assert uri.redact(text) == uri.UNPARSABLE
+    assert password not in uri.scrub(f"error: {text}", text)
+    for part in password.replace("?", "/").replace("=", "/").split("/"):
+        assert part not in uri.scrub(f"error: {text}", text).replace("mongodb", "").replace("error", "")

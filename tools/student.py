@@ -12,8 +12,8 @@ regard to letter case, spacing, numbering or markup: ``## Solutions``, ``### sol
 output, cell attachments (pasted images), and the widget state kept in the notebook's metadata.
 
 A notebook with exercises whose solutions cannot be found is refused (:class:`StudentCopyError`),
-and so is one with an answer folded into a ``<details>`` block (its ``<summary>`` says Solution or
-Answer) before the Solutions section: no copy is written, since a copy that might hold the answers
+and so is one with an answer folded into a ``<details>`` block (its ``<summary>`` has the word
+Solution or Answer in it) before the Solutions section: no copy is written, since a copy that might hold the answers
 is worse than none.
 """
 from __future__ import annotations
@@ -124,15 +124,15 @@ def _is_exercises_heading(cell: dict) -> bool:
 
 
 _SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.I | re.S)
-_ANSWER_TITLE = re.compile(r"^(?:show (?:the )?)?(?:solutions?|answers?)(?: \d+)*$")
+_ANSWER_WORDS = {"solution", "solutions", "answer", "answers"}
 
 
 def _details_answer(cell: dict) -> bool:
-    """A markdown cell with a collapsible ``<details>`` block whose ``<summary>`` says Solution or
-    Answer: an answer one click away, wherever it stands."""
+    """A markdown cell with a collapsible ``<details>`` block whose ``<summary>`` has the word
+    Solution or Answer in it ("Solution (try it first!)", "Click for the answer"): an answer one
+    click away, wherever it stands."""
     return cell.get("cell_type") == "markdown" and "<details" in _source(cell).lower() and any(
-        _SOLUTIONS_TITLE.match(heading_title(t)) or _ANSWER_TITLE.match(heading_title(t))
-        for t in _SUMMARY.findall(_source(cell)))
+        _ANSWER_WORDS & set(heading_title(t).split()) for t in _SUMMARY.findall(_source(cell)))
 
 
 def _hidden(cell: dict) -> bool:

@@ -15,15 +15,17 @@ the file's sha256 (verified against ``checksums.sha256`` just before) and by the
   (damaged, truncated, one document where the file has 139,098, written by anybody or anything
   else) is refused, the file is typed again from the source and the copy rewritten.
 * **Reached without following a link, through folders only the user (or root) controls** (POSIX).
-  The cache folder's path is resolved once, then walked from ``/`` one folder at a time, each
-  opened relative to the one before with ``O_NOFOLLOW`` (a symlink swapped in meanwhile is refused,
-  never followed) and checked on the opened folder itself (``fstat``): every folder above the
-  cache owned by root or the user and writable by nobody else, unless it is sticky (as ``/tmp``:
-  others may add entries there, but not rename or delete the user's); the cache folder itself
-  owned by the user and writable by nobody else (created 0700). The copy is opened in that folder
-  with ``O_NOFOLLOW`` and checked on the open file: a regular file with one link, owned by the
-  user, writable by nobody else. The key is reached the same way. A folder failing a check means
-  no cache (the file is typed each time), never a copy from it.
+  The cache folder's path is walked from ``/`` one name at a time, each folder opened relative to
+  the one before with ``O_NOFOLLOW`` (a symlink swapped in meanwhile is never followed by the
+  kernel; a link on the way is read and followed only if the user or root owns it, so another
+  user's link, even in ``/tmp``, never chooses the folder) and checked on the opened folder itself
+  (``fstat``): every folder above the cache owned by root or the user and writable by nobody else,
+  unless it is sticky (as ``/tmp``: others may add entries there, but not rename or delete the
+  user's); the cache folder itself owned by the user and writable by nobody else (created 0700).
+  The copy is opened in that folder with ``O_NOFOLLOW`` and checked on the open file: a regular
+  file with one link, owned by the user, writable by nobody else. The key is reached the same way,
+  and refused if anybody else may read it. A folder failing a check means no cache (the file is
+  typed each time), never a copy from it.
 * **On Windows** there are no ``O_NOFOLLOW`` or folder descriptors: the cache and the key are
   opened by path, a copy that is a link is refused, and owners and modes are not checked (the
   profile folder is private by default). What protects there is the format (no code runs) and the
@@ -37,6 +39,7 @@ copy) or an hour (a killed writer's temporary file).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import re
 import stat
@@ -127,14 +130,19 @@ def _check_folder(st: os.stat_result, last: bool) -> None:
 
 
 def _open_folder(folder: Path, create: bool) -> int:
-    """A descriptor of ``folder``, reached from ``/`` without following any link, every folder on the
-    way checked (:func:`_check_folder`); missing folders created 0700 when ``create``."""
+    """A descriptor of ``folder``, reached from ``/`` one name at a time without the kernel following
+    any link, every folder on the way checked (:func:`_check_folder`); missing folders created 0700
+    when ``create``. A link on the way is read and followed here only if the user or root owns it (it
+    then sits in a folder that passed the check): one of another user's, even in a sticky folder
+    such as ``/tmp``, would choose where the copies go, so it means no cache."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    parts = Path(os.path.realpath(folder)).parts
-    fd = os.open(parts[0], flags & ~os.O_NOFOLLOW)
+    todo = list(Path(os.path.abspath(folder)).parts[1:])
+    fd = os.open("/", flags & ~os.O_NOFOLLOW)
+    links = 0
     try:
-        _check_folder(os.fstat(fd), last=len(parts) == 1)
-        for i, part in enumerate(parts[1:], start=2):
+        _check_folder(os.fstat(fd), last=not todo)
+        while todo:
+            part = todo.pop(0)
             try:
                 new = os.open(part, flags, dir_fd=fd)
             except FileNotFoundError:
@@ -145,32 +153,48 @@ def _open_folder(folder: Path, create: bool) -> int:
                 except FileExistsError:
                     pass
                 new = os.open(part, flags, dir_fd=fd)
-            except OSError as exc:  # ELOOP / ENOTDIR: a link or a file where a folder should be
-                raise _Unsafe(f"{part}: {exc.strerror}") from None
+            except OSError as exc:  # ELOOP / ENOTDIR: a link, or a file where a folder should be
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):
+                    raise _Unsafe(f"{part}: {exc.strerror}") from None
+                links += 1
+                if st.st_uid not in (os.getuid(), 0) or links > 40:
+                    raise _Unsafe(f"{part}: a link of another user's (or too many links)") from None
+                target = os.readlink(part, dir_fd=fd)
+                parts = list(Path(target).parts)
+                if os.path.isabs(target):
+                    new = os.open("/", flags & ~os.O_NOFOLLOW)
+                    parts = parts[1:]
+                    os.close(fd)
+                    fd = new
+                todo[:0] = parts
+                _check_folder(os.fstat(fd), last=not todo)
+                continue
             os.close(fd)
             fd = new
-            _check_folder(os.fstat(fd), last=i == len(parts))
+            _check_folder(os.fstat(fd), last=not todo)
         return fd
     except BaseException:
         os.close(fd)
         raise
 
 
-def _check_file(st: os.stat_result) -> None:
+def _check_file(st: os.stat_result, secret: bool = False) -> None:
     if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
         raise _Unsafe("not a plain file")
-    if _POSIX and (st.st_uid != os.getuid() or st.st_mode & 0o022):
-        raise _Unsafe("not a file of the user's own")
+    if _POSIX and (st.st_uid != os.getuid() or st.st_mode & (0o077 if secret else 0o022)):
+        raise _Unsafe("not a file of the user's own" + (" that only the user may read" if secret else ""))
 
 
-def _read(folder: Path, name: str) -> bytes:
-    """The bytes of ``folder/name``, opened safely (module docstring), or :class:`_Unsafe`."""
+def _read(folder: Path, name: str, secret: bool = False) -> bytes:
+    """The bytes of ``folder/name``, opened safely (module docstring), or :class:`_Unsafe`
+    (``secret``: also when group or others may read it)."""
     if not _POSIX:  # Windows: by path; a link is refused, the key guards the content
         path = folder / name
         if path.is_symlink() or not path.is_file():
             raise _Unsafe("missing or a link")
         with open(path, "rb") as fh:
-            _check_file(os.fstat(fh.fileno()))
+            _check_file(os.fstat(fh.fileno()), secret)
             return fh.read()
     dir_fd = _open_folder(folder, create=False)
     try:
@@ -180,7 +204,7 @@ def _read(folder: Path, name: str) -> bytes:
         except OSError as exc:
             raise _Unsafe(f"{name}: {exc.strerror}") from None
         with os.fdopen(fd, "rb") as fh:
-            _check_file(os.fstat(fd))
+            _check_file(os.fstat(fd), secret)
             return fh.read()
     finally:
         os.close(dir_fd)
@@ -244,7 +268,7 @@ def _key() -> bytes | None:
     path = key_path()
     for _ in range(2):
         try:
-            data = _read(path.parent, path.name)
+            data = _read(path.parent, path.name, secret=True)
             return data if len(data) == 32 else None  # another length: not ours to replace
         except _Unsafe:
             pass
@@ -312,7 +336,7 @@ def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = 
             data = memoryview(_read(cached.parent, cached.name))
             if data[:len(MAGIC)] == MAGIC:
                 start = len(MAGIC) + _MAC_BYTES
-                if _mac(key, identity, data[start:]) == data[len(MAGIC):start]:
+                if hmac.compare_digest(_mac(key, identity, data[start:]), data[len(MAGIC):start]):
                     return _decode(data[start:], as_bson)
         except (_Unsafe, OSError):
             pass
@@ -368,5 +392,6 @@ def prepare_cache() -> list[str]:
             continue
         if len(copy.docs) >= CACHE_MIN_ROWS:
             said.append(f"{file}: typed once, kept in {cached.parent}" if cached is not None and cached.is_file()
-                        else f"{file}: typed, but the cache folder is not writable or not private")
+                        else f"{file}: typed, but not kept: the cache folder is not writable or not private, "
+                             f"or the key {key_path()} is not a private file of yours (chmod 600 it)")
     return said

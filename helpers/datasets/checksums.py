@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 
 from .. import settings
@@ -10,15 +12,32 @@ from .common import RESTORE, DatasetError
 __all__ = ["DATASETS_DIR", "datasets_dir", "sha256", "verify_file", "verified_digest"]
 
 
+def _others_cannot_write(path: Path) -> bool:
+    """True if ``path`` is the user's own or root's, not a link, and not writable by all (POSIX;
+    always True elsewhere). A group-writable clone (umask 002) passes."""
+    if os.name != "posix":
+        return True
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return (not stat.S_ISLNK(st.st_mode) and st.st_uid in (os.getuid(), 0)
+            and not st.st_mode & 0o002)
+
+
 def _find_datasets_dir() -> Path:
     """The repository's ``datasets/``: beside this package (editable install), else the first
-    ``datasets/checksums.sha256`` found from the working directory upwards (a notebook's folder)."""
+    ``datasets/checksums.sha256`` found from the working directory upwards (a notebook's folder)
+    that the user or root owns and not everybody may write (another user's ``/tmp/datasets`` is
+    passed over: the checksums could not vouch for files they wrote themselves)."""
     beside = Path(__file__).resolve().parents[2] / "datasets"
     if (beside / "checksums.sha256").is_file():
         return beside
     for folder in (Path.cwd(), *Path.cwd().parents):
-        if (folder / "datasets" / "checksums.sha256").is_file():
-            return folder / "datasets"
+        found = folder / "datasets"
+        if (found / "checksums.sha256").is_file() and all(
+                _others_cannot_write(p) for p in (found, found / "checksums.sha256")):
+            return found
     return beside
 
 
