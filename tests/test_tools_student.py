@@ -138,23 +138,65 @@ def test_a_notebook_whose_solutions_cannot_be_found_is_refused_and_nothing_is_wr
     assert student.student_copy({"cells": [_cell("markdown", "# Notes")], "metadata": {}})["cells"]
 
 
-@pytest.mark.parametrize("path", NBS, ids=[p.name for p in NBS])
-def test_student_copy_runs_top_to_bottom_with_exercises_not_done(path, tmp_path, monkeypatch):
-    out = student.build_student_copies(tmp_path / "student", NOTEBOOKS)
-    copy = next(p for p in out if p.name == path.name)
-    nb = nbformat.read(copy, as_version=4)
-    n_exercises = sum("exercise" in c.metadata.get("tags", []) for c in nb.cells)
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+def _code(cells: list) -> list[str]:
+    return [_text(c.get("source", "")) for c in cells if c.get("cell_type") == "code"]
+
+
+def _run_copy(copy: dict, tmp_path, monkeypatch) -> str:
+    """Run a student copy top to bottom on the mock (raises on an error); its code cells' printed text."""
+    nb = nbformat.reads(json.dumps(copy), as_version=4)
     monkeypatch.setenv("WORKBOOK_BACKEND", "mock")
     monkeypatch.delenv("MONGODB_URI", raising=False)
     monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "progress.json"))
     monkeypatch.setenv("CI", "true")
     NotebookClient(nb, timeout=600, kernel_name="python3", kernel_manager_class=kernel_manager_class(),
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()  # raises on an error
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    assert text.count("not done yet") >= n_exercises >= 1
-    assert ": correct." not in text
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     recorded = json.loads((tmp_path / "progress.json").read_text())
     assert recorded and not any(any(v.values()) for v in recorded.values())
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+#: the one copy always run here, end to end (the smallest notebook)
+RUN_ALWAYS = NBS[0]
+
+
+@pytest.mark.parametrize("path", NBS, ids=[p.name for p in NBS])
+def test_student_copy_runs_top_to_bottom_with_exercises_not_done(path, tmp_path, monkeypatch):
+    """A copy whose code cells are the notebook's own first ones, unchanged and in order (its solutions
+    are all in the Solutions section at the end), runs exactly as those cells do in the test command's
+    notebook phases: nbval runs them on every backend (the mock too) and fails on an error or on an
+    output unlike the stored one, so their stored outputs stand for the copy's. Any other copy (a
+    ``solution`` cell or a hidden answer before the end) is run here, top to bottom; so is the first
+    notebook's, always, so the whole path (copy written, kernel, progress record) is exercised."""
+    out = student.build_student_copies(tmp_path / "student", NOTEBOOKS)
+    copy = json.loads(next(p for p in out if p.name == path.name).read_text(encoding="utf-8"))
+    original = json.loads(path.read_text(encoding="utf-8"))
+    n_exercises = sum("exercise" in c["metadata"].get("tags", []) for c in copy["cells"])
+    kept, ran_here = _code(copy["cells"]), path == RUN_ALWAYS
+    if ran_here or kept != _code(original["cells"])[:len(kept)]:
+        text = _run_copy(copy, tmp_path, monkeypatch)
+    else:
+        stored = [c for c in original["cells"] if c["cell_type"] == "code"][:len(kept)]
+        text = "".join(_text(o.get("text", "")) for c in stored for o in c["outputs"])
+    assert text.count("not done yet") >= n_exercises >= 1
+    assert ": correct." not in text
+
+
+def test_a_copy_unlike_the_notebooks_first_cells_is_run_and_a_failing_one_fails(tmp_path, monkeypatch):
+    """The prefix rule above cannot hide a copy that breaks: a copy whose code is not the notebook's
+    first cells is run, and one that needs a removed solution raises."""
+    nb = {"cells": [{**_cell("code", "answer = 41 + 1", tags=["solution"]), "id": "a"},
+                    {**_cell("code", "print(answer)"), "id": "b"}],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    copy = student.student_copy(nb)
+    assert _code(copy["cells"]) != _code(nb["cells"])[:len(_code(copy["cells"]))]
+    with pytest.raises(Exception, match="NameError"):
+        _run_copy(copy, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("summary", ["Solution", "<b>Show the answer</b>", "Answers", "solution 9.1",
