@@ -66,14 +66,24 @@ def secantus_process(*, storage_path: str = ":memory:", auth: bool = False) -> I
             time.sleep(0.1)
         yield f"mongodb://127.0.0.1:{port}/"
     finally:
-        stop_process(proc)
+        stop_process(proc, port)
         log.close()
 
 
-def stop_process(proc: subprocess.Popen) -> None:
-    """Stop a server process this module's callers started: terminate, then kill after 10 s."""
+def stop_process(proc: subprocess.Popen, port: int | None = None) -> None:
+    """Stop a server process this module's callers started: terminate, then kill after 10 s.
+
+    ``port``: the loopback port it listens on. ``secantusd-py`` stops cleanly on SIGTERM (its
+    in-memory storage's scratch folder removed) but waits up to 2 s for its accept thread, which a
+    closed socket does not wake; a connection does, so the port is knocked on until the process ends.
+    """
     proc.terminate()
+    deadline = time.monotonic() + 10
+    while port is not None and proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            pass
+        time.sleep(0.02)
     try:
-        proc.wait(timeout=10)
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         proc.kill()
