@@ -397,8 +397,12 @@ _SHARED: ProcessWide[Connection] = ProcessWide(lambda: connect())
 def get_db() -> Any:
     """The workbook's database on the configured backend (connecting on first use).
 
-    Every notebook starts with this. See ``backend_info()`` for what the engine can show.
+    Every notebook starts with this. See ``backend_info()`` for what the engine can show. It also
+    makes the process's full garbage collections rarer (``helpers.measure.steady_gc``).
     """
+    from .measure import steady_gc
+
+    steady_gc()
     return _SHARED.get().db
 
 

@@ -1,9 +1,16 @@
 """Tests of helpers/measure.py: one counted run, every repeat timed."""
 from __future__ import annotations
 
+import importlib
+import types
+
 import pytest
 
+import helpers
 from helpers import compare, costs_table, measure
+
+measure_mod = importlib.import_module("helpers.measure")  # the module (helpers.measure is the function)
+backends = importlib.import_module("helpers.backends")
 
 
 @pytest.fixture
@@ -53,3 +60,28 @@ def test_an_id_range_plan_is_shown_with_a_note_where_the_engine_scans(numbers, b
         assert "COLLSCAN" in m.stages and m.docs_examined == 250 and "index bounds" in m.plan_note
     with pytest.raises(ValueError, match="explain_kind"):
         measure("x", lambda: None, repeat=1, explain=lambda: {}, explain_kind="prefix", info=backend.info)
+
+
+@pytest.fixture
+def gc_thresholds():
+    import gc
+
+    saved = gc.get_threshold()
+    yield gc
+    gc.set_threshold(*saved)
+
+
+def test_steady_gc_raises_the_thresholds_and_never_lowers_one(gc_thresholds):
+    gc = gc_thresholds
+    gc.set_threshold(700, 10, 10)  # CPython's defaults
+    assert measure_mod.steady_gc() == measure_mod.STEADY_GC_THRESHOLDS == gc.get_threshold()
+    gc.set_threshold(50_000, 5, 1_000)  # set higher by the process: kept, the middle one raised
+    assert measure_mod.steady_gc() == (50_000, 10, 1_000) == gc.get_threshold()
+
+
+def test_get_db_makes_full_collections_rarer(gc_thresholds, monkeypatch):
+    gc = gc_thresholds
+    gc.set_threshold(700, 10, 10)
+    monkeypatch.setattr(backends, "_SHARED", backends.ProcessWide(lambda: types.SimpleNamespace(db="db")))
+    assert helpers.get_db() == "db"
+    assert gc.get_threshold() == measure_mod.STEADY_GC_THRESHOLDS

@@ -130,6 +130,10 @@ def main(extra: list[str]) -> int:
         # not the learner's own progress record, nor their cache of typed data files (the run
         # starts with an empty cache: its first load types the file, later ones read the copy)
         own = {"WORKBOOK_PROGRESS": str(Path(tmp) / "progress.json"), "WORKBOOK_CACHE": str(Path(tmp) / "cache")}
+        # every temporary file of the run in here, removed with it: pytest's folders, and what a
+        # killed process leaves (nbval kills each kernel, so an embedded server's scratch folder stays)
+        (Path(tmp) / "tmp").mkdir()
+        own["TMPDIR"] = str(Path(tmp) / "tmp")
         # the default run: no backend, database, scale, data folder or demo style from the caller's shell
         base = {**clean_env(keep=("MONGODB_URI",)), **own}
         uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import gzip
+import re
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -119,10 +120,17 @@ def read_rows(path: Path, fields: Fields) -> Iterator[tuple[int, dict[str, Any]]
                            f"the data stop after line {last} ({type(exc).__name__}: {exc}); {fix}") from None
 
 
+#: a byte that is not UTF-8, as the ``surrogateescape`` error handler reads it
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
 def _check_utf8(path: Path, line: int, header: list[str], row: list[str], fix: str) -> None:
+    if "".join(row).isascii():  # nearly every row: nothing to look for
+        return
     for i, text in enumerate(row):
-        bad = next((ch for ch in text if "\udc80" <= ch <= "\udcff"), None)
-        if bad is not None:
+        found = _NOT_UTF8.search(text)
+        if found is not None:
+            bad = found.group()
             col = header[i] if i < len(header) else f"#{i + 1}"
             raise DatasetError(f"{path}: line {line}: field {col!r} is not valid UTF-8 (byte "
                                f"0x{ord(bad) - 0xDC00:02x}); {fix}")
