@@ -9,12 +9,14 @@ counts on every backend. ``helpers.backends.connect("mock")`` wraps its database
 from __future__ import annotations
 
 import itertools
+import threading
 import warnings
 from typing import Any, Protocol
 
 import bson
 
-__all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup", "FIRST_BATCH",
+__all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup", "install_trusted_inserts",
+           "FIRST_BATCH",
            "MAX_BATCH_BYTES", "MAX_WRITE_BATCH", "MAX_MESSAGE_BYTES"]
 
 
@@ -59,6 +61,36 @@ def install_id_lookup() -> None:
 
     _iter_documents.by_key = True  # type: ignore[attr-defined]
     mc.Collection._iter_documents = _iter_documents
+
+
+#: set, in one thread, while :meth:`MockCollection.insert_trusted` runs
+_TRUSTED = threading.local()
+
+
+def install_trusted_inserts() -> None:
+    """Let :meth:`MockCollection.insert_trusted` skip mongomock-ng's re-check that each document
+    could be BSON: it encodes every document to BSON and throws the bytes away, then walks its field
+    names (a NUL, a top-level ``$``), about 30% of an insert. Both functions are replaced by ones
+    that do exactly that, except in a thread inside ``insert_trusted`` (pinned: mongomock-ng 7.11.1,
+    whose ``Collection._insert`` calls the module's ``_bson_encode`` and ``_validate_data_fields``)."""
+    from mongomock_ng import collection as mc
+
+    if getattr(mc._bson_encode, "trusting", False):
+        return
+    encode, fields = mc._bson_encode, mc._validate_data_fields
+
+    def _bson_encode(document: Any, check_keys: Any, codec_options: Any) -> Any:
+        if getattr(_TRUSTED, "on", False):
+            return None
+        return encode(document, check_keys, codec_options)
+
+    def _validate_data_fields(data: Any) -> None:
+        if not getattr(_TRUSTED, "on", False):
+            fields(data)
+
+    _bson_encode.trusting = True  # type: ignore[attr-defined]
+    mc._bson_encode, mc._validate_data_fields = _bson_encode, _validate_data_fields
+
 
 FIRST_BATCH = 101
 MAX_BATCH_BYTES = 16 * 1024 * 1024
@@ -297,6 +329,18 @@ class MockCollection:
         finally:  # a refused insert (duplicate key) was still sent
             self._counter.record("insert", written=written, command=self._cmd("insert", n=1))
 
+    def insert_trusted(self, documents: Any) -> Any:
+        """``insert_many(documents, ordered=True)`` of documents the caller has just decoded from
+        BSON, or encoded to BSON (``helpers.datasets``' typed copies): mongomock-ng does not encode
+        each one again to prove it could be BSON (:func:`install_trusted_inserts`). Everything else
+        is ``insert_many``'s: the ``_id``, duplicate keys, unique indexes, a validator, the counts."""
+        install_trusted_inserts()
+        _TRUSTED.on = True
+        try:
+            return self.insert_many(documents, ordered=True)
+        finally:
+            _TRUSTED.on = False
+
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
         from pymongo.errors import BulkWriteError
 
@@ -432,11 +476,12 @@ class MockDatabase:
     """mongomock-ng database whose collections count commands like a server backend.
 
     ``counter`` receives them (``helpers.counting``). Wrapping a database installs the ``_id`` lookup
-    (:func:`install_id_lookup`): the adapter changes mongomock-ng when the mock is connected, never
+    (:func:`install_id_lookup`) and the trusted inserts (:func:`install_trusted_inserts`): the adapter changes mongomock-ng when the mock is connected, never
     as a side effect of an import."""
 
     def __init__(self, inner: Any, counter: Counter) -> None:
         install_id_lookup()
+        install_trusted_inserts()
         self._inner = inner
         self._counter = counter
 

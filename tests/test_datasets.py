@@ -172,6 +172,26 @@ def test_load_small(db, name: str) -> None:
     assert not [c for c in db.list_collection_names() if "__staging" in c]
 
 
+def test_the_mock_trusts_only_a_data_files_typed_documents(monkeypatch) -> None:
+    """On the mock, a data file's documents (BSON a moment ago) go through insert_trusted, whose
+    documents are the same as insert_many's (tests/test_engines_mock.py); generated ones do not."""
+    from engines.mock import MockCollection
+    from helpers.backends import connect
+
+    trusted: list[int] = []
+    insert_trusted = MockCollection.insert_trusted
+    monkeypatch.setattr(MockCollection, "insert_trusted",
+                        lambda self, docs: (trusted.append(len(docs)), insert_trusted(self, docs))[1])
+    conn = connect("mock", db_name="wbtest_trusted", probe=False)
+    try:
+        assert load_dataset("nyc_planes", conn.db).counts == SMALL_COUNTS["nyc_planes"]
+        assert sum(trusted) == sum(SMALL_COUNTS["nyc_planes"].values())
+        trusted.clear()
+        assert load_dataset("posts", conn.db).counts == SMALL_COUNTS["posts"] and not trusted
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("name", ["nyc_planes", "authors_books", "posts"])
 def test_reload_gives_the_same_collection(db, name: str) -> None:
     load_dataset(name, db)

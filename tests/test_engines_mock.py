@@ -77,18 +77,66 @@ def test_an_id_equality_is_answered_from_the_store_with_the_scans_answer():
     assert coll.delete_one({"_id": "a"}).deleted_count == 1 and coll.find_one({"_id": "a"}) is None
 
 
+def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread():
+    """insert_trusted (the loader's typed copies) is insert_many without mongomock-ng's re-encoding
+    of each document: the same documents, counts, and refusal of a repeated _id; every other insert,
+    in another thread at the same moment or afterwards in this one, is still checked."""
+    import threading
+
+    import mongomock_ng
+    import pytest
+    from bson.errors import InvalidDocument
+    from pymongo.errors import BulkWriteError
+
+    from engines import mock
+    from helpers.counting import recorder
+
+    db = mock.MockDatabase(mongomock_ng.MongoClient().db, recorder)
+    docs = [{"_id": i, "name": f"n{i}", "tags": ["a", {"b": i}]} for i in range(250)]
+    with counting() as trusted:
+        db["t"].insert_trusted([dict(d) for d in docs])
+    with counting() as plain:
+        db["p"].insert_many([dict(d) for d in docs], ordered=True)
+    assert list(db["t"].find().sort("_id", 1)) == list(db["p"].find().sort("_id", 1)) == docs
+    assert (trusted.round_trips, trusted.docs_written, trusted.commands) == \
+        (plain.round_trips, plain.docs_written, plain.commands)
+    with pytest.raises(BulkWriteError):
+        db["t"].insert_trusted([{"_id": 0}])  # the _id index still refuses a repeat
+    bad = {"_id": "x", "a\0b": 1}  # a field name BSON cannot hold
+    with pytest.raises(InvalidDocument):
+        db["p"].insert_many([dict(bad)])  # this thread, after a trusted insert: checked
+    mock._TRUSTED.on = True  # as while insert_trusted runs in this thread ...
+    try:
+        refused = []
+
+        def other() -> None:
+            try:
+                db["p"].insert_many([dict(bad)])
+            except InvalidDocument as e:
+                refused.append(e)
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert refused  # ... another thread's insert is checked all the same
+    finally:
+        mock._TRUSTED.on = False
+
+
 def test_importing_the_adapter_changes_nothing_until_the_mock_is_connected():
     """mongomock-ng is patched when a mock database is wrapped, not as a side effect of an import."""
     import subprocess
     import sys
 
     code = ("import engines.mock, mongomock_ng\nfrom helpers.counting import recorder\n"
-            "from mongomock_ng.collection import Collection as C\n"
-            "before = getattr(C._iter_documents, 'by_key', False)\n"
+            "from mongomock_ng import collection as mc\n"
+            "def patched(): return (getattr(mc.Collection._iter_documents, 'by_key', False), "
+            "getattr(mc._bson_encode, 'trusting', False))\n"
+            "before = patched()\n"
             "engines.mock.MockDatabase(mongomock_ng.MongoClient().db, recorder)\n"
-            "print(before, getattr(C._iter_documents, 'by_key', False))")
+            "print(*before, *patched())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "True"]
+    assert done.stdout.split() == ["False", "False", "True", "True"]
 
 
 def test_engines_import_nothing_from_helpers():
