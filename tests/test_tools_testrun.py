@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from tools import testrun
+from tools.worker_db import WORKER_URIS
 
 NBS = ["notebooks/00_start_here.ipynb", "notebooks/07_mongodb_vs_redis.ipynb"]
 OWN = {"WORKBOOK_PROGRESS": "/tmp/p.json", "WORKBOOK_CACHE": "/tmp/c"}
@@ -30,7 +31,13 @@ def test_each_phase_runs_on_its_backend_never_the_callers_settings():
         assert args[args.index("--nbval-sanitize-with") + 1] == "notebooks/sanitize.cfg"
     assert "MONGODB_URI" not in embedded[2] and "MONGODB_URI" not in mock[2]
     assert mongodb[2]["MONGODB_URI"] == "mongodb://127.0.0.1:1" and mongodb[2]["WORKBOOK_DB"] == "wbtest_x"
-    assert "tools.worker_db" in mongodb[1]
+    assert "tools.worker_db" in mongodb[1] and WORKER_URIS not in mongodb[2]  # the caller's server for both
+    servers = ["mongodb://127.0.0.1:1", "mongodb://127.0.0.1:3"]
+    own_servers = testrun.phases(NBS, base={"PATH": "/bin", **OWN}, own=OWN, uri=servers[0], test_db="wbtest_x",
+                                 redis_url=None, worker_uris=servers)
+    assert [name for name, _, env in own_servers if env.get(WORKER_URIS) == " ".join(servers)] == \
+        ["unit tests, all backends", "notebooks on mongodb"]
+    assert WORKER_URIS not in unit[2]
     assert redis[1][-1:] == ["notebooks/07_mongodb_vs_redis.ipynb"]  # only the notebook that uses Redis
     assert redis[2]["REDIS_URL"] == "redis://127.0.0.1:2/0"
 

@@ -1,7 +1,7 @@
 """tools/worker_db.py: each xdist worker's notebooks in a database of their own, all found for the clean-up."""
 from __future__ import annotations
 
-from tools.worker_db import is_worker_database, worker_database
+from tools.worker_db import is_worker_database, worker_database, worker_uri
 
 
 def test_each_worker_has_its_own_database_and_the_clean_up_finds_every_one():
@@ -12,3 +12,10 @@ def test_each_worker_has_its_own_database_and_the_clean_up_finds_every_one():
     # never another run's database, nor one that merely starts alike
     assert not any(is_worker_database(n, base) for n in (base, f"{base}0_gw0", f"{base}_gw", f"{base}_gwx",
                                                          "wbtest_9999999999_gw0", f"x{base}_gw0"))
+
+
+def test_each_worker_has_its_own_server_when_the_run_started_them():
+    uris = ["mongodb://127.0.0.1:1/", "mongodb://127.0.0.1:2/"]
+    assert [worker_uri(uris, w) for w in ("gw0", "gw1", "gw2", "gw3")] == [*uris, *uris]
+    # no servers, no xdist, or a worker name of another kind: MONGODB_URI stays as it is
+    assert worker_uri([], "gw0") is None and worker_uri(uris, None) is None and worker_uri(uris, "master") is None

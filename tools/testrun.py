@@ -3,9 +3,12 @@
 Phases, each a pytest run, with one closing line for all of them:
 
 1. unit tests (``tests/``) on every backend: embedded, mock, and ``mongodb``, which is the server
-   in ``MONGODB_URI`` if set, else a SecantusDB *process* started here, so the URI path is real;
+   in ``MONGODB_URI`` if set, else a SecantusDB *process* started here for each of the two xdist
+   workers (one such process answers one request at a time), so the URI path is real;
 2. every notebook (discovered by ``tools.repo.NOTEBOOK_GLOB``) executed and compared with
-   nbval on the embedded backend, on the mock, and on the ``mongodb`` backend (Redis: fakeredis);
+   nbval on the embedded backend, on the mock, and on the ``mongodb`` backend (Redis: fakeredis),
+   two at a time; on ``mongodb`` each of the two workers has a SecantusDB process of its own, or
+   both share the server in ``MONGODB_URI``;
 3. the notebooks that use Redis (their source imports ``redis_backend``: notebook 07) once more,
    against a real ``redis-server`` started here on a free loopback port (``engines.redis_server``),
    which the Redis unit tests of phase 1 use too; skipped, saying why, when Debian's redis-server is
@@ -23,12 +26,13 @@ import time
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Sequence
 
 from engines.embedded import secantus_process
 from engines.redis_server import REDIS_MISSING, redis_process, redis_server
 from tools.repo import ROOT, clean_env, notebook_env
 from tools.repo import notebooks as _notebooks
-from tools.worker_db import is_worker_database
+from tools.worker_db import WORKER_URIS, is_worker_database
 
 
 def _drop_databases(uri: str, base: str) -> None:
@@ -71,28 +75,38 @@ def _pytest(args: list[str], env: dict[str, str], xml: Path) -> tuple[int, dict[
 Phase = tuple[str, list[str], dict[str, str]]
 
 
+#: the xdist workers of every phase (one per core of the usual 2-core machine): the notebooks run
+#: two at a time, each in its own kernel
+WORKERS = 2
+
+
 def phases(nbs: list[str], *, base: dict[str, str], own: dict[str, str], uri: str, test_db: str,
-           redis_url: str | None) -> list[Phase]:
+           redis_url: str | None, worker_uris: Sequence[str] = ()) -> list[Phase]:
     """The pytest runs, in order, as ``(name, arguments, environment)``: the unit tests on every backend,
     the notebooks (``nbs``, relative paths) on embedded, mock and ``uri``, and those that use Redis once
-    more on the real ``redis_url`` (when there is one)."""
-    unit_env = {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg"}
+    more on the real ``redis_url`` (when there is one). ``worker_uris``: a server for each xdist
+    worker (unit tests and notebooks) on the ``mongodb`` backend instead of ``uri`` for all
+    (``tools.worker_db``)."""
+    unit_env = {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg",
+                **({WORKER_URIS: " ".join(worker_uris)} if worker_uris else {})}
     if redis_url:
         unit_env["WORKBOOK_TEST_REDIS_URL"] = redis_url
-    out: list[Phase] = [("unit tests, all backends", ["tests", "-q", "-rs", "-n", "2"], unit_env)]
+    out: list[Phase] = [("unit tests, all backends", ["tests", "-q", "-rs", "-n", str(WORKERS)], unit_env)]
     # kernels over ipc sockets (no port to race for) with a bounded retry: tools/nbval_kernels.py
     nbval_options = ["--nbval", "-q", "-p", "no:randomly", "-p", "tools.nbval_kernels", "--nbval-current-env",
                      "--nbval-sanitize-with", "notebooks/sanitize.cfg"]
     nbval = [*nbval_options, *nbs]
     if nbs:
-        two = ["-n", "2", "--dist", "loadfile"]  # two notebooks at a time, each in its own kernel
+        two = ["-n", str(WORKERS), "--dist", "loadfile"]  # two notebooks at a time
         out += [
             ("notebooks on embedded", [*two, *nbval], notebook_env("embedded", **own)),
             ("notebooks on mock", [*two, *nbval], notebook_env("mock", **own)),
             # two at a time, as two learners: each worker's notebooks share a database of the
-            # test's own (tools/worker_db.py), never the learner's
+            # test's own (tools/worker_db.py), never the learner's; on a server of its own when
+            # the run started them (a SecantusDB process answers one request at a time)
             ("notebooks on mongodb", [*two, "-p", "tools.worker_db", *nbval],
-             notebook_env("mongodb", MONGODB_URI=uri, **own, WORKBOOK_DB=test_db)),
+             notebook_env("mongodb", MONGODB_URI=uri, **own, WORKBOOK_DB=test_db,
+                          **({WORKER_URIS: " ".join(worker_uris)} if worker_uris else {}))),
         ]
     redis_nbs = redis_notebooks(nbs)
     if redis_nbs and redis_url:
@@ -136,15 +150,22 @@ def main(extra: list[str]) -> int:
         own["TMPDIR"] = str(Path(tmp) / "tmp")
         # the default run: no backend, database, scale, data folder or demo style from the caller's shell
         base = {**clean_env(keep=("MONGODB_URI",)), **own}
-        uri = base.get("MONGODB_URI") or stack.enter_context(secantus_process())
+        caller_uri = base.get("MONGODB_URI")
+        uri = caller_uri or stack.enter_context(secantus_process())
+        # the mongodb backend: the caller's server for both workers, else a SecantusDB process
+        # each (one process answers one request at a time: shared by two notebook kernels, it
+        # made that phase twice as long as the embedded one)
+        worker_uris = [] if caller_uri else [uri, *(stack.enter_context(secantus_process())
+                                                   for _ in range(WORKERS - 1))]
         # one real Redis for the run (the Redis unit tests and notebook 07), when Debian's redis-server
         # is installed; never the caller's REDIS_URL (clean_env drops it)
         redis_url = stack.enter_context(redis_process()) if redis_server() else None
         nbs = notebooks()
         test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
-        stack.callback(_drop_databases, uri, test_db)
+        for server in dict.fromkeys([uri, *worker_uris]):
+            stack.callback(_drop_databases, server, test_db)
         for i, (name, args, env) in enumerate(phases(nbs, base=base, own=own, uri=uri, test_db=test_db,
-                                                      redis_url=redis_url)):
+                                                      redis_url=redis_url, worker_uris=worker_uris)):
             print(f"\n=== {name} ===", flush=True)
             t = time.monotonic()
             rc, counts = _pytest([*args, *extra], env, Path(tmp) / f"phase{i}.xml")

@@ -4,7 +4,9 @@ Loaded by the test command (``tools/testrun.py``) for the notebooks on a server 
 two notebooks run at once, as two learners would, each in ``<WORKBOOK_DB>_<worker>`` (e.g.
 ``wbtest_1a2b3c4d5e_gw0``); the kernels nbval starts inherit the worker's environment. Without
 xdist (one worker) the database is ``WORKBOOK_DB`` itself. The test command drops every one of
-them afterwards (:func:`is_worker_database` finds them).
+them afterwards (:func:`is_worker_database` finds them). With :data:`WORKER_URIS` set (the servers
+the test command started, space-separated), worker ``gw<n>`` also gets a server of its own: the
+``n``-th, as its ``MONGODB_URI`` (:func:`worker_uri`).
 """
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ import os
 import re
 from typing import Any
 
-__all__ = ["is_worker_database", "worker_database"]
+__all__ = ["WORKER_URIS", "is_worker_database", "worker_database", "worker_uri"]
+
+#: the environment variable naming a server for each worker (set by the test command only)
+WORKER_URIS = "WBTEST_WORKER_URIS"
 
 
 def worker_database(base: str, worker: str | None) -> str:
@@ -25,8 +30,19 @@ def is_worker_database(name: str, base: str) -> bool:
     return re.fullmatch(re.escape(base) + r"_gw[0-9]+", name) is not None
 
 
+def worker_uri(uris: list[str], worker: str | None) -> str | None:
+    """The server of worker ``gw<n>``: ``uris[n]`` (round the list if it is shorter); None without
+    xdist or without servers."""
+    if not uris or not worker or not re.fullmatch(r"gw[0-9]+", worker):
+        return None
+    return uris[int(worker[2:]) % len(uris)]
+
+
 def pytest_configure(config: Any) -> None:
     base = os.environ.get("WORKBOOK_DB")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if base and worker:
         os.environ["WORKBOOK_DB"] = worker_database(base, worker)
+    uri = worker_uri(os.environ.get(WORKER_URIS, "").split(), worker)
+    if uri:
+        os.environ["MONGODB_URI"] = uri
