@@ -54,3 +54,12 @@ def test_the_closing_line_and_the_exit_code():
     assert testrun.closing([("a", 1, bad)], 0, 1)[0][1] == "4 passed, 2 failed, 0 skipped"
     # nothing passed at all is not a pass
     assert testrun.closing([("a", 0, {"passed": 0, "failed": 0, "skipped": 3})], 0, 1)[1] == 1
+
+
+def test_a_shells_worker_servers_never_reach_a_phase():
+    """The per-worker servers are the test command's own: one named in the caller's shell is dropped."""
+    from tools.repo import clean_env, notebook_env
+
+    shell = {"PATH": "/bin", WORKER_URIS: "mongodb://elsewhere:27017/", "MONGODB_URI": "mongodb://x:1/"}
+    assert WORKER_URIS not in clean_env(shell) and WORKER_URIS not in notebook_env("mongodb", shell)
+    assert clean_env(shell, keep=("MONGODB_URI",))["MONGODB_URI"] == "mongodb://x:1/"

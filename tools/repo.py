@@ -26,12 +26,14 @@ def notebooks(folder: Path | str = NOTEBOOKS) -> list[Path]:
 def clean_env(base: Mapping[str, str] | None = None, *, keep: Iterable[str] = ()) -> dict[str, str]:
     """``base`` (default: this process's environment) without the workbook's settings (backend,
     database, scale, data folder, demo style, progress file, ``MONGODB_URI``; except those in
-    ``keep``) and without ``MPLBACKEND``; a fixed hash seed. The default run, whatever the shell."""
+    ``keep``), without ``MPLBACKEND`` and the test command's own servers (``tools.worker_db``); a
+    fixed hash seed. The default run, whatever the shell."""
     from helpers.settings import VARIABLES  # here, not at the top: scripts/toc.py needs only the stdlib
+    from tools.worker_db import WORKER_URIS
 
     keep = set(keep)
     env = {k: v for k, v in (os.environ if base is None else base).items()
-           if k != "MPLBACKEND" and (k not in VARIABLES or k in keep)}
+           if k not in ("MPLBACKEND", WORKER_URIS) and (k not in VARIABLES or k in keep)}
     env["PYTHONHASHSEED"] = "0"
     return env
 
