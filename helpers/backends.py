@@ -111,8 +111,10 @@ class Connection:
             self.client.close()
         finally:
             if self.server is not None:
+                from engines.embedded import stop_embedded
+
                 try:
-                    self.server.stop()
+                    stop_embedded(self.server)  # server.stop() alone waits 2 s for its accept thread
                 except Exception:  # pragma: no cover - best effort at exit
                     pass
 
@@ -311,8 +313,10 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
             if client is not None:  # nothing of a failed start is left running
                 client.close()
             if server is not None:
+                from engines.embedded import stop_embedded
+
                 with contextlib.suppress(Exception):
-                    server.stop()
+                    stop_embedded(server)
             if requested == "embedded":
                 raise BackendError(f"The embedded SecantusDB server could not start ({type(e).__name__}: {e}). "
                                    f"Install it with `pip install secantusdb==0.7.0b3`, or set "

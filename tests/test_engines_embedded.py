@@ -51,7 +51,7 @@ def test_the_in_process_server_answers_on_loopback_and_stops():
     try:
         assert uri.startswith("mongodb://127.0.0.1:") and _answers(uri)
     finally:
-        server.stop()
+        embedded.stop_embedded(server)  # what the process does at exit
     assert _gone(_port(uri))
 
 
