@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 import bson
 
-__all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup", "install_trusted_inserts",
-           "FIRST_BATCH",
+__all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup",
+           "install_trusted_inserts", "FIRST_BATCH",
            "MAX_BATCH_BYTES", "MAX_WRITE_BATCH", "MAX_MESSAGE_BYTES"]
 
 
@@ -331,10 +331,12 @@ class MockCollection:
 
     def insert_trusted(self, documents: Any) -> Any:
         """``insert_many(documents, ordered=True)`` of documents the caller has just decoded from
-        BSON, or encoded to BSON (``helpers.datasets``' typed copies): mongomock-ng does not encode
-        each one again to prove it could be BSON (:func:`install_trusted_inserts`). Everything else
-        is ``insert_many``'s: the ``_id``, duplicate keys, unique indexes, a validator, the counts."""
-        install_trusted_inserts()
+        BSON, or encoded to BSON, and whose field names it fixed itself (``helpers.datasets``'
+        typed copies: the catalogue's names, none with a leading ``$``): mongomock-ng does not
+        encode each one again, nor walk its field names (:func:`install_trusted_inserts`).
+        Everything else is ``insert_many``'s: the ``_id``, duplicate keys, unique indexes, a
+        validator, the counts."""
+        install_trusted_inserts()  # done when the database was wrapped; a no-op then
         _TRUSTED.on = True
         try:
             return self.insert_many(documents, ordered=True)
@@ -475,9 +477,9 @@ class MockCollection:
 class MockDatabase:
     """mongomock-ng database whose collections count commands like a server backend.
 
-    ``counter`` receives them (``helpers.counting``). Wrapping a database installs the ``_id`` lookup
-    (:func:`install_id_lookup`) and the trusted inserts (:func:`install_trusted_inserts`): the adapter changes mongomock-ng when the mock is connected, never
-    as a side effect of an import."""
+    ``counter`` receives them (``helpers.counting``). Wrapping a database installs the ``_id``
+    lookup (:func:`install_id_lookup`) and the trusted inserts (:func:`install_trusted_inserts`):
+    the adapter changes mongomock-ng when the mock is connected, never as a side effect of an import."""
 
     def __init__(self, inner: Any, counter: Counter) -> None:
         install_id_lookup()

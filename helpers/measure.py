@@ -28,8 +28,8 @@ from .plans import plan_summary
 __all__ = ["Measurement", "measure", "compare", "costs_table", "plot_compare", "plot_costs", "steady_gc",
            "STEADY_GC_THRESHOLDS"]
 
-#: the garbage collector's thresholds :func:`steady_gc` sets at least (CPython's own: 700, 10, 10;
-#: 2,000, 10, 10 from Python 3.13)
+#: the garbage collector's thresholds :func:`steady_gc` sets at least (CPython 3.11's defaults,
+#: with which it was measured: 700, 10, 10)
 STEADY_GC_THRESHOLDS = (2_000, 10, 100)
 
 

@@ -2,8 +2,9 @@
 
 ``mongodb`` uses ``WORKBOOK_TEST_URI`` (set by ``python3 workbook.py test`` to the server in
 ``MONGODB_URI``, or to a SecantusDB process it started; where it started one for each xdist worker,
-the worker's own: ``tools.worker_db``), else ``MONGODB_URI``, else starts a SecantusDB process here. Each test gets its own database, dropped afterwards: test databases are
-named ``wbtest_<random>`` and are the only databases the tests ever drop.
+the worker's own: ``tools.worker_db``), else ``MONGODB_URI``, else starts a SecantusDB process
+here. Each test gets its own database, dropped afterwards: test databases are named
+``wbtest_<random>`` and are the only databases the tests ever drop.
 """
 from __future__ import annotations
 
@@ -35,10 +36,9 @@ def _stack():
 
 @pytest.fixture(scope="session")
 def test_uri(_stack) -> str:
-    from tools.worker_db import WORKER_URIS, worker_uri
+    from tools.worker_db import this_workers_uri
 
-    uri = (worker_uri(os.environ.get(WORKER_URIS, "").split(), os.environ.get("PYTEST_XDIST_WORKER"))
-           or os.environ.get("WORKBOOK_TEST_URI") or os.environ.get("MONGODB_URI"))
+    uri = this_workers_uri() or os.environ.get("WORKBOOK_TEST_URI") or os.environ.get("MONGODB_URI")
     if not uri:
         from engines.embedded import secantus_process
         uri = _stack.enter_context(secantus_process())

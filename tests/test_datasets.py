@@ -180,8 +180,12 @@ def test_the_mock_trusts_only_a_data_files_typed_documents(monkeypatch) -> None:
 
     trusted: list[int] = []
     insert_trusted = MockCollection.insert_trusted
-    monkeypatch.setattr(MockCollection, "insert_trusted",
-                        lambda self, docs: (trusted.append(len(docs)), insert_trusted(self, docs))[1])
+
+    def spy(self, docs):
+        trusted.append(len(docs))
+        return insert_trusted(self, docs)
+
+    monkeypatch.setattr(MockCollection, "insert_trusted", spy)
     conn = connect("mock", db_name="wbtest_trusted", probe=False)
     try:
         assert load_dataset("nyc_planes", conn.db).counts == SMALL_COUNTS["nyc_planes"]

@@ -77,7 +77,7 @@ def test_an_id_equality_is_answered_from_the_store_with_the_scans_answer():
     assert coll.delete_one({"_id": "a"}).deleted_count == 1 and coll.find_one({"_id": "a"}) is None
 
 
-def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread():
+def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread(monkeypatch):
     """insert_trusted (the loader's typed copies) is insert_many without mongomock-ng's re-encoding
     of each document: the same documents, counts, and refusal of a repeated _id; every other insert,
     in another thread at the same moment or afterwards in this one, is still checked."""
@@ -86,17 +86,29 @@ def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread
     import mongomock_ng
     import pytest
     from bson.errors import InvalidDocument
+    from mongomock_ng import collection as mc
     from pymongo.errors import BulkWriteError
 
     from engines import mock
     from helpers.counting import recorder
 
+    encoded = []
+
+    class CountingBSON(mc.BSON):  # mongomock-ng's re-check: one encode per document inserted
+        @classmethod
+        def encode(cls, *args, **kwargs):
+            encoded.append(1)
+            return super().encode(*args, **kwargs)
+
+    monkeypatch.setattr(mc, "BSON", CountingBSON)
     db = mock.MockDatabase(mongomock_ng.MongoClient().db, recorder)
     docs = [{"_id": i, "name": f"n{i}", "tags": ["a", {"b": i}]} for i in range(250)]
     with counting() as trusted:
         db["t"].insert_trusted([dict(d) for d in docs])
+    assert not encoded  # skipped ...
     with counting() as plain:
         db["p"].insert_many([dict(d) for d in docs], ordered=True)
+    assert len(encoded) == len(docs)  # ... where insert_many encodes every document
     assert list(db["t"].find().sort("_id", 1)) == list(db["p"].find().sort("_id", 1)) == docs
     assert (trusted.round_trips, trusted.docs_written, trusted.commands) == \
         (plain.round_trips, plain.docs_written, plain.commands)
@@ -105,7 +117,9 @@ def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread
     bad = {"_id": "x", "a\0b": 1}  # a field name BSON cannot hold
     with pytest.raises(InvalidDocument):
         db["p"].insert_many([dict(bad)])  # this thread, after a trusted insert: checked
-    mock._TRUSTED.on = True  # as while insert_trusted runs in this thread ...
+    # white box: the flag insert_trusted sets in its own thread, set here by hand, while another
+    # thread inserts: that insert is checked all the same
+    mock._TRUSTED.on = True
     try:
         refused = []
 
@@ -118,7 +132,7 @@ def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread
         thread = threading.Thread(target=other)
         thread.start()
         thread.join()
-        assert refused  # ... another thread's insert is checked all the same
+        assert refused
     finally:
         mock._TRUSTED.on = False
 

@@ -1,16 +1,13 @@
 """Tests of helpers/measure.py: one counted run, every repeat timed."""
 from __future__ import annotations
 
-import importlib
 import types
 
 import pytest
 
 import helpers
-from helpers import compare, costs_table, measure
-
-measure_mod = importlib.import_module("helpers.measure")  # the module (helpers.measure is the function)
-backends = importlib.import_module("helpers.backends")
+from helpers import backends, compare, costs_table, measure
+from helpers.measure import STEADY_GC_THRESHOLDS, steady_gc
 
 
 @pytest.fixture
@@ -74,9 +71,9 @@ def gc_thresholds():
 def test_steady_gc_raises_the_thresholds_and_never_lowers_one(gc_thresholds):
     gc = gc_thresholds
     gc.set_threshold(700, 10, 10)  # CPython's defaults
-    assert measure_mod.steady_gc() == measure_mod.STEADY_GC_THRESHOLDS == gc.get_threshold()
+    assert steady_gc() == STEADY_GC_THRESHOLDS == gc.get_threshold()
     gc.set_threshold(50_000, 5, 1_000)  # set higher by the process: kept, the middle one raised
-    assert measure_mod.steady_gc() == (50_000, 10, 1_000) == gc.get_threshold()
+    assert steady_gc() == (50_000, 10, 1_000) == gc.get_threshold()
 
 
 def test_get_db_makes_full_collections_rarer(gc_thresholds, monkeypatch):
@@ -84,4 +81,4 @@ def test_get_db_makes_full_collections_rarer(gc_thresholds, monkeypatch):
     gc.set_threshold(700, 10, 10)
     monkeypatch.setattr(backends, "_SHARED", backends.ProcessWide(lambda: types.SimpleNamespace(db="db")))
     assert helpers.get_db() == "db"
-    assert gc.get_threshold() == measure_mod.STEADY_GC_THRESHOLDS
+    assert gc.get_threshold() == STEADY_GC_THRESHOLDS

@@ -25,3 +25,14 @@ def test_a_readme_without_the_markers_is_refused(tmp_path, monkeypatch):
     (tmp_path / "README.md").write_text(f"# T\n{START}\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="needs the markers"):
         repo.readme_block(START, END, "new", [], what="table", script="scripts/x.py")
+
+
+def test_a_shells_worker_servers_never_reach_a_run():
+    """The per-worker servers (tools/worker_db.py) are the test command's own: one named in the
+    caller's shell is dropped from every environment built for a run."""
+    from tools.repo import clean_env, notebook_env
+    from tools.worker_db import WORKER_URIS
+
+    shell = {"PATH": "/bin", WORKER_URIS: "mongodb://elsewhere:27017/", "MONGODB_URI": "mongodb://x:1/"}
+    assert WORKER_URIS not in clean_env(shell) and WORKER_URIS not in notebook_env("mongodb", shell)
+    assert clean_env(shell, keep=("MONGODB_URI",))["MONGODB_URI"] == "mongodb://x:1/"

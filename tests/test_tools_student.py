@@ -162,41 +162,65 @@ def _run_copy(copy: dict, tmp_path, monkeypatch) -> str:
 
 #: the one copy always run here, end to end (the smallest notebook)
 RUN_ALWAYS = NBS[0]
+#: tags with which nbval does not compare a cell's output (or does not run the cell)
+NBVAL_UNCHECKED = {"nbval-ignore-output", "nbval-skip", "nbval-raises-exception", "raises-exception"}
+
+
+def _covered_by_nbval(copy: dict, original: dict) -> list[dict] | None:
+    """The notebook's cells that stand for the copy's, or None if the copy must be run here.
+
+    They do when the copy's code cells are the notebook's first code cells, unchanged and in order
+    (its solutions all in the Solutions section at the end), and nbval compares the output of every
+    one of them that holds an exercise or its check: the test command's notebook phases run those
+    cells on every backend, the mock too, and fail on an error or an output unlike the stored one."""
+    kept = _code(copy["cells"])
+    stored = [c for c in original["cells"] if c["cell_type"] == "code"][:len(kept)]
+    if kept != _code(stored):
+        return None
+    exercise_cells = [c for c in stored if {"exercise", "check"} & set(c["metadata"].get("tags", []))]
+    if any(NBVAL_UNCHECKED & set(c["metadata"].get("tags", [])) for c in exercise_cells):
+        return None
+    return stored
 
 
 @pytest.mark.parametrize("path", NBS, ids=[p.name for p in NBS])
-def test_student_copy_runs_top_to_bottom_with_exercises_not_done(path, tmp_path, monkeypatch):
-    """A copy whose code cells are the notebook's own first ones, unchanged and in order (its solutions
-    are all in the Solutions section at the end), runs exactly as those cells do in the test command's
-    notebook phases: nbval runs them on every backend (the mock too) and fails on an error or on an
-    output unlike the stored one, so their stored outputs stand for the copy's. Any other copy (a
-    ``solution`` cell or a hidden answer before the end) is run here, top to bottom; so is the first
-    notebook's, always, so the whole path (copy written, kernel, progress record) is exercised."""
+def test_student_copy_runs_with_exercises_not_done(path, tmp_path, monkeypatch):
+    """Every student copy runs top to bottom and each exercise's check says "not done yet": run
+    here when the notebook phases do not cover it (:func:`_covered_by_nbval`), and always for the
+    first notebook, so the whole path (copy written, kernel, progress record) is exercised."""
     out = student.build_student_copies(tmp_path / "student", NOTEBOOKS)
     copy = json.loads(next(p for p in out if p.name == path.name).read_text(encoding="utf-8"))
     original = json.loads(path.read_text(encoding="utf-8"))
     n_exercises = sum("exercise" in c["metadata"].get("tags", []) for c in copy["cells"])
-    kept, ran_here = _code(copy["cells"]), path == RUN_ALWAYS
-    if ran_here or kept != _code(original["cells"])[:len(kept)]:
+    covered = None if path == RUN_ALWAYS else _covered_by_nbval(copy, original)
+    if covered is None:
         text = _run_copy(copy, tmp_path, monkeypatch)
     else:
-        stored = [c for c in original["cells"] if c["cell_type"] == "code"][:len(kept)]
-        text = "".join(_text(o.get("text", "")) for c in stored for o in c["outputs"])
+        text = "".join(_text(o.get("text", "")) for c in covered for o in c["outputs"])
     assert text.count("not done yet") >= n_exercises >= 1
     assert ": correct." not in text
 
 
-def test_a_copy_unlike_the_notebooks_first_cells_is_run_and_a_failing_one_fails(tmp_path, monkeypatch):
-    """The prefix rule above cannot hide a copy that breaks: a copy whose code is not the notebook's
-    first cells is run, and one that needs a removed solution raises."""
+def test_a_copy_the_notebook_phases_do_not_cover_is_run_and_a_failing_one_fails(tmp_path, monkeypatch):
+    """The shortcut above cannot hide a copy that breaks: a copy whose code is not the notebook's
+    first cells, or whose check nbval would not compare, is not covered, and one that needs a
+    removed solution raises when run."""
+    from nbclient.exceptions import CellExecutionError
+
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
     nb = {"cells": [{**_cell("code", "answer = 41 + 1", tags=["solution"]), "id": "a"},
                     {**_cell("code", "print(answer)"), "id": "b"}],
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+          "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
     copy = student.student_copy(nb)
-    assert _code(copy["cells"]) != _code(nb["cells"])[:len(_code(copy["cells"]))]
-    with pytest.raises(Exception, match="NameError"):
+    assert _covered_by_nbval(copy, nb) is None
+    with pytest.raises(CellExecutionError, match="NameError"):
         _run_copy(copy, tmp_path, monkeypatch)
+    checked = {"cells": [{**_cell("code", "helpers.check('1.1', None)", tags=["check"]), "id": "c"},
+                         {**_cell("markdown", "## Solutions"), "id": "d"},
+                         {**_cell("code", "x = 1", tags=["solution"]), "id": "e"}], "metadata": meta}
+    assert _covered_by_nbval(student.student_copy(checked), checked) is not None
+    checked["cells"][0]["metadata"]["tags"].append("nbval-ignore-output")
+    assert _covered_by_nbval(student.student_copy(checked), checked) is None
 
 
 @pytest.mark.parametrize("summary", ["Solution", "<b>Show the answer</b>", "Answers", "solution 9.1",

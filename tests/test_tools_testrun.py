@@ -8,9 +8,9 @@ NBS = ["notebooks/00_start_here.ipynb", "notebooks/07_mongodb_vs_redis.ipynb"]
 OWN = {"WORKBOOK_PROGRESS": "/tmp/p.json", "WORKBOOK_CACHE": "/tmp/c"}
 
 
-def _phases(redis_url=None, nbs=NBS):
+def _phases(redis_url=None, nbs=NBS, worker_uris=()):
     return testrun.phases(nbs, base={"PATH": "/bin", **OWN}, own=OWN, uri="mongodb://127.0.0.1:1",
-                          test_db="wbtest_x", redis_url=redis_url)
+                          test_db="wbtest_x", redis_url=redis_url, worker_uris=worker_uris)
 
 
 def test_the_phases_unit_tests_then_each_notebook_backend_then_redis():
@@ -31,13 +31,7 @@ def test_each_phase_runs_on_its_backend_never_the_callers_settings():
         assert args[args.index("--nbval-sanitize-with") + 1] == "notebooks/sanitize.cfg"
     assert "MONGODB_URI" not in embedded[2] and "MONGODB_URI" not in mock[2]
     assert mongodb[2]["MONGODB_URI"] == "mongodb://127.0.0.1:1" and mongodb[2]["WORKBOOK_DB"] == "wbtest_x"
-    assert "tools.worker_db" in mongodb[1] and WORKER_URIS not in mongodb[2]  # the caller's server for both
-    servers = ["mongodb://127.0.0.1:1", "mongodb://127.0.0.1:3"]
-    own_servers = testrun.phases(NBS, base={"PATH": "/bin", **OWN}, own=OWN, uri=servers[0], test_db="wbtest_x",
-                                 redis_url=None, worker_uris=servers)
-    assert [name for name, _, env in own_servers if env.get(WORKER_URIS) == " ".join(servers)] == \
-        ["unit tests, all backends", "notebooks on mongodb"]
-    assert WORKER_URIS not in unit[2]
+    assert "tools.worker_db" in mongodb[1]
     assert redis[1][-1:] == ["notebooks/07_mongodb_vs_redis.ipynb"]  # only the notebook that uses Redis
     assert redis[2]["REDIS_URL"] == "redis://127.0.0.1:2/0"
 
@@ -56,10 +50,10 @@ def test_the_closing_line_and_the_exit_code():
     assert testrun.closing([("a", 0, {"passed": 0, "failed": 0, "skipped": 3})], 0, 1)[1] == 1
 
 
-def test_a_shells_worker_servers_never_reach_a_phase():
-    """The per-worker servers are the test command's own: one named in the caller's shell is dropped."""
-    from tools.repo import clean_env, notebook_env
-
-    shell = {"PATH": "/bin", WORKER_URIS: "mongodb://elsewhere:27017/", "MONGODB_URI": "mongodb://x:1/"}
-    assert WORKER_URIS not in clean_env(shell) and WORKER_URIS not in notebook_env("mongodb", shell)
-    assert clean_env(shell, keep=("MONGODB_URI",))["MONGODB_URI"] == "mongodb://x:1/"
+def test_each_worker_has_a_server_of_its_own_when_the_run_started_them():
+    """The unit tests and the notebooks on mongodb, and only they, learn the per-worker servers;
+    without them (a caller's MONGODB_URI) both workers share ``uri``."""
+    servers = ["mongodb://127.0.0.1:1", "mongodb://127.0.0.1:3"]
+    named = [name for name, _, env in _phases(worker_uris=servers) if env.get(WORKER_URIS) == " ".join(servers)]
+    assert named == ["unit tests, all backends", "notebooks on mongodb"]
+    assert not any(WORKER_URIS in env for _, _, env in _phases())

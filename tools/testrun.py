@@ -87,8 +87,8 @@ def phases(nbs: list[str], *, base: dict[str, str], own: dict[str, str], uri: st
     more on the real ``redis_url`` (when there is one). ``worker_uris``: a server for each xdist
     worker (unit tests and notebooks) on the ``mongodb`` backend instead of ``uri`` for all
     (``tools.worker_db``)."""
-    unit_env = {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg",
-                **({WORKER_URIS: " ".join(worker_uris)} if worker_uris else {})}
+    servers = {WORKER_URIS: " ".join(worker_uris)} if worker_uris else {}
+    unit_env = {**base, "WORKBOOK_TEST_URI": uri, "MPLBACKEND": "Agg", **servers}
     if redis_url:
         unit_env["WORKBOOK_TEST_REDIS_URL"] = redis_url
     out: list[Phase] = [("unit tests, all backends", ["tests", "-q", "-rs", "-n", str(WORKERS)], unit_env)]
@@ -105,8 +105,7 @@ def phases(nbs: list[str], *, base: dict[str, str], own: dict[str, str], uri: st
             # test's own (tools/worker_db.py), never the learner's; on a server of its own when
             # the run started them (a SecantusDB process answers one request at a time)
             ("notebooks on mongodb", [*two, "-p", "tools.worker_db", *nbval],
-             notebook_env("mongodb", MONGODB_URI=uri, **own, WORKBOOK_DB=test_db,
-                          **({WORKER_URIS: " ".join(worker_uris)} if worker_uris else {}))),
+             notebook_env("mongodb", MONGODB_URI=uri, **own, WORKBOOK_DB=test_db, **servers)),
         ]
     redis_nbs = redis_notebooks(nbs)
     if redis_nbs and redis_url:
@@ -162,7 +161,7 @@ def main(extra: list[str]) -> int:
         redis_url = stack.enter_context(redis_process()) if redis_server() else None
         nbs = notebooks()
         test_db = f"wbtest_{uuid.uuid4().hex[:10]}"
-        for server in dict.fromkeys([uri, *worker_uris]):
+        for server in dict.fromkeys([uri, *worker_uris]):  # each server once
             stack.callback(_drop_databases, server, test_db)
         for i, (name, args, env) in enumerate(phases(nbs, base=base, own=own, uri=uri, test_db=test_db,
                                                       redis_url=redis_url, worker_uris=worker_uris)):

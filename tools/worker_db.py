@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, Mapping
 
-__all__ = ["WORKER_URIS", "is_worker_database", "worker_database", "worker_uri"]
+__all__ = ["WORKER_URIS", "is_worker_database", "this_workers_uri", "worker_database", "worker_uri"]
 
 #: the environment variable naming a server for each worker (set by the test command only)
 WORKER_URIS = "WBTEST_WORKER_URIS"
@@ -38,11 +38,17 @@ def worker_uri(uris: list[str], worker: str | None) -> str | None:
     return uris[int(worker[2:]) % len(uris)]
 
 
+def this_workers_uri(environ: Mapping[str, str] = os.environ) -> str | None:
+    """This xdist worker's own server (:func:`worker_uri` of :data:`WORKER_URIS` and
+    ``PYTEST_XDIST_WORKER``), or None: the unit tests' ``test_uri`` and the notebooks' kernels."""
+    return worker_uri(environ.get(WORKER_URIS, "").split(), environ.get("PYTEST_XDIST_WORKER"))
+
+
 def pytest_configure(config: Any) -> None:
     base = os.environ.get("WORKBOOK_DB")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if base and worker:
         os.environ["WORKBOOK_DB"] = worker_database(base, worker)
-    uri = worker_uri(os.environ.get(WORKER_URIS, "").split(), worker)
+    uri = this_workers_uri()
     if uri:
         os.environ["MONGODB_URI"] = uri
