@@ -75,9 +75,9 @@ def install_trusted_inserts() -> None:
     whose ``Collection._insert`` calls the module's ``_bson_encode`` and ``_validate_data_fields``)."""
     from mongomock_ng import collection as mc
 
-    if getattr(mc._bson_encode, "trusting", False):
-        return
-    encode, fields = mc._bson_encode, mc._validate_data_fields
+    encode, fields = getattr(mc, "_bson_encode", None), getattr(mc, "_validate_data_fields", None)
+    if encode is None or fields is None or getattr(encode, "trusting", False):
+        return  # installed already; or another mongomock-ng: insert_trusted then checks like insert_many
 
     def _bson_encode(document: Any, check_keys: Any, codec_options: Any) -> Any:
         if getattr(_TRUSTED, "on", False):

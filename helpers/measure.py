@@ -37,16 +37,21 @@ def steady_gc() -> tuple[int, ...]:
     """Make this process's full garbage collections rarer; return the thresholds now in force.
 
     A notebook keeps hundreds of thousands of objects alive (its data, pandas and, on the embedded
-    engine and the mock, the engine's own), and a full collection walks every one of them. With
-    CPython's default thresholds notebook 04 ran 19 full collections on the embedded engine: 3.3 s
-    of its 21 s, each one landing in whichever cell, and whichever timed run, was allocating at that
-    moment. With :data:`STEADY_GC_THRESHOLDS` it ran none. The price: memory held in reference cycles
-    is freed later; everything else is still freed at once, by reference counting. A threshold the
-    process already set higher is kept. Nothing here is about MongoDB: a client on a real server
-    gains the same."""
+    engine and the mock, the engine's own), and a full collection walks every container the
+    collector tracks. With CPython 3.11's default thresholds notebook 04 ran 19 full collections
+    on the embedded engine: 3.3 s of its 21 s, each one landing in whichever cell, and whichever
+    timed run, was allocating at that moment. With :data:`STEADY_GC_THRESHOLDS` it ran none. The
+    price: memory held in reference cycles is freed later; everything else is still freed at once,
+    by reference counting. A threshold the process already set higher is kept, and so is a
+    collector turned off (a first threshold of 0). That is the generational collector of Python
+    3.11-3.13; Python 3.14's incremental collector ignores the third threshold and already starts
+    at 2,000, so there this changes little."""
     import gc
 
-    thresholds = tuple(max(now, least) for now, least in zip(gc.get_threshold(), STEADY_GC_THRESHOLDS))
+    now = gc.get_threshold()
+    if now[0] == 0:  # collection turned off: left off
+        return now
+    thresholds = tuple(max(have, least) for have, least in zip(now, STEADY_GC_THRESHOLDS))
     gc.set_threshold(*thresholds)
     return thresholds
 

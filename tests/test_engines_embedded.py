@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pymongo
 import pytest
@@ -77,3 +78,13 @@ def test_a_server_that_cannot_start_says_so_with_its_log(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match=r"did not start on port \d+: no storage here"):
         with embedded.secantus_process():
             pass
+
+
+def test_a_process_with_an_embedded_server_exits_quietly():
+    """The exit handler stops the server (knocking on its port where a thread may still start)
+    without a word on stderr: no "Exception ignored in atexit callback", no storage error."""
+    code = ("import pymongo\nfrom engines.embedded import start_embedded\ns = start_embedded()\n"
+            "c = pymongo.MongoClient(s.uri)\nc.db.x.insert_one({})\nc.close()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -137,6 +137,17 @@ def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread
         mock._TRUSTED.on = False
 
 
+def test_a_mongomock_ng_without_the_patched_functions_still_connects(monkeypatch):
+    """Another mongomock-ng release without ``_bson_encode``: nothing is patched, nothing fails."""
+    from mongomock_ng import collection as mc
+
+    from engines import mock
+
+    monkeypatch.delattr(mc, "_bson_encode")
+    mock.install_trusted_inserts()
+    assert not hasattr(mc, "_bson_encode")
+
+
 def test_importing_the_adapter_changes_nothing_until_the_mock_is_connected():
     """mongomock-ng is patched when a mock database is wrapped, not as a side effect of an import."""
     import subprocess

@@ -74,6 +74,8 @@ def test_steady_gc_raises_the_thresholds_and_never_lowers_one(gc_thresholds):
     assert steady_gc() == STEADY_GC_THRESHOLDS == gc.get_threshold()
     gc.set_threshold(50_000, 5, 1_000)  # set higher by the process: kept, the middle one raised
     assert steady_gc() == (50_000, 10, 1_000) == gc.get_threshold()
+    gc.set_threshold(0)  # collection turned off: left off
+    assert steady_gc()[0] == 0 == gc.get_threshold()[0]
 
 
 def test_get_db_makes_full_collections_rarer(gc_thresholds, monkeypatch):
