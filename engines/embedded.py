@@ -47,7 +47,11 @@ def _knocking(port: int | None, done: Callable[[], bool] = lambda: False) -> Ite
 
     def knock() -> None:
         while not stopped.wait(0.02) and not done():
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            except ConnectionRefusedError:  # the port is let go: never knock on what may bind it next
+                return
+            except OSError:
                 pass
 
     knocker = None
@@ -108,20 +112,32 @@ def secantus_process(*, storage_path: str = ":memory:", auth: bool = False) -> I
             time.sleep(0.1)
         yield f"mongodb://127.0.0.1:{port}/"
     finally:
-        # a process killed after 3 s: in memory nothing of value is lost (its scratch folder stays
-        # behind), and WiredTiger's journal makes a storage folder SIGKILL-safe
+        # a process killed after 3 s of SIGTERMs: in memory nothing of value is lost (its scratch
+        # folder stays behind); a storage folder is recovered to a consistent state, but the writes
+        # of the last moment before a kill can be lost, so a storage server is never killed sooner
         stop_process(proc, port, grace=3.0)
         log.close()
 
 
+def _listening(port: int) -> bool:
+    """True if something accepts connections on ``port`` of the loopback."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
+
+
 def stop_process(proc: subprocess.Popen, port: int | None = None, grace: float = 10.0) -> None:
-    """Stop a server process this module's callers started: SIGTERM, again every 0.5 s, then SIGKILL
-    after ``grace`` seconds.
+    """Stop a server process this module's callers started: SIGTERM, then SIGKILL after ``grace``
+    seconds.
 
     ``port``: the loopback port a ``secantusd-py`` listens on, knocked on while it stops
     (:func:`_knocking`: 2.1 s -> about 0.1 s). A SIGTERM that reaches ``secantusd-py`` just after
-    it started is now and then never handled (6 of 15 stops straight after the start): sent again,
-    it is."""
+    it started is now and then never handled (6 of 15 stops straight after the start): while the
+    port still accepts connections after 0.5 s, the signal was not handled (its handler closes the
+    port first), and it is sent again; never during a stop under way, which a second one would cut
+    short."""
     proc.terminate()
     deadline = time.monotonic() + grace
     with _knocking(port, done=lambda: proc.poll() is not None):
@@ -132,6 +148,7 @@ def stop_process(proc: subprocess.Popen, port: int | None = None, grace: float =
             except subprocess.TimeoutExpired:
                 if time.monotonic() >= deadline:
                     break
-                proc.terminate()
+                if port is not None and _listening(port):
+                    proc.terminate()
     proc.kill()
     proc.wait()

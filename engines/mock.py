@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import bson
 
 __all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup",
-           "install_trusted_inserts", "FIRST_BATCH",
+           "install_trusted_inserts", "insert_trusted", "FIRST_BATCH",
            "MAX_BATCH_BYTES", "MAX_WRITE_BATCH", "MAX_MESSAGE_BYTES"]
 
 
@@ -63,16 +63,17 @@ def install_id_lookup() -> None:
     mc.Collection._iter_documents = _iter_documents
 
 
-#: set, in one thread, while :meth:`MockCollection.insert_trusted` runs
+#: set, in one thread, while :func:`insert_trusted` runs
 _TRUSTED = threading.local()
 
 
 def install_trusted_inserts() -> None:
-    """Let :meth:`MockCollection.insert_trusted` skip mongomock-ng's re-check that each document
+    """Let :func:`insert_trusted` skip mongomock-ng's re-check that each document
     could be BSON: it encodes every document to BSON and throws the bytes away, then walks its field
     names (a NUL, a top-level ``$``), about 30% of an insert. Both functions are replaced by ones
-    that do exactly that, except in a thread inside ``insert_trusted`` (pinned: mongomock-ng 7.11.1,
-    whose ``Collection._insert`` calls the module's ``_bson_encode`` and ``_validate_data_fields``)."""
+    that do exactly that, except in a thread inside :func:`insert_trusted` (pinned: mongomock-ng
+    7.11.1, whose ``Collection._insert`` calls the module's ``_bson_encode`` and
+    ``_validate_data_fields``; without them nothing is patched)."""
     from mongomock_ng import collection as mc
 
     encode, fields = getattr(mc, "_bson_encode", None), getattr(mc, "_validate_data_fields", None)
@@ -90,6 +91,23 @@ def install_trusted_inserts() -> None:
 
     _bson_encode.trusting = True  # type: ignore[attr-defined]
     mc._bson_encode, mc._validate_data_fields = _bson_encode, _validate_data_fields
+
+
+def insert_trusted(collection: "MockCollection", documents: Any) -> Any:
+    """``collection.insert_many(documents, ordered=True)`` of documents the caller has just decoded
+    from BSON, or encoded to BSON, and whose field names it fixed itself (``helpers.datasets``' typed
+    copies: the catalogue's names, none with a leading ``$``): mongomock-ng does not encode each one
+    again, nor walk its field names (:func:`install_trusted_inserts`). Everything else is
+    ``insert_many``'s: the ``_id``, duplicate keys, unique indexes, a validator, the counts. A
+    function of the adapter, not a method a learner's collection shows."""
+    documents = list(documents)  # a generator runs here, checked as usual, before the flag is set
+    install_trusted_inserts()  # done when the database was wrapped; a no-op then
+    before = getattr(_TRUSTED, "on", False)
+    _TRUSTED.on = True
+    try:
+        return collection.insert_many(documents, ordered=True)
+    finally:
+        _TRUSTED.on = before
 
 
 FIRST_BATCH = 101
@@ -328,20 +346,6 @@ class MockCollection:
             return result
         finally:  # a refused insert (duplicate key) was still sent
             self._counter.record("insert", written=written, command=self._cmd("insert", n=1))
-
-    def insert_trusted(self, documents: Any) -> Any:
-        """``insert_many(documents, ordered=True)`` of documents the caller has just decoded from
-        BSON, or encoded to BSON, and whose field names it fixed itself (``helpers.datasets``'
-        typed copies: the catalogue's names, none with a leading ``$``): mongomock-ng does not
-        encode each one again, nor walk its field names (:func:`install_trusted_inserts`).
-        Everything else is ``insert_many``'s: the ``_id``, duplicate keys, unique indexes, a
-        validator, the counts."""
-        install_trusted_inserts()  # done when the database was wrapped; a no-op then
-        _TRUSTED.on = True
-        try:
-            return self.insert_many(documents, ordered=True)
-        finally:
-            _TRUSTED.on = False
 
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
         from pymongo.errors import BulkWriteError

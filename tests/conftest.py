@@ -38,7 +38,8 @@ def _stack():
 def test_uri(_stack) -> str:
     from tools.worker_db import this_workers_uri
 
-    uri = this_workers_uri() or os.environ.get("WORKBOOK_TEST_URI") or os.environ.get("MONGODB_URI")
+    uri = (this_workers_uri(os.environ.get("WORKBOOK_TEST_URI")) or os.environ.get("WORKBOOK_TEST_URI")
+           or os.environ.get("MONGODB_URI"))
     if not uri:
         from engines.embedded import secantus_process
         uri = _stack.enter_context(secantus_process())

@@ -175,17 +175,17 @@ def test_load_small(db, name: str) -> None:
 def test_the_mock_trusts_only_a_data_files_typed_documents(monkeypatch) -> None:
     """On the mock, a data file's documents (BSON a moment ago) go through insert_trusted, whose
     documents are the same as insert_many's (tests/test_engines_mock.py); generated ones do not."""
-    from engines.mock import MockCollection
+    from engines import mock
     from helpers.backends import connect
 
     trusted: list[int] = []
-    insert_trusted = MockCollection.insert_trusted
+    insert_trusted = mock.insert_trusted
 
-    def spy(self, docs):
+    def spy(collection, docs):
         trusted.append(len(docs))
-        return insert_trusted(self, docs)
+        return insert_trusted(collection, docs)
 
-    monkeypatch.setattr(MockCollection, "insert_trusted", spy)
+    monkeypatch.setattr(mock, "insert_trusted", spy)
     conn = connect("mock", db_name="wbtest_trusted", probe=False)
     try:
         assert load_dataset("nyc_planes", conn.db).counts == SMALL_COUNTS["nyc_planes"]

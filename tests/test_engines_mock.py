@@ -104,7 +104,7 @@ def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread
     db = mock.MockDatabase(mongomock_ng.MongoClient().db, recorder)
     docs = [{"_id": i, "name": f"n{i}", "tags": ["a", {"b": i}]} for i in range(250)]
     with counting() as trusted:
-        db["t"].insert_trusted([dict(d) for d in docs])
+        mock.insert_trusted(db["t"], (dict(d) for d in docs))  # a generator too
     assert not encoded  # skipped ...
     with counting() as plain:
         db["p"].insert_many([dict(d) for d in docs], ordered=True)
@@ -113,7 +113,8 @@ def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread
     assert (trusted.round_trips, trusted.docs_written, trusted.commands) == \
         (plain.round_trips, plain.docs_written, plain.commands)
     with pytest.raises(BulkWriteError):
-        db["t"].insert_trusted([{"_id": 0}])  # the _id index still refuses a repeat
+        mock.insert_trusted(db["t"], [{"_id": 0}])  # the _id index still refuses a repeat
+    assert not getattr(mock._TRUSTED, "on", False)  # and the flag is down again after the error
     bad = {"_id": "x", "a\0b": 1}  # a field name BSON cannot hold
     with pytest.raises(InvalidDocument):
         db["p"].insert_many([dict(bad)])  # this thread, after a trusted insert: checked

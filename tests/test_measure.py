@@ -1,6 +1,7 @@
 """Tests of helpers/measure.py: one counted run, every repeat timed."""
 from __future__ import annotations
 
+import sys
 import types
 
 import pytest
@@ -68,12 +69,18 @@ def gc_thresholds():
     gc.set_threshold(*saved)
 
 
+#: how many thresholds the collector keeps: Python 3.14's incremental collector reads back 0 for the third
+KEPT = 2 if sys.version_info >= (3, 14) else 3
+
+
 def test_steady_gc_raises_the_thresholds_and_never_lowers_one(gc_thresholds):
     gc = gc_thresholds
-    gc.set_threshold(700, 10, 10)  # CPython's defaults
-    assert steady_gc() == STEADY_GC_THRESHOLDS == gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # CPython 3.11's defaults
+    assert steady_gc() == STEADY_GC_THRESHOLDS
+    assert gc.get_threshold()[:KEPT] == STEADY_GC_THRESHOLDS[:KEPT]
     gc.set_threshold(50_000, 5, 1_000)  # set higher by the process: kept, the middle one raised
-    assert steady_gc() == (50_000, 10, 1_000) == gc.get_threshold()
+    assert steady_gc() == (50_000, 10, 1_000)
+    assert gc.get_threshold()[:KEPT] == (50_000, 10, 1_000)[:KEPT]
     gc.set_threshold(0)  # collection turned off: left off
     assert steady_gc()[0] == 0 == gc.get_threshold()[0]
 
@@ -83,4 +90,4 @@ def test_get_db_makes_full_collections_rarer(gc_thresholds, monkeypatch):
     gc.set_threshold(700, 10, 10)
     monkeypatch.setattr(backends, "_SHARED", backends.ProcessWide(lambda: types.SimpleNamespace(db="db")))
     assert helpers.get_db() == "db"
-    assert gc.get_threshold() == STEADY_GC_THRESHOLDS
+    assert gc.get_threshold()[:KEPT] == STEADY_GC_THRESHOLDS[:KEPT]

@@ -162,24 +162,36 @@ def _run_copy(copy: dict, tmp_path, monkeypatch) -> str:
 
 #: the one copy always run here, end to end (the smallest notebook)
 RUN_ALWAYS = NBS[0]
-#: tags with which nbval does not compare a cell's output (or does not run the cell)
-NBVAL_UNCHECKED = {"nbval-ignore-output", "nbval-skip", "nbval-raises-exception", "raises-exception"}
+def _nbval_options(cell: dict) -> dict[str, bool]:
+    """What nbval does with a code cell, from its tags and its comment markers (nbval's own tables):
+    ``check`` its output, expect an exception (``check_exception``), or ``skip`` it."""
+    from nbval.plugin import find_comment_markers, metadata_tags
+
+    options = {"check": True, "check_exception": False, "skip": False}
+    markers = [metadata_tags[t] for t in cell["metadata"].get("tags", []) if t in metadata_tags]
+    markers = [m if isinstance(m, tuple) else (m, True) for m in markers]
+    options.update([*markers, *find_comment_markers(_text(cell["source"]))])
+    return options
 
 
 def _covered_by_nbval(copy: dict, original: dict) -> list[dict] | None:
     """The notebook's cells that stand for the copy's, or None if the copy must be run here.
 
     They do when the copy's code cells are the notebook's first code cells, unchanged and in order
-    (its solutions all in the Solutions section at the end), and nbval compares the output of every
-    one of them that holds an exercise or its check: the test command's notebook phases run those
-    cells on every backend, the mock too, and fail on an error or an output unlike the stored one."""
+    (its solutions all in the Solutions section at the end), nbval runs every one of them, none
+    expecting an error (a run of the copy would stop there), and compares the output of each that
+    holds an exercise or its check: the test command's notebook phases run those cells on every
+    backend, the mock too, and fail on an error or an output unlike the stored one."""
     kept = _code(copy["cells"])
     stored = [c for c in original["cells"] if c["cell_type"] == "code"][:len(kept)]
     if kept != _code(stored):
         return None
-    exercise_cells = [c for c in stored if {"exercise", "check"} & set(c["metadata"].get("tags", []))]
-    if any(NBVAL_UNCHECKED & set(c["metadata"].get("tags", [])) for c in exercise_cells):
-        return None
+    for cell in stored:
+        options = _nbval_options(cell)
+        if options["skip"] or options["check_exception"]:
+            return None
+        if {"exercise", "check"} & set(cell["metadata"].get("tags", [])) and not options["check"]:
+            return None
     return stored
 
 
@@ -219,8 +231,12 @@ def test_a_copy_the_notebook_phases_do_not_cover_is_run_and_a_failing_one_fails(
                          {**_cell("markdown", "## Solutions"), "id": "d"},
                          {**_cell("code", "x = 1", tags=["solution"]), "id": "e"}], "metadata": meta}
     assert _covered_by_nbval(student.student_copy(checked), checked) is not None
-    checked["cells"][0]["metadata"]["tags"].append("nbval-ignore-output")
-    assert _covered_by_nbval(student.student_copy(checked), checked) is None
+    for tag, comment in (("nbval-ignore-output", "# NBVAL_IGNORE_OUTPUT"), ("nbval-skip", "# NBVAL_SKIP"),
+                         ("raises-exception", "# NBVAL_RAISES_EXCEPTION")):
+        check = checked["cells"][0]
+        for marker in ({"metadata": {"tags": ["check", tag]}}, {"source": f"{comment}\n{check['source']}"}):
+            nb = {**checked, "cells": [{**check, **marker}, *checked["cells"][1:]]}  # as a tag, as a comment
+            assert _covered_by_nbval(student.student_copy(nb), nb) is None, marker
 
 
 @pytest.mark.parametrize("summary", ["Solution", "<b>Show the answer</b>", "Answers", "solution 9.1",

@@ -26,14 +26,18 @@ def test_each_worker_has_its_own_server_when_the_run_started_them():
 
 
 def test_the_plugin_gives_a_worker_its_database_and_server(monkeypatch):
-    uris = "mongodb://127.0.0.1:1/ mongodb://127.0.0.1:2/"
+    run = "mongodb://127.0.0.1:1/"
+    uris = f"{run} mongodb://127.0.0.1:2/"
     for env, database, uri in (
             ({"PYTEST_XDIST_WORKER": "gw1", WORKER_URIS: uris}, "wbtest_x_gw1", "mongodb://127.0.0.1:2/"),
-            ({"PYTEST_XDIST_WORKER": "gw0"}, "wbtest_x_gw0", "mongodb://caller:27017/"),  # the caller's, for both
-            ({WORKER_URIS: uris}, "wbtest_x", "mongodb://caller:27017/")):  # no xdist: nothing changes
+            ({"PYTEST_XDIST_WORKER": "gw0", WORKER_URIS: uris}, "wbtest_x_gw0", run),
+            ({"PYTEST_XDIST_WORKER": "gw0"}, "wbtest_x_gw0", run),  # the run's one server, for both
+            ({WORKER_URIS: uris}, "wbtest_x", run),  # no xdist: nothing changes
+            # a list left in a shell, not this run's (its first server is not MONGODB_URI): ignored
+            ({"PYTEST_XDIST_WORKER": "gw1", WORKER_URIS: "mongodb://other:1/ mongodb://other:2/"}, "wbtest_x_gw1", run)):
         monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
         monkeypatch.delenv(WORKER_URIS, raising=False)
-        for k, v in {"WORKBOOK_DB": "wbtest_x", "MONGODB_URI": "mongodb://caller:27017/", **env}.items():
+        for k, v in {"WORKBOOK_DB": "wbtest_x", "MONGODB_URI": run, **env}.items():
             monkeypatch.setenv(k, v)
         worker_db.pytest_configure(None)
         assert (os.environ["WORKBOOK_DB"], os.environ["MONGODB_URI"]) == (database, uri), env

@@ -19,6 +19,7 @@ Extra arguments go to every pytest run (e.g. ``-x`` or ``-k outlier``).
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -146,7 +147,7 @@ def main(extra: list[str]) -> int:
         # every temporary file of the run in here, removed with it: pytest's folders, and what a
         # killed process leaves (nbval kills each kernel, so an embedded server's scratch folder stays)
         (Path(tmp) / "tmp").mkdir()
-        own["TMPDIR"] = str(Path(tmp) / "tmp")
+        own["TMPDIR"] = os.environ["TMPDIR"] = str(Path(tmp) / "tmp")  # the servers started below too
         # the default run: no backend, database, scale, data folder or demo style from the caller's shell
         base = {**clean_env(keep=("MONGODB_URI",)), **own}
         caller_uri = base.get("MONGODB_URI")

@@ -38,10 +38,15 @@ def worker_uri(uris: list[str], worker: str | None) -> str | None:
     return uris[int(worker[2:]) % len(uris)]
 
 
-def this_workers_uri(environ: Mapping[str, str] = os.environ) -> str | None:
+def this_workers_uri(run_uri: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
     """This xdist worker's own server (:func:`worker_uri` of :data:`WORKER_URIS` and
-    ``PYTEST_XDIST_WORKER``), or None: the unit tests' ``test_uri`` and the notebooks' kernels."""
-    return worker_uri(environ.get(WORKER_URIS, "").split(), environ.get("PYTEST_XDIST_WORKER"))
+    ``PYTEST_XDIST_WORKER``), or None: the unit tests' ``test_uri`` and the notebooks' kernels.
+    Only the servers of the run whose server is ``run_uri`` count: the test command lists that one
+    first, so a list left in a shell never sends tests to a server nobody chose."""
+    uris = environ.get(WORKER_URIS, "").split()
+    if not uris or uris[0] != run_uri:
+        return None
+    return worker_uri(uris, environ.get("PYTEST_XDIST_WORKER"))
 
 
 def pytest_configure(config: Any) -> None:
@@ -49,6 +54,6 @@ def pytest_configure(config: Any) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if base and worker:
         os.environ["WORKBOOK_DB"] = worker_database(base, worker)
-    uri = this_workers_uri()
+    uri = this_workers_uri(os.environ.get("MONGODB_URI"))
     if uri:
         os.environ["MONGODB_URI"] = uri

@@ -106,13 +106,14 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
                                           lambda target=target: staging.recreate(target))
                     continue
                 # a data file's documents were BSON a moment ago (the typed copy): the mock need
-                # not encode each again to check it could be (engines.mock.install_trusted_inserts)
-                # (looked up on the class: a pymongo Collection answers any attribute name)
-                insert = getattr(type(staging[target]), "insert_trusted", None) if readonly else None
+                # not encode each again to check it could be (engines.mock.insert_trusted)
+                trusted = readonly and not _takes_raw(db)
                 for i in range(0, len(docs), common.BATCH_SIZE):
                     batch = docs[i:i + common.BATCH_SIZE]
-                    if insert is not None:
-                        insert(staging[target], batch)
+                    if trusted:
+                        from engines.mock import insert_trusted
+
+                        insert_trusted(staging[target], batch)
                     else:
                         staging[target].insert_many(batch, ordered=True)
                     counts[target] += len(batch)
