@@ -1,6 +1,7 @@
 """Showing the code that runs: a notebook displays a helper's real source, never a copy.
 
-Introduced in notebook 00.
+Introduced in notebook 00. Also how results look: plots sized for a laptop or a projector, and
+tables stored in one plain form (``apply_style``, run when ``helpers`` is imported).
 """
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["show_source", "SourceListing", "apply_style"]
+__all__ = ["show_source", "SourceListing", "apply_style", "plain_tables"]
 
 
 class SourceListing:
@@ -47,8 +48,36 @@ def show_source(*objects: Any) -> SourceListing:
                          [_name(o) for o in objects])
 
 
+def _plain_html(frame: Any) -> str:
+    """A DataFrame as an HTML table alone: pandas' own notebook form puts a stylesheet before every
+    table, and a notebook would store one per table shown. The same rows and columns as pandas'
+    display options allow."""
+    import pandas as pd
+
+    return frame.to_html(max_rows=pd.get_option("display.max_rows"), max_cols=pd.get_option("display.max_columns"),
+                         show_dimensions=pd.get_option("display.show_dimensions"))
+
+
+def plain_tables(shell: Any = None) -> bool:
+    """Show pandas DataFrames in this IPython kernel (or ``shell``) as plain HTML tables; False
+    outside IPython (a script prints DataFrames as text anyway)."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+    import pandas as pd
+
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _plain_html)
+    return True
+
+
 def apply_style() -> None:
-    """Readable plots: larger type, and larger still for a projector (``WORKBOOK_DEMO=1``)."""
+    """Readable plots: larger type, and larger still for a projector (``WORKBOOK_DEMO=1``); tables
+    as plain HTML (:func:`plain_tables`)."""
 
     import matplotlib as mpl
 
@@ -62,3 +91,4 @@ def apply_style() -> None:
         "figure.dpi": 110 if demo else 100, "lines.linewidth": 2.5 if demo else 1.5,
         "axes.grid": True, "grid.alpha": 0.3,
     })
+    plain_tables()

@@ -60,3 +60,20 @@ def test_plots_are_larger_for_a_projector(monkeypatch, demo, size):
         assert mpl.rcParams["font.size"] == size and mpl.rcParams["axes.titlesize"] == size + 2
     finally:
         mpl.rcParams.update(saved)
+
+
+def test_a_dataframe_is_shown_as_a_plain_table_in_a_kernel():
+    """No stylesheet before the table: pandas' notebook form stores one with every table."""
+    import pandas as pd
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    frame = pd.DataFrame({"design": ["embed", "reference"], "round trips": [1, 2]})
+    before = shell.display_formatter.format(frame)[0]["text/html"]
+    assert "<style" in before  # pandas' own form, until the workbook's is registered
+    assert display.plain_tables(shell)
+    html, _ = shell.display_formatter.format(frame)
+    assert "<style" not in html["text/html"] and "<table" in html["text/html"] and "reference" in html["text/html"]
+    assert html["text/plain"] == repr(frame)
+    many = pd.DataFrame({"n": range(500)})  # pandas' display options still cut a long table
+    assert "..." in shell.display_formatter.format(many)[0]["text/html"]

@@ -52,6 +52,8 @@ def test_committed_notebook_is_a_clean_run(path):
             text = "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
             assert not secret.search(text), "an output shows a credential"
             assert not abs_path.search(text), f"an output shows a machine path: {abs_path.search(text).group(0)}"
+            assert "<style" not in "".join(o.get("data", {}).get("text/html", "")), \
+                "an output stores a stylesheet (tables are plain HTML: helpers.display.plain_tables)"
     first = code[0]
     assert "helpers.banner()" in "".join(first["source"]), "the first code cell must print the banner"
     assert set(nb["metadata"]) <= {"kernelspec", "language_info"}
