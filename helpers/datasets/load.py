@@ -107,15 +107,18 @@ def load_dataset(name: str, db: Any, scale: str | int | None = None, *,
                     continue
                 # a data file's documents were BSON a moment ago (the typed copy): the mock need
                 # not encode each again to check it could be (engines.mock.insert_trusted)
-                trusted = readonly and not _takes_raw(db)
+                coll = staging[target]
+                if readonly and not _takes_raw(db):
+                    from engines.mock import insert_trusted
+
+                    def insert(batch: list[Any], coll: Any = coll) -> None:
+                        insert_trusted(coll, batch)
+                else:
+                    def insert(batch: list[Any], coll: Any = coll) -> None:
+                        coll.insert_many(batch, ordered=True)
                 for i in range(0, len(docs), common.BATCH_SIZE):
                     batch = docs[i:i + common.BATCH_SIZE]
-                    if trusted:
-                        from engines.mock import insert_trusted
-
-                        insert_trusted(staging[target], batch)
-                    else:
-                        staging[target].insert_many(batch, ordered=True)
+                    insert(batch)
                     counts[target] += len(batch)
                     progress.update(len(batch))
                     staging.renew()
