@@ -31,3 +31,22 @@ def test_the_schema_benchmark_compares_paths_types_and_array_lengths():
     del theirs["c.d"]
     assert differences(ours, theirs) == ["a: types {'int': 1, 'string': 1} vs {'int': 2}",
                                          "b: array lengths [0, 1.5, 3] vs [0, 2, 3]", "c.d: only in the workbook"]
+
+
+def test_the_suite_benchmark_reads_each_phase_and_the_total_from_the_test_commands_output():
+    """bench/run.py splits the fresh-clone time into set-up and phases from tools/testrun.py's own
+    lines; a phase that failed still counts, a line of another shape does not."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from run import suite_phases
+
+    from tools.testrun import closing, phase_line
+
+    unit, mock = {"passed": 3, "failed": 0, "skipped": 1}, {"passed": 2, "failed": 1, "skipped": 0}
+    lines, _ = closing([("unit tests", 0, unit), ("notebooks on mock", 1, mock)], 0, 42.4)
+    output = "\n".join(["[workbook] installing requirements.txt ...", "=== unit tests ===",
+                        phase_line("unit tests", unit, 30.2, 0), phase_line("notebooks on mock", mock, 11.8, 1),
+                        "=== notebooks on mock: 2 passed in soon ===", "", *lines])
+    assert suite_phases(output) == {"unit tests": 30.0, "notebooks on mock": 12.0, "all phases": 42.0}

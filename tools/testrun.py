@@ -136,6 +136,12 @@ def closing(results: list[tuple[str, int, dict[str, int]]], skipped_elsewhere: i
     return lines, 1 if failed_phases or totals["passed"] == 0 else 0
 
 
+def phase_line(name: str, counts: dict[str, int], seconds: float, rc: int) -> str:
+    """The line that ends a phase (bench/run.py reads the phases' times from these lines)."""
+    return (f"=== {name}: {counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['skipped']} skipped in {seconds:.0f} s (exit {rc}) ===")
+
+
 def main(extra: list[str]) -> int:
     started = time.monotonic()
     results: list[tuple[str, int, dict[str, int]]] = []
@@ -169,8 +175,7 @@ def main(extra: list[str]) -> int:
             print(f"\n=== {name} ===", flush=True)
             t = time.monotonic()
             rc, counts = _pytest([*args, *extra], env, Path(tmp) / f"phase{i}.xml")
-            print(f"=== {name}: {counts['passed']} passed, {counts['failed']} failed, "
-                  f"{counts['skipped']} skipped in {time.monotonic() - t:.0f} s (exit {rc}) ===", flush=True)
+            print(phase_line(name, counts, time.monotonic() - t, rc), flush=True)
             results.append((name, rc, counts))
         redis_nbs = redis_notebooks(nbs)
         if redis_nbs and not redis_url:
