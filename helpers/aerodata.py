@@ -705,7 +705,11 @@ def ensure_geo_index(coll: Any) -> str | None:
     caps = _caps(coll)
     if caps is not None and not caps.geo_index:
         return None
-    return coll.create_index([(GEO_FIELD, "2dsphere")])
+    key = [(GEO_FIELD, "2dsphere")]
+    for name, spec in coll.index_information().items():  # there already: a cell run twice, say
+        if list(spec["key"]) == key:  # a server says "already exists"; SecantusDB refuses (docs/ENGINES.md)
+            return name
+    return coll.create_index(key)
 
 
 def nearest(coll: Any, point: Sequence[float], k: int, *, max_km: float, near_sorted: bool | None = None

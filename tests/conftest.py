@@ -94,6 +94,21 @@ def db(backend):
     backend.client.drop_database(database.name)
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_backend(request, connections) -> Connection:
+    """The connection of one backend, for fixtures a module's tests share (see ``module_db``)."""
+    return _connection(request.param, connections, request)
+
+
+@pytest.fixture(scope="module")
+def module_db(module_backend):
+    """A fresh database on each backend, shared by one module's tests that only read what a module
+    fixture put there; dropped after the module. A test that writes takes ``db``."""
+    database = _fresh_db(module_backend)
+    yield database
+    module_backend.client.drop_database(database.name)
+
+
 @pytest.fixture
 def server_db(server_backend):
     """A fresh database on each server backend (embedded, mongodb), dropped after the test."""
