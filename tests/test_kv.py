@@ -184,6 +184,7 @@ def test_an_expired_cache_document_is_never_served(db, reports):
     assert kv.mongo_cached_summary(db, a, 60) == kv.summary(db, a)  # not the expired value
 
 
+@pytest.mark.parametrize("backend", ["embedded"], indirect=True)  # the expiry is Redis's: both engines, one MongoDB
 def test_staleness_lasts_until_the_entry_expires(db, redis_keys, reports):
     kv.mongo_setup(db)
     kv.mongo_store_reports(db, reports)
