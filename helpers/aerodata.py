@@ -700,8 +700,9 @@ def within_km(coll: Any, point: Mapping[str, Any], km: float) -> dict[str, Any]:
 
 
 def ensure_geo_index(coll: Any) -> str | None:
-    """Create the ``2dsphere`` index on :data:`GEO_FIELD`; returns its name, or None on an engine
-    without geo indexes (``caps.geo_index``). Introduced in notebook 04."""
+    """Create the ``2dsphere`` index on :data:`GEO_FIELD`, or find it if it exists (under any name);
+    returns its name, or None on an engine without geo indexes (``caps.geo_index``). Introduced in
+    notebook 04."""
     caps = _caps(coll)
     if caps is not None and not caps.geo_index:
         return None

@@ -12,8 +12,8 @@ How :func:`bucket_reports` stays right with several writers at once, in MongoDB 
 * only the window's last bucket (the highest ``n``, its *tail*) ever receives reports, and only while
   it has room: a full bucket never changes again;
 * one aggregation per call reads, for every window the call touches, each bucket's ``n`` and
-  ``count`` and the times it holds between the call's earliest and latest (so every re-send, and
-  few others; never the report bodies);
+  ``count`` and the times it holds between the earliest and latest of the call's times in its hour
+  (so every re-send, and few others; never the report bodies);
 * the reports to add go to the tail in one update whose filter is ``{_id: tail, count: <count read>}``:
   the update applies only if nobody changed the bucket since it was read (``count`` is the version,
   "update if current"), and a single-document update is atomic on every MongoDB; it pushes the
@@ -108,23 +108,35 @@ def _checked(reports: Iterable[Mapping[str, Any]], max_reports: Any) -> list[dic
 def window_state(collection: Any, keys: list[tuple[str, _dt.datetime]],
                   times: Mapping[tuple[str, _dt.datetime], list[_dt.datetime]]) -> dict:
     """One aggregation: for each (icao24, start) its buckets' n, count, _id, and as ``held`` the times
-    they hold between the earliest and the latest of the given times (the only ones a given time can
-    repeat; a handful for a batch in arrival order). Never the report bodies.
+    they hold between the earliest and the latest given time of their hour (every time a given one can
+    repeat, and few others for a batch in arrival order; a late report widens only its own hour's
+    range). Never the report bodies.
 
     The filter has one branch per hour, ``{start: hour, icao24: {$in: [...]}}`` (a batch in arrival
-    order spans one or two hours): it reads exactly the windows asked for, on the ``(icao24, start, n)``
-    index. ``held`` compares each report's time with two bounds, not with every given time."""
+    order spans one or two hours): on a real MongoDB each branch scans exactly the windows asked for on
+    the ``(icao24, start, n)`` index (SecantusDB scans the collection: docs/ENGINES.md). ``held``
+    compares each stored time with its hour's two bounds, not with every given time."""
     if not keys:
         return {}
     state: dict = {k: [] for k in keys}
     by_hour: dict[_dt.datetime, set[str]] = defaultdict(set)
+    given: dict[_dt.datetime, list[_dt.datetime]] = defaultdict(list)
     for a, s in keys:
         by_hour[s].add(a)
-    branches = [{"start": s, "icao24": {"$in": sorted(a)}} for s, a in sorted(by_hour.items())]
-    first = min(t for k in keys for t in times[k])
-    last = max(t for k in keys for t in times[k])
-    in_span = {"$and": [{"$gte": ["$$this.time", first]}, {"$lte": ["$$this.time", last]}]}
-    held = {"$map": {"input": {"$filter": {"input": "$reports", "cond": in_span}}, "in": "$$this.time"}}
+        given[s] += times.get((a, s), [])
+    hours = sorted(by_hour)
+    branches = [{"start": s, "icao24": {"$in": sorted(by_hour[s])}} for s in hours]
+    # each hour's (earliest, latest) given time; an hour given none: an empty range (end before start)
+    span = {s: (min(given[s]), max(given[s])) if given[s] else (s + SPAN, s) for s in hours}
+
+    def bound(i: int) -> Any:  # the bucket's hour's earliest (0) or latest (1): a $switch on its start
+        if len(hours) == 1:
+            return span[hours[0]][i]
+        return {"$switch": {"branches": [{"case": {"$eq": ["$start", s]}, "then": span[s][i]} for s in hours]}}
+
+    in_span = {"$and": [{"$gte": ["$$this.time", "$$lo"]}, {"$lte": ["$$this.time", "$$hi"]}]}
+    held = {"$let": {"vars": {"lo": bound(0), "hi": bound(1)},
+                     "in": {"$map": {"input": {"$filter": {"input": "$reports", "cond": in_span}}, "in": "$$this.time"}}}}
     pipeline = [{"$match": {"$or": branches} if len(branches) > 1 else branches[0]},
                 {"$project": {"icao24": 1, "start": 1, "n": 1, "count": 1, "cap": 1, "held": held}}]
     for b in collection.aggregate(pipeline):

@@ -5,6 +5,10 @@
 the worker's own: ``tools.worker_db``), else ``MONGODB_URI``, else starts a SecantusDB process
 here. Each test gets its own database, dropped afterwards: test databases are named
 ``wbtest_<random>`` and are the only databases the tests ever drop.
+
+``module_backend`` and ``module_db`` are the same per backend, but shared by one module's tests: data
+a module fixture loads once for tests that only read it (a test taking them with ``backend`` or
+``db`` would pair every backend with every other; use ``module_backend`` alongside).
 """
 from __future__ import annotations
 

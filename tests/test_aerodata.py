@@ -124,10 +124,24 @@ def loaded(db):
 
 
 @pytest.fixture(scope="module")
-def loaded_once(module_db):
-    """The sample ingested once per backend for the tests that only read it (they may add the geo
-    index, which every read here ignores or needs)."""
+def _ingested_once(module_db):
     return module_db, ad.ingest(module_db, SAMPLE, batch_size=700)
+
+
+@pytest.fixture
+def loaded_once(_ingested_once):
+    """The sample ingested once per backend, for the tests that only read it (they may add the geo
+    index, which every read here ignores or needs). A test that writes fails here, at its own
+    teardown, rather than some other test later: such a test takes ``loaded``."""
+    db, _ = _ingested_once
+    coll = db[ad.COLLECTION]
+
+    def state():
+        return coll.count_documents({}), sorted(set(coll.index_information()) - {f"{ad.GEO_FIELD}_2dsphere"})
+
+    before = state()
+    yield _ingested_once
+    assert state() == before, "this test changed the shared sample: give it the `loaded` fixture"
 
 
 def test_sample_has_what_the_tests_need():

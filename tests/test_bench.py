@@ -49,4 +49,22 @@ def test_the_suite_benchmark_reads_each_phase_and_the_total_from_the_test_comman
     output = "\n".join(["[workbook] installing requirements.txt ...", "=== unit tests ===",
                         phase_line("unit tests", unit, 30.2, 0), phase_line("notebooks on mock", mock, 11.8, 1),
                         "=== notebooks on mock: 2 passed in soon ===", "", *lines])
-    assert suite_phases(output) == {"unit tests": 30.0, "notebooks on mock": 12.0, "all phases": 42.0}
+    assert suite_phases(output) == ({"unit tests": 30.0, "notebooks on mock": 12.0}, 42.0)
+    assert suite_phases("[workbook] pip install -r requirements.txt failed: see the message above.") == ({}, None)
+
+
+def test_a_failed_suite_benchmark_shows_what_failed_and_no_password(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from run import failures
+
+    uri = "mongodb://teacher:s3cret-Pw@db.example:27017/"
+    monkeypatch.setenv("MONGODB_URI", uri)
+    output = "\n".join(["=== unit tests ===", f"E   CompletedProcess(args=['x', '{uri}'])",
+                        f"FAILED tests/test_x.py::test_y - AssertionError: {uri}",
+                        "=== unit tests: 1 passed, 1 failed, 0 skipped in 3 s (exit 1) ==="])
+    shown = failures(output)
+    assert "s3cret-Pw" not in shown and "CompletedProcess" not in shown
+    assert "FAILED tests/test_x.py::test_y" in shown and "=== unit tests: 1 passed" in shown

@@ -94,6 +94,23 @@ def test_a_resend_is_stored_once_and_a_late_report_goes_to_its_hour(db):
     assert track(coll, "4ca1b2", T0, T0 + dt.timedelta(minutes=5)) == []
 
 
+def test_the_window_read_returns_each_hours_own_range_and_a_late_report_widens_only_its_hour(db):
+    """``held``: the stored times between the earliest and latest given time of the bucket's own hour."""
+    coll = db["buckets"]
+    a, b = "4ca1b2", "3c56ed"
+    stored = [{"icao24": x, "time": T0 + dt.timedelta(seconds=s)} for x in (a, b) for s in range(0, 7200, 60)]
+    assert bucket_reports(coll, stored) == len(stored)
+    hour2 = T0 + SPAN
+    times = {(a, hour2): [hour2 + dt.timedelta(minutes=10), hour2 + dt.timedelta(minutes=12)],
+             (b, hour2): [hour2 + dt.timedelta(minutes=11)],
+             (a, T0): [T0 + dt.timedelta(minutes=30)]}  # a late report, an hour before the rest
+    got = bk.window_state(coll, sorted(times), times)
+    minutes = {k: sorted(int((t - k[1]).total_seconds() // 60) for b_ in v for t in b_["held"]) for k, v in got.items()}
+    assert minutes == {(a, hour2): [10, 11, 12], (b, hour2): [10, 11, 12], (a, T0): [30]}
+    assert bk.window_state(coll, [(a, T0)], {})[(a, T0)][0]["held"] == []  # no times given: none held
+    assert bk.window_state(coll, [], {}) == {}
+
+
 def test_a_full_bucket_opens_the_next_and_never_takes_more(db):
     coll = db["buckets"]
     reports = [{"icao24": "abc123", "time": T0 + dt.timedelta(seconds=i)} for i in range(25)]
