@@ -146,7 +146,7 @@ def _scenario_process(engine: str, scenario: str) -> dict[str, float]:
     return _in_fresh_process("--load-scenario", scenario, "--engines", engine, env=env)
 
 
-def bench_load(engines: list[str], repeats: int = 2) -> list[dict]:
+def bench_load(engines: list[str], repeats: int = 3) -> list[dict]:
     """load_dataset("adsb_reports", full), first load and reload, against a raw insert_many.
 
     Every scenario runs in a fresh process (SecantusDB slows down as a process writes and drops
