@@ -1,7 +1,9 @@
-"""Tests of bench/: the classroom load test (bench/classroom_load.py) finds no lost or crossed work."""
+"""Tests of bench/: the classroom load test finds no lost or crossed work; the schema and suite benchmarks
+read and report what they measure."""
 from __future__ import annotations
 
 from bench.classroom_load import simulate_class
+from bench.run import failures, suite_phases
 
 
 def test_thirty_students_at_once_lose_nothing_and_never_cross(test_uri):
@@ -36,12 +38,6 @@ def test_the_schema_benchmark_compares_paths_types_and_array_lengths():
 def test_the_suite_benchmark_reads_each_phase_and_the_total_from_the_test_commands_output():
     """bench/run.py splits the fresh-clone time into set-up and phases from tools/testrun.py's own
     lines; a phase that failed still counts, a line of another shape does not."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    from run import suite_phases
-
     from tools.testrun import closing, phase_line
 
     unit, mock = {"passed": 3, "failed": 0, "skipped": 1}, {"passed": 2, "failed": 1, "skipped": 0}
@@ -54,12 +50,6 @@ def test_the_suite_benchmark_reads_each_phase_and_the_total_from_the_test_comman
 
 
 def test_a_failed_suite_benchmark_shows_what_failed_and_no_password(monkeypatch):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    from run import failures
-
     uri = "mongodb://teacher:s3cret-Pw@db.example:27017/"
     monkeypatch.setenv("MONGODB_URI", uri)
     output = "\n".join(["=== unit tests ===", f"E   CompletedProcess(args=['x', '{uri}'])",
