@@ -2,6 +2,7 @@
 read and report what they measure."""
 from __future__ import annotations
 
+from bench.bench_schema import differences, workbook_side
 from bench.classroom_load import simulate_class
 from bench.run import failures, suite_phases
 
@@ -17,12 +18,6 @@ def test_thirty_students_at_once_lose_nothing_and_never_cross(test_uri):
 def test_the_schema_benchmark_compares_paths_types_and_array_lengths():
     """bench/bench_schema.py's comparison with mongodb-schema finds each kind of difference (and none
     between equal answers), so its "same answers" column can fail."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    from bench_schema import differences, workbook_side
-
     _, _, ours = workbook_side([{"a": 1, "b": [1, 2, 3], "c": {"d": "x"}}, {"a": "s", "b": []}], repeat=1)
     assert ours == {"a": {"types": {"int": 1, "string": 1}, "lengths": None},
                     "b": {"types": {"array": 2}, "lengths": [0, 1.5, 3]},
