@@ -16,7 +16,8 @@ Goals, each a ratio or a bound from this one run:
   changed by the lesson, so the collection is dropped and written again);
 * ``aerodata.ingest`` <= 1.25x its floor: a raw unordered ``insert_many`` of the very documents ingest
   stored, into a fresh collection with the same indexes;
-* every notebook at the default scale <= 20 s on embedded and on mock, no cell over 3 s;
+* every notebook at the default scale <= 20 s on embedded and on mock, no cell over 3 s: each
+  notebook runs twice (the whole list, then again), the faster run counting, as for the loads;
 * ``helpers.schema.infer_documents`` at most 1.00x the CPU time of ``mongodb-schema`` (Compass's
   schema engine) on the same documents, with the same answers (``bench/bench_schema.py``; where
   Node.js is missing the row says so);
@@ -298,24 +299,33 @@ def run_notebook(path: Path, backend: str, keep: tuple[str, ...] = ()) -> tuple[
     return total, slowest, where
 
 
-def bench_notebooks(backends: list[str], full: bool = False) -> list[dict]:
+def bench_notebooks(backends: list[str], full: bool = False, repeats: int = 1) -> list[dict]:
+    """Every notebook on each backend in a fresh kernel. ``repeats`` > 1: every notebook runs that
+    many times, the whole list in turn (so a slow minute of the machine lands on different
+    notebooks), and the faster run counts, with its own slowest cell; the other times are shown."""
     from tools.repo import notebooks
 
-    rows = []
+    runs: dict[tuple[Path, str], list[tuple[float, float, int]]] = {}
     keep = ("WORKBOOK_SCALE",) if full else ()
-    for path in notebooks():
-        for backend in backends:
-            total, slowest, where = run_notebook(path, backend, keep)
-            if full:
-                rows.append(_row("notebook at WORKBOOK_SCALE=full", backend,
-                                 f"{path.name}: {total:.1f} s", total / FULL_GOAL_S, f"<= {FULL_GOAL_S:.0f} s",
-                                 total <= FULL_GOAL_S))
-            else:
-                ok = total <= NOTEBOOK_GOAL_S and slowest <= CELL_GOAL_S
-                rows.append(_row("notebook at default scale (slowest cell)", backend,
-                                 f"{path.name}: {total:.1f} s (cell {where}: {slowest:.1f} s)",
-                                 max(total / NOTEBOOK_GOAL_S, slowest / CELL_GOAL_S),
-                                 f"<= {NOTEBOOK_GOAL_S:.0f} s, cell <= {CELL_GOAL_S:.0f} s", ok))
+    for _ in range(repeats):
+        for path in notebooks():
+            for backend in backends:
+                runs.setdefault((path, backend), []).append(run_notebook(path, backend, keep))
+    rows = []
+    for (path, backend), timings in runs.items():
+        total, slowest, where = min(timings)
+        others = sorted(t for t, _, _ in timings)[1:]
+        also = f"; other run{'s' if len(others) > 1 else ''} {', '.join(f'{t:.1f}' for t in others)} s" if others else ""
+        if full:
+            rows.append(_row("notebook at WORKBOOK_SCALE=full", backend,
+                             f"{path.name}: {total:.1f} s{also}", total / FULL_GOAL_S, f"<= {FULL_GOAL_S:.0f} s",
+                             total <= FULL_GOAL_S))
+        else:
+            ok = total <= NOTEBOOK_GOAL_S and slowest <= CELL_GOAL_S
+            rows.append(_row("notebook at default scale (slowest cell)" + (f", faster of {len(timings)}" if others else ""),
+                             backend, f"{path.name}: {total:.1f} s (cell {where}: {slowest:.1f} s){also}",
+                             max(total / NOTEBOOK_GOAL_S, slowest / CELL_GOAL_S),
+                             f"<= {NOTEBOOK_GOAL_S:.0f} s, cell <= {CELL_GOAL_S:.0f} s", ok))
     return rows
 
 
@@ -396,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench_schema import goal_rows as schema_rows
     rows += schema_rows()
     if not args.quick:
-        rows += bench_notebooks(engines)
+        rows += bench_notebooks(engines, repeats=2)
     if args.full:
         os.environ["WORKBOOK_SCALE"] = "full"
         try:

@@ -53,3 +53,27 @@ def test_a_failed_suite_benchmark_shows_what_failed_and_no_password(monkeypatch)
     shown = failures(output)
     assert "s3cret-Pw" not in shown and "CompletedProcess" not in shown
     assert "FAILED tests/test_x.py::test_y" in shown and "=== unit tests: 1 passed" in shown
+
+
+def test_the_notebook_benchmark_counts_the_faster_run_of_each_notebook(monkeypatch, tmp_path):
+    """With repeats, each notebook's faster run is the one measured (its own slowest cell too), the
+    whole list runs before any notebook runs again, and the other run is shown beside it."""
+    import bench.run as run
+    import tools.repo
+
+    a, b = tmp_path / "01_a.ipynb", tmp_path / "02_b.ipynb"
+    times = {a: [(25.0, 4.0, 3), (18.0, 2.5, 7)], b: [(12.0, 1.0, 2), (30.0, 9.0, 1)]}
+    order = []
+
+    def fake_run(path, backend, keep=()):
+        order.append(path.name)
+        return times[path].pop(0)
+
+    monkeypatch.setattr(tools.repo, "notebooks", lambda: [a, b])
+    monkeypatch.setattr(run, "run_notebook", fake_run)
+    rows = run.bench_notebooks(["embedded"], repeats=2)
+    assert order == ["01_a.ipynb", "02_b.ipynb", "01_a.ipynb", "02_b.ipynb"]
+    shown = [" ".join(map(str, r.values())) for r in rows]
+    assert "01_a.ipynb: 18.0 s (cell 7: 2.5 s); other run 25.0 s" in shown[0] and "faster of 2" in shown[0]
+    assert "02_b.ipynb: 12.0 s (cell 2: 1.0 s); other run 30.0 s" in shown[1]
+    assert all(r["holds"] == "yes" for r in rows)
