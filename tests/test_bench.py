@@ -57,23 +57,30 @@ def test_a_failed_suite_benchmark_shows_what_failed_and_no_password(monkeypatch)
 
 def test_the_notebook_benchmark_counts_the_faster_run_of_each_notebook(monkeypatch, tmp_path):
     """With repeats, each notebook's faster run is the one measured (its own slowest cell too), the
-    whole list runs before any notebook runs again, and the other run is shown beside it."""
+    whole list runs before any notebook runs again, and the other run is shown beside it with its
+    slowest cell; a run that fails is a row that does not hold, and the other notebooks still run."""
     import bench.run as run
     import tools.repo
 
-    a, b = tmp_path / "01_a.ipynb", tmp_path / "02_b.ipynb"
-    times = {a: [(25.0, 4.0, 3), (18.0, 2.5, 7)], b: [(12.0, 1.0, 2), (30.0, 9.0, 1)]}
+    a, b, c = tmp_path / "01_a.ipynb", tmp_path / "02_b.ipynb", tmp_path / "03_c.ipynb"
+    times = {a: [(25.0, 4.0, 3), (18.0, 2.5, 7)], b: [(12.0, 1.0, 2), (30.0, 9.0, 1)],
+             c: [RuntimeError("cell 4 raised\nKeyError: 'x'"), (5.0, 0.5, 1)]}
     order = []
 
     def fake_run(path, backend, keep=()):
         order.append(path.name)
-        return times[path].pop(0)
+        got = times[path].pop(0)
+        if isinstance(got, Exception):
+            raise got
+        return got
 
-    monkeypatch.setattr(tools.repo, "notebooks", lambda: [a, b])
+    monkeypatch.setattr(tools.repo, "notebooks", lambda: [a, b, c])
     monkeypatch.setattr(run, "run_notebook", fake_run)
     rows = run.bench_notebooks(["embedded"], repeats=2)
-    assert order == ["01_a.ipynb", "02_b.ipynb", "01_a.ipynb", "02_b.ipynb"]
+    assert order == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb"] * 2
     shown = [" ".join(map(str, r.values())) for r in rows]
-    assert "01_a.ipynb: 18.0 s (cell 7: 2.5 s); other run 25.0 s" in shown[0] and "faster of 2" in shown[0]
-    assert "02_b.ipynb: 12.0 s (cell 2: 1.0 s); other run 30.0 s" in shown[1]
-    assert all(r["holds"] == "yes" for r in rows)
+    assert "01_a.ipynb: 18.0 s (cell 7: 2.5 s); other run 25.0 s (cell 3: 4.0 s)" in shown[0]
+    assert "faster of 2" in shown[0] and rows[0]["holds"] == "yes"
+    assert "02_b.ipynb: 12.0 s (cell 2: 1.0 s); other run 30.0 s (cell 1: 9.0 s)" in shown[1]
+    assert rows[1]["holds"] == "yes"
+    assert "03_c.ipynb: 1 of 2 runs failed: RuntimeError: KeyError: 'x'" in shown[2] and rows[2]["holds"] == "NO"

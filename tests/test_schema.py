@@ -188,15 +188,25 @@ def test_the_estimate_past_the_exact_count_is_the_sketch_of_every_value():
 
 
 @pytest.mark.parametrize("value, kind", [
+    # written by hand: str, int32, float (NaN, zeros, infinities and subnormals included)
     ("", "string"), ("a\x00b", "string"), ("é漢字🚀", "string"), ("x" * 1000, "string"),
-    (0, "int"), (-1, "int"), (2 ** 31 - 1, "int"), (-2 ** 31, "int"), (2 ** 40, "long"), (5, "long"),
+    (0, "int"), (-1, "int"), (2 ** 31 - 1, "int"), (-2 ** 31, "int"),
     (1.5, "double"), (-1.5e300, "double"), (1e-320, "double"), (float("inf"), "double"),
-    (0.0, "double"), (-0.0, "double"), (float("nan"), "double"), (True, "bool"), (None, "null"),
+    (0.0, "double"), (-0.0, "double"), (float("nan"), "double"),
+    # the general way (bson.encode): a long, a bool, None, subclasses
+    (2 ** 40, "long"), (Int64(5), "long"), (True, "bool"), (None, "null"), (type("S", (str,), {})("s"), "string"),
 ])
 def test_a_values_hash_is_the_hash_of_its_bson_bytes(value, kind):
     """The sketch's fast hash (the BSON of {"v": value} written by hand for strings, ints and doubles)
     gives the same number as hashing bson.encode's bytes: the estimates do not move."""
     assert schema_infer._hash_value(value, kind) == schema_infer._hash_key(schema_infer._exact_key(value, kind))
+
+
+def test_a_string_bson_cannot_encode_raises_the_same_way_when_hashed():
+    with pytest.raises(UnicodeEncodeError):
+        schema_infer._hash_key(schema_infer._exact_key("\ud800", "string"))
+    with pytest.raises(UnicodeEncodeError):
+        schema_infer._hash_value("\ud800", "string")
 
 
 def test_percent_never_rounds_a_partial_share_to_all_or_nothing():
