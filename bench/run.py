@@ -316,7 +316,8 @@ def bench_notebooks(backends: list[str], full: bool = False, repeats: int = 1) -
                 try:
                     timing: tuple[float, float, int] | str = run_notebook(path, backend, keep)
                 except Exception as e:  # noqa: BLE001 - reported in the table, the other notebooks still run
-                    timing = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:160] if str(e).strip() else ''}"
+                    last = (str(e).strip().splitlines() or [""])[-1]
+                    timing = f"{type(e).__name__}: {last[:160]}"
                 runs.setdefault((path, backend), []).append(timing)
     rows = []
     goal = "notebook at WORKBOOK_SCALE=full" if full else "notebook at default scale (slowest cell)"
