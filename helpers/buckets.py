@@ -38,7 +38,7 @@ from pymongo.errors import DuplicateKeyError
 
 __all__ = ["SPAN", "KEY", "LATEST_KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS",
            "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents",
-           "latest", "hourly_summary", "drop_range", "storage", "window_state", "store_in_window"]
+           "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
@@ -367,15 +367,38 @@ def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.d
     return sorted(rows, key=lambda r: r["hour"])
 
 
-def drop_range(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> int:
-    """Delete the reports with ``start <= time < end`` (whole hours); returns the documents deleted:
-    whole buckets for the bucket design, one document per report otherwise."""
+def drop_filter(start: _dt.datetime, end: _dt.datetime, *, design: str) -> dict[str, Any]:
+    """The filter of :func:`drop_range`: whole buckets by their ``start`` (``start`` and ``end`` on the
+    hour), one document per report by its ``time``."""
     if design == BUCKETS:
         if window_start(start) != start or window_start(end) != end:
             raise ValueError("buckets drop whole hours: start and end must be on the hour")
-        return collection.delete_many({"start": {"$gte": start, "$lt": end}}).deleted_count
+        return {"start": {"$gte": start, "$lt": end}}
     _design(design)
-    return collection.delete_many({"time": {"$gte": start, "$lt": end}}).deleted_count
+    return {"time": {"$gte": start, "$lt": end}}
+
+
+def drop_range(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> int:
+    """Delete the reports with ``start <= time < end`` (whole hours); returns the documents deleted:
+    whole buckets for the bucket design, one document per report otherwise."""
+    return collection.delete_many(drop_filter(start, end, design=design)).deleted_count
+
+
+def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> dict[str, Any]:
+    """How the server finds what :func:`drop_range` would delete, deleting nothing: the same filter
+    explained as a ``find`` (a delete plans its filter as a query does). ``plan`` (the stages, outermost
+    first), ``keys examined``, ``docs examined`` and ``documents matched``. Without an index led by
+    ``time`` (``start`` for buckets), as in notebook 08's designs, the plan is a collection scan: every
+    document kept is examined; with one, an index scan of the range. Only meaningful where ``caps.explain`` holds; an explain without counters is an error, never a zero.
+    """
+    from .plans import plan_summary
+
+    query = drop_filter(start, end, design=design)
+    stages, keys, docs = plan_summary(collection.find(query).explain())
+    if keys is None or docs is None:
+        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: check caps.explain first")
+    return {"plan": stages, "keys examined": keys, "docs examined": docs,
+            "documents matched": collection.count_documents(query)}
 
 
 def _design(design: str) -> None:

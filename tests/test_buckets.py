@@ -245,6 +245,28 @@ def _three_designs(db, backend, reports):
     return {bk.DOCUMENTS: docs, bk.BUCKETS: buckets, bk.TIMESERIES: ts}, note
 
 
+def test_a_drop_scans_every_document_until_an_index_leads_with_the_time(backend, db):
+    """Notebook 08, 8.7: no index of the two designs the application deletes from leads with the
+    time, so a drop examines every document kept; an index on ``time`` (``start``) makes it a range
+    scan that examines only what it deletes. drop_plan deletes nothing."""
+    reports = _stream(12, step_s=60)   # two hours of reports
+    colls, _ = _three_designs(db, backend, reports)
+    if not backend.info.caps.explain:
+        pytest.skip(f"{backend.info.engine} cannot explain faithfully (docs/ENGINES.md)")
+    for design, field in ((bk.DOCUMENTS, "time"), (bk.BUCKETS, "start")):
+        coll = colls[design]
+        kept = coll.count_documents({})
+        dropped = coll.count_documents(bk.drop_filter(T0, T0 + bk.SPAN, design=design))
+        assert 0 < dropped < kept
+        scan = bk.drop_plan(coll, T0, T0 + bk.SPAN, design=design)
+        assert "COLLSCAN" in scan["plan"] and scan["docs examined"] == kept
+        assert scan["documents matched"] == dropped and coll.count_documents({}) == kept
+        coll.create_index(field)
+        seek = bk.drop_plan(coll, T0, T0 + bk.SPAN, design=design)
+        assert "IXSCAN" in seek["plan"] and seek["docs examined"] == dropped == seek["keys examined"]
+    assert bk.drop_filter(T0, T0 + bk.SPAN, design=bk.TIMESERIES) == {"time": {"$gte": T0, "$lt": T0 + bk.SPAN}}
+
+
 def test_a_time_series_retention_keeps_replayed_old_reports(backend, db):
     """expireAfterSeconds counts from each report's time: data older than the retention (the 2018
     sample) would be removed by a real MongoDB's TTL task within a minute unless the retention is
