@@ -36,9 +36,10 @@ from typing import Any, Iterable, Mapping
 import bson
 from pymongo.errors import DuplicateKeyError
 
-__all__ = ["SPAN", "KEY", "LATEST_KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS",
-           "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents",
-           "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
+__all__ = ["SPAN", "KEY", "LATEST_KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index",
+           "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id",
+           "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan",
+           "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
@@ -368,8 +369,8 @@ def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.d
 
 
 def drop_filter(start: _dt.datetime, end: _dt.datetime, *, design: str) -> dict[str, Any]:
-    """The filter of :func:`drop_range`: whole buckets by their ``start`` (``start`` and ``end`` on the
-    hour), one document per report by its ``time``."""
+    """The filter of :func:`drop_range`: whole buckets by their ``start``, one document per report by
+    its ``time``. Buckets are dropped by whole hours: ``start`` and ``end`` off the hour raise ValueError."""
     if design == BUCKETS:
         if window_start(start) != start or window_start(end) != end:
             raise ValueError("buckets drop whole hours: start and end must be on the hour")
@@ -385,20 +386,32 @@ def drop_range(collection: Any, start: _dt.datetime, end: _dt.datetime, *, desig
 
 
 def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> dict[str, Any]:
-    """How the server finds what :func:`drop_range` would delete, deleting nothing: the same filter
-    explained as a ``find`` (a delete plans its filter as a query does). ``plan`` (the stages, outermost
-    first), ``keys examined``, ``docs examined`` and ``documents matched``. Without an index led by
-    ``time`` (``start`` for buckets), as in notebook 08's designs, the plan is a collection scan: every
-    document kept is examined; with one, an index scan of the range. Only meaningful where ``caps.explain`` holds; an explain without counters is an error, never a zero.
+    """How the server finds what :func:`drop_range` would delete, deleting nothing: ``plan`` (the
+    stages, outermost first), ``keys examined``, ``docs examined``, and the documents it ``would
+    delete``.
+
+    The drop's filter is explained as a ``find``: the server plans a delete's filter as it plans a
+    query's, and every engine the workbook runs on explains a ``find`` without side effects (a real
+    MongoDB can also explain the ``delete`` command itself, without deleting). Without an index led by ``time`` (``start`` for buckets), as in notebook 08's
+    designs, the plan is a collection scan that examines every document kept; with one, an index scan
+    of the range. It reads the collection twice (pymongo's explain runs the plan, then a count), so
+    it is for the lesson's sample, not for a production collection. Refused where the engine's
+    explain is not faithful (probed, ``caps.explain``: the mock reports a scan of only what
+    matches), and an explain without counters is an error, never a zero.
     """
+    from .backends import info_of
     from .plans import plan_summary
 
+    info = info_of(collection)
+    if info is not None and not info.caps.explain:
+        raise ValueError(f"{info.engine} cannot explain faithfully (probed: caps.explain is False): no plan "
+                         "is shown; run on the embedded backend or a real MongoDB (docs/ENGINES.md)")
     query = drop_filter(start, end, design=design)
     stages, keys, docs = plan_summary(collection.find(query).explain())
     if keys is None or docs is None:
         raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: check caps.explain first")
     return {"plan": stages, "keys examined": keys, "docs examined": docs,
-            "documents matched": collection.count_documents(query)}
+            "would delete": collection.count_documents(query)}
 
 
 def _design(design: str) -> None:
