@@ -38,8 +38,8 @@ from pymongo.errors import DuplicateKeyError
 
 __all__ = ["SPAN", "KEY", "LATEST_KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index",
            "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id",
-           "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan",
-           "storage", "window_state", "store_in_window"]
+           "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range",
+           "drop_plan", "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
@@ -387,21 +387,26 @@ def drop_range(collection: Any, start: _dt.datetime, end: _dt.datetime, *, desig
 
 def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> dict[str, Any]:
     """How the server finds what :func:`drop_range` would delete, deleting nothing: ``plan`` (the
-    stages, outermost first), ``keys examined``, ``docs examined``, and the documents it ``would
-    delete``.
+    stages, outermost first), ``keys examined``, ``docs examined``, the documents it ``would delete``
+    and the ``documents kept``, for one document per report or for buckets.
 
     The drop's filter is explained as a ``find``: the server plans a delete's filter as it plans a
     query's, and every engine the workbook runs on explains a ``find`` without side effects (a real
-    MongoDB can also explain the ``delete`` command itself, without deleting). Without an index led by ``time`` (``start`` for buckets), as in notebook 08's
-    designs, the plan is a collection scan that examines every document kept; with one, an index scan
-    of the range. It reads the collection twice (pymongo's explain runs the plan, then a count), so
-    it is for the lesson's sample, not for a production collection. Refused where the engine's
-    explain is not faithful (probed, ``caps.explain``: the mock reports a scan of only what
-    matches), and an explain without counters is an error, never a zero.
+    MongoDB can also explain the ``delete`` command itself, without deleting). Without an index led by
+    ``time`` (``start`` for buckets), as in notebook 08's designs, the plan is a collection scan that
+    examines every document kept; with one, an index scan of the range. It reads the collection three
+    times (pymongo's explain runs the plan, then two counts), so it is for the lesson's sample, not for
+    a production collection. Refused for a time series collection (a real MongoDB's plan counts its
+    internal buckets, not reports: no unit to compare) and where the engine's explain is not faithful
+    (probed, ``caps.explain``: the mock reports a scan of only what matches); an explain without
+    counters is an error, never a zero.
     """
     from .backends import info_of
     from .plans import plan_summary
 
+    if design == TIMESERIES:
+        raise ValueError("drop_plan explains the designs without a TTL (one document per report, buckets): a "
+                         "time series collection's plan counts internal buckets, not reports")
     info = info_of(collection)
     if info is not None and not info.caps.explain:
         raise ValueError(f"{info.engine} cannot explain faithfully (probed: caps.explain is False): no plan "
@@ -409,9 +414,10 @@ def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design
     query = drop_filter(start, end, design=design)
     stages, keys, docs = plan_summary(collection.find(query).explain())
     if keys is None or docs is None:
-        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: check caps.explain first")
+        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: "
+                         "check caps.explain first")
     return {"plan": stages, "keys examined": keys, "docs examined": docs,
-            "would delete": collection.count_documents(query)}
+            "would delete": collection.count_documents(query), "documents kept": collection.count_documents({})}
 
 
 def _design(design: str) -> None:
