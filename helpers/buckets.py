@@ -388,7 +388,7 @@ def drop_range(collection: Any, start: _dt.datetime, end: _dt.datetime, *, desig
 def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design: str) -> dict[str, Any]:
     """How the server finds what :func:`drop_range` would delete, deleting nothing: ``plan`` (the
     stages, outermost first), ``keys examined``, ``docs examined``, the documents it ``would delete``
-    and the ``documents kept``, for one document per report or for buckets.
+    and the ``documents held`` (those included), for one document per report or for buckets.
 
     The drop's filter is explained as a ``find``: the server plans a delete's filter as it plans a
     query's, and every engine the workbook runs on explains a ``find`` without side effects (a real
@@ -397,18 +397,22 @@ def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design
     examines every document kept; with one, an index scan of the range. It reads the collection three
     times (pymongo's explain runs the plan, then two counts), so it is for the lesson's sample, not for
     a production collection. Refused for a time series collection (a real MongoDB's plan counts its
-    internal buckets, not reports: no unit to compare) and where the engine's explain is not faithful
-    (probed, ``caps.explain``: the mock reports a scan of only what matches); an explain without
-    counters is an error, never a zero.
+    internal buckets, not reports: no unit to compare), for a collection whose engine was not probed (not
+    opened by :func:`helpers.connect`), and where the engine's explain is not faithful (probed,
+    ``caps.explain``: the mock reports a scan of only what matches); an explain without counters is an
+    error, never a zero.
     """
     from .backends import info_of
     from .plans import plan_summary
 
-    if design == TIMESERIES:
+    if design == TIMESERIES or collection.options().get("timeseries"):
         raise ValueError("drop_plan explains the designs without a TTL (one document per report, buckets): a "
                          "time series collection's plan counts internal buckets, not reports")
     info = info_of(collection)
-    if info is not None and not info.caps.explain:
+    if info is None:
+        raise ValueError(f"{collection.name!r} was not opened by helpers.connect, so its engine's explain was "
+                         "never probed: open it with helpers.get_db() or helpers.connect()")
+    if not info.caps.explain:
         raise ValueError(f"{info.engine} cannot explain faithfully (probed: caps.explain is False): no plan "
                          "is shown; run on the embedded backend or a real MongoDB (docs/ENGINES.md)")
     query = drop_filter(start, end, design=design)
@@ -417,7 +421,7 @@ def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design
         raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: "
                          "check caps.explain first")
     return {"plan": stages, "keys examined": keys, "docs examined": docs,
-            "would delete": collection.count_documents(query), "documents kept": collection.count_documents({})}
+            "would delete": collection.count_documents(query), "documents held": collection.count_documents({})}
 
 
 def _design(design: str) -> None:
