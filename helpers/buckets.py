@@ -403,7 +403,7 @@ def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design
     error, never a zero.
     """
     from .backends import info_of
-    from .plans import plan_summary
+    from .plans import explain_find
 
     if design == TIMESERIES or collection.options().get("timeseries"):
         raise ValueError("drop_plan explains the designs without a TTL (one document per report, buckets): a "
@@ -416,10 +416,7 @@ def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design
         raise ValueError(f"{info.engine} cannot explain faithfully (probed: caps.explain is False): no plan "
                          "is shown; run on the embedded backend or a real MongoDB (docs/ENGINES.md)")
     query = drop_filter(start, end, design=design)
-    stages, keys, docs = plan_summary(collection.find(query).explain())
-    if keys is None or docs is None:
-        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: "
-                         "check caps.explain first")
+    stages, keys, docs = explain_find(collection, query)
     return {"plan": stages, "keys examined": keys, "docs examined": docs,
             "would delete": collection.count_documents(query), "documents held": collection.count_documents({})}
 

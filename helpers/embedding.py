@@ -45,7 +45,7 @@ from .embedding_migrate import (  # part two of the lesson (start embedded, pivo
     verify_migration,
 )
 from .generators import reviews as synthetic_reviews
-from .plans import lookup_summary, plan_summary
+from .plans import explain_find, lookup_summary, plan_summary
 from .sizes import check_document_size
 
 __all__ = [
@@ -595,12 +595,7 @@ def find_work(collection: Any, filter: Document, sort: Sequence[tuple[str, int]]
     is an error, never a zero.
     """
     _check_collection(collection, "collection")
-    cursor = collection.find(filter)
-    if sort:
-        cursor = cursor.sort(list(sort))
-    _stages, keys, docs = plan_summary(cursor.explain())
-    if keys is None or docs is None:
-        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: check caps.explain first")
+    _stages, keys, docs = explain_find(collection, filter, sort)
     return {"keys examined": keys, "docs examined": docs}
 
 

@@ -1,7 +1,8 @@
 """Explain plans, read: the walkers over an explain's tree (introduced in notebook 00).
 
 :func:`plan_summary` gives a query's stages and the keys and documents it examined (notebooks 00,
-01, 04, and ``helpers.measure.measure(explain=...)``); :func:`lookup_summary` what a server
+01, 04, and ``helpers.measure.measure(explain=...)``), :func:`explain_find` the same for a ``find``
+it explains (``helpers.embedding.find_work``, ``helpers.buckets.drop_plan``); :func:`lookup_summary` what a server
 reports about a ``$lookup`` (``helpers.embedding.lookup_stage_stats``, notebook 01).
 :func:`find_in_id_order` reads a collection in ``_id`` order along the ``_id`` index: the helpers that
 read whole collections use it (``bson_sizes``, ``infer_schema``, ``miss_rate``, the advisor).
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-__all__ = ["plan_summary", "lookup_summary", "examined", "find_in_id_order"]
+__all__ = ["plan_summary", "explain_find", "lookup_summary", "examined", "find_in_id_order"]
 
 
 def find_in_id_order(coll: Any, filter: dict | None = None, projection: Any = None, *,
@@ -73,6 +74,19 @@ def plan_summary(explain: dict) -> tuple[str, int | None, int | None]:
         if not seen or seen[-1] != s:
             seen.append(s)
     return " > ".join(seen), keys, docs
+
+
+def explain_find(collection: Any, filter: dict, sort: Any = None) -> tuple[str, int, int]:
+    """Stages, keys examined and documents examined of ``collection.find(filter)`` (with ``sort``),
+    from its explain. Only meaningful where ``caps.explain`` holds: an explain without counters is an
+    error, never a zero."""
+    cursor = collection.find(filter)
+    if sort:
+        cursor = cursor.sort(list(sort))
+    stages, keys, docs = plan_summary(cursor.explain())
+    if keys is None or docs is None:
+        raise ValueError(f"explain on {collection.name!r} gives no keys/documents examined: check caps.explain first")
+    return stages, keys, docs
 
 
 def lookup_summary(plan: dict) -> dict[str, Any] | None:
