@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_measure.py
 
 For each offline engine: the median cost of a ``find_one`` by ``_id`` run bare, inside
-``counting()``, and through ``measure`` (per timed run), in microseconds.
+``count_commands()``, and through ``measure`` (per timed run), in microseconds.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import engines, table  # noqa: E402
 
-from helpers import measure  # noqa: E402
-from helpers.counting import counting  # noqa: E402
+from helpers import benchmark  # noqa: E402
+from helpers.counting import count_commands  # noqa: E402
 
 N = 300
 
@@ -41,14 +41,14 @@ def run() -> list[dict]:
             coll.find_one({"_id": 7})
 
         def counted(coll=coll):
-            with counting():
+            with count_commands():
                 coll.find_one({"_id": 7})
 
-        m = measure("find_one", bare, repeat=N, warmup=10)
+        m = benchmark("find_one", bare, repeat=N, warmup=10)
         t_bare = median_us(bare)
         t_counted = median_us(counted)
         t_measure = statistics.median(m.times_ms) * 1000
-        rows.append({"engine": name, "bare µs": round(t_bare, 1), "counting() µs": round(t_counted, 1),
+        rows.append({"engine": name, "bare µs": round(t_bare, 1), "count_commands() µs": round(t_counted, 1),
                      "counting overhead": f"{100 * (t_counted / t_bare - 1):+.1f}%",
                      "measure, per timed run µs": round(t_measure, 1)})
         coll.drop()

@@ -280,7 +280,7 @@ class MockCollection:
         return self._database
 
     def _cmd(self, name: str, **fields: Any) -> dict[str, Any]:
-        """The command document pymongo would send for this call (for ``counting(keep_commands=True)``)."""
+        """The command document pymongo would send for this call (for ``count_commands(keep_commands=True)``)."""
         return {name: self._inner.name, **{k: v for k, v in fields.items() if v is not None},
                 "$db": self._inner.database.name}
 

@@ -1,54 +1,43 @@
 """Shared helpers of the MongoDB schema-design workbook (start with notebooks/00_start_here.ipynb).
 
-One module per job: ``backends`` (connect, the banner, the process-wide connection),
+The top level holds what every notebook uses; everything else is one import away.
+
+The core, one module per job: ``backends`` (connect, the banner, the process-wide connection),
 ``capabilities`` (what the engine really does: each capability declared once, probed on connect),
 ``settings`` (the environment, defaults), ``uri`` (connection strings, redacted), ``safety`` (the
-workbook's own collections, reset), ``counting`` and ``measure`` (costs, timings, cost tables and
-plots), ``workload`` (a design's workload, weighed into a daily cost), ``plans`` (explain plans),
-``sizes`` (BSON sizes and the 16 MiB limit), ``datasets`` and ``generators`` (the data),
-``exercises`` (self-checks) and ``checks/`` (each notebook's checkers, ``checks/nbNN.py``),
-``display`` (show a helper's real source), ``redis_backend`` (notebook 07's Redis); and one module
-per lesson, its first docstring line naming its notebook: ``embedding`` (01, with
-``embedding_migrate``), ``outlier`` (02),
-``trees`` (03, with ``trees_base`` and ``trees_costs``), ``aerodata`` (04, with
-``aerodata_messages``, ``aerodata_geo``, ``aerodata_costs`` and ``aerodata_probe``), ``schema`` (05, with ``schema_infer``,
-``schema_validate`` and ``schema_migrate``), ``advisor`` (split into
-``advisor_rules``, ``advisor_findings`` and ``advisor_workload``) and ``advisor_cases`` (06), ``kv`` (07),
-``buckets`` (08).
+workbook's own collections, reset), ``counting`` (round trips, documents and bytes of each command),
+``measure`` (timings beside those costs, cost tables and plots), ``workload`` (a design's workload,
+weighed into a daily cost), ``plans`` (explain plans), ``sizes`` (BSON sizes and the 16 MiB limit),
+``datasets`` and ``generators`` (the data), ``exercises`` (self-checks) and ``display`` (a helper's
+real source, the plot style).
+
+One folder per lesson, ``helpers/<lesson>/``: its face (``__init__.py``, the names its notebook uses,
+its first docstring line naming the notebook), its parts and its exercise checkers (``checks.py``).
+The lessons: ``start`` (00), ``embedding`` (01), ``outlier`` (02), ``trees`` (03), ``aerodata``
+(04), ``schema`` (05), ``advisor`` (06), ``kv`` (07), ``buckets`` (08). The core imports no lesson;
+a lesson imports the core and earlier lessons' faces (``tests/test_layout.py`` checks the graph).
+
 Engine adapters live in ``engines/``; maintainers' tools in ``tools/``; benchmarks in ``bench/``.
 """
-from .backends import (
-                       BackendError,
-                       BackendInfo,
-                       Capabilities,
-                       backend_info,
-                       banner,
-                       connect,
-                       get_db,
-                       redact_uri,
-)
-from .counting import CommandCounter, counting
+from .backends import backend_info, banner, get_db, timed_on
+from .counting import count_commands
+from .datasets import lesson_scale, load_dataset
+from .display import apply_style as _apply_style
 from .display import show_source
 from .exercises import check
-from .measure import Measurement, compare, costs_table, measure, plot_compare
-from .safety import ForeignCollectionError, reset_workbook, track_collection, workbook_collection
+from .measure import benchmark, compare, costs_table
+from .safety import reset_workbook, workbook_collection
 from .sizes import MAX_BSON_SIZE, bson_sizes, check_document_size, human_bytes, plot_sizes, size_summary
 
 __all__ = [
-    "BackendError", "BackendInfo", "Capabilities", "backend_info", "banner", "connect",
-    "get_db", "redact_uri", "CommandCounter", "counting", "show_source", "check", "Measurement",
-    "compare", "costs_table", "measure", "plot_compare", "ForeignCollectionError", "reset_workbook",
-    "track_collection", "workbook_collection", "MAX_BSON_SIZE", "bson_sizes", "check_document_size",
-    "human_bytes", "plot_sizes", "size_summary",
+    # connect and say where the numbers come from
+    "get_db", "backend_info", "banner", "timed_on",
+    # measure: costs, timings, tables
+    "count_commands", "benchmark", "compare", "costs_table",
+    # BSON sizes
+    "MAX_BSON_SIZE", "bson_sizes", "check_document_size", "human_bytes", "plot_sizes", "size_summary",
+    # the data, the workbook's own collections, the exercises, the source shown
+    "load_dataset", "lesson_scale", "workbook_collection", "reset_workbook", "check", "show_source",
 ]
-from .display import apply_style as _apply_style
 
 _apply_style()
-
-from .datasets import DatasetError, dataset_names, lesson_scale, load_dataset  # noqa: E402
-
-__all__ += ["DatasetError", "dataset_names", "lesson_scale", "load_dataset"]
-
-from .backends import timed_on  # noqa: E402
-
-__all__ += ["timed_on"]

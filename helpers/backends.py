@@ -16,6 +16,7 @@ each capability declared once in ``helpers.capabilities``.
 from __future__ import annotations
 
 import contextlib
+import gc
 import re
 import threading
 import weakref
@@ -43,6 +44,9 @@ __all__ = [
     "CONNECT_TIMEOUT_MS",
     "SOCKET_CONNECT_TIMEOUT_MS",
     "DEFAULT_DB",
+    "steady_gc",
+    "STEADY_GC_THRESHOLDS",
+    "timed_on",
     "engine_limits",
     "ProcessWide",
     "current_connection",
@@ -374,7 +378,7 @@ def info_of(obj: Any) -> BackendInfo | None:
 
 class ProcessWide(Generic[T]):
     """One connection per process, opened on first use and shared by every caller (the one home of
-    that for MongoDB here and for Redis in ``helpers.redis_backend``)."""
+    that for MongoDB here and for Redis in ``helpers.kv.redis_backend``)."""
 
     def __init__(self, open_: Callable[[], T]) -> None:
         self._open = open_
@@ -395,6 +399,34 @@ class ProcessWide(Generic[T]):
                 self.current = None
 
 
+#: the garbage collector's thresholds :func:`steady_gc` sets at least (CPython 3.11's defaults,
+#: with which it was measured: 700, 10, 10)
+STEADY_GC_THRESHOLDS = (2_000, 10, 100)
+
+
+def steady_gc() -> tuple[int, ...]:
+    """Make this process's full garbage collections rarer; return the thresholds now in force.
+
+    A notebook keeps hundreds of thousands of objects alive (its data, pandas and, on the embedded
+    engine and the mock, the engine's own), and a full collection walks every container the
+    collector tracks. With CPython 3.11's default thresholds notebook 04 ran 19 full collections
+    on the embedded engine: 3.3 s of its 21 s, each one landing in whichever cell, and whichever
+    timed run, was allocating at that moment. With :data:`STEADY_GC_THRESHOLDS` it ran none. The
+    price: memory held in reference cycles is freed later; everything else is still freed at once,
+    by reference counting. A threshold the process already set higher is kept, and so is a
+    collector turned off (a first threshold of 0). That is the generational collector of Python
+    3.11-3.13; Python 3.14's incremental collector ignores the third threshold and already starts
+    at 2,000, so there this changes little."""
+
+    now = gc.get_threshold()
+    if now[0] == 0:  # collection turned off: left off
+        return now
+    thresholds = tuple(max(have, least) for have, least in zip(now, STEADY_GC_THRESHOLDS))
+    gc.set_threshold(*thresholds)
+    return thresholds
+
+
+
 _SHARED: ProcessWide[Connection] = ProcessWide(lambda: connect())
 
 
@@ -402,9 +434,8 @@ def get_db() -> Any:
     """The workbook's database on the configured backend (connecting on first use).
 
     Every notebook starts with this. See ``backend_info()`` for what the engine can show. It also
-    makes the process's full garbage collections rarer (``helpers.measure.steady_gc``).
+    makes the process's full garbage collections rarer (:func:`steady_gc`).
     """
-    from .measure import steady_gc
 
     steady_gc()
     return _SHARED.get().db
@@ -448,5 +479,3 @@ def timed_on() -> str:
     return (f"{info.engine} {info.version}, on this machine ({platform.system()} {platform.machine()}, "
             f"{os.cpu_count()} CPUs, Python {platform.python_version()})")
 
-
-__all__ += ["timed_on"]

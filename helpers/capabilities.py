@@ -23,6 +23,8 @@ from typing import Any, Callable
 
 import bson
 
+from .safety import scratch_collection
+
 __all__ = ["Capability", "CAPABILITIES", "Capabilities", "Probe", "probe", "cannot_show", "warnings",
            "BY_NAME", "LIMITS", "readme_table"]
 
@@ -41,7 +43,6 @@ class Probe:
     def scratch(self, suffix: str = "") -> Any:
         """A throwaway collection of this run (the same one for the same suffix), never recorded in the
         registry: a connect leaves no registry behind (``helpers.safety.scratch_collection``)."""
-        from .safety import scratch_collection
 
         name = f"{self.prefix}_{suffix}" if suffix else self.prefix
         if name not in self._made:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Generic, Iterator, TypeVar
 import bson
 from pymongo import monitoring
 
-__all__ = ["CommandCounter", "Counters", "counting", "attach_listener_client", "is_counting", "record", "recorder"]
+__all__ = ["CommandCounter", "Counters", "count_commands", "attach_listener_client", "is_counting", "record", "recorder"]
 
 IGNORED = {"hello", "ismaster", "ping", "endsessions", "killcursors", "saslstart", "saslcontinue",
            "buildinfo", "getlasterror"}
@@ -36,7 +36,7 @@ class CommandCounter:
     bytes_returned: int = 0
     docs_written: int = 0
     commands: list[str] = field(default_factory=list)
-    #: with ``counting(keep_commands=True)``: each command document as sent (``$db`` added, an
+    #: with ``count_commands(keep_commands=True)``: each command document as sent (``$db`` added, an
     #: insert's documents replaced by their number ``n``), e.g. for ``helpers.advisor``'s workload
     keep_commands: bool = False
     command_documents: list[dict[str, Any]] = field(default_factory=list)
@@ -74,7 +74,7 @@ T = TypeVar("T")
 
 class Counters(Generic[T]):
     """The counters open now, in any thread, and the fan-out of what happens to each of them: the one
-    home of that bookkeeping, for MongoDB's commands (here) and Redis's (``helpers.redis_backend``)."""
+    home of that bookkeeping, for MongoDB's commands (here) and Redis's (``helpers.kv.redis_backend``)."""
 
     def __init__(self) -> None:
         self._open: list[T] = []
@@ -108,7 +108,7 @@ _ACTIVE: Counters[CommandCounter] = Counters()
 
 
 @contextmanager
-def counting(keep_commands: bool = False) -> Iterator[CommandCounter]:
+def count_commands(keep_commands: bool = False) -> Iterator[CommandCounter]:
     """Count every command sent inside the ``with`` block, on any backend.
 
     ``keep_commands=True`` also keeps each command document (``counter.command_documents``): the
@@ -169,7 +169,7 @@ def record(name: str, docs: list[Any] | None = None, written: int = 0,
            command: dict[str, Any] | None = None) -> None:
     """Count one command (for an engine without command monitoring: the mock adapter).
 
-    ``command`` is the command document pymongo would have sent, kept by ``counting(keep_commands=True)``.
+    ``command`` is the command document pymongo would have sent, kept by ``count_commands(keep_commands=True)``.
     """
     if not _ACTIVE:
         return
@@ -184,7 +184,7 @@ def record(name: str, docs: list[Any] | None = None, written: int = 0,
 
 
 def is_counting() -> bool:
-    """True inside a ``counting()`` block (an adapter can skip the bookkeeping otherwise)."""
+    """True inside a ``count_commands()`` block (an adapter can skip the bookkeeping otherwise)."""
     return bool(_ACTIVE)
 
 

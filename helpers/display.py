@@ -1,15 +1,21 @@
 """Showing the code that runs: a notebook displays a helper's real source, never a copy.
 
-Introduced in notebook 00. Also how results look: plots sized for a laptop or a projector, and
+Introduced in notebook 00. A listing is the code as it runs, each docstring cut to its first
+sentence (marked ``…``; ``help(fn)`` or ``fn?`` shows it whole), so what a learner reads is the
+pattern and the prose around it says the rest. Also how results look: plots sized for a laptop or a projector, and
 tables stored in one plain form (``apply_style``, run when ``helpers`` is imported).
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from typing import Any
 
-__all__ = ["show_source", "SourceListing", "apply_style", "plain_tables"]
+from .settings import demo as _demo
+
+__all__ = ["show_source", "cut_docstrings", "SourceListing", "apply_style", "plain_tables"]
 
 
 class SourceListing:
@@ -42,10 +48,55 @@ def _name(obj: Any) -> str:
     return f"{module}.{qual}" if qual and module else (qual or module or type(obj).__name__)
 
 
-def show_source(*objects: Any) -> SourceListing:
-    """Show the source of functions, classes or modules as one Python code block (notebook 00)."""
-    return SourceListing("\n\n".join(inspect.getsource(o).rstrip() for o in objects),
-                         [_name(o) for o in objects])
+def show_source(*objects: Any, docstrings: str = "first sentence") -> SourceListing:
+    """Show the source of functions, classes or modules as one Python code block (notebook 00).
+
+    ``docstrings="first sentence"`` (the default) cuts each docstring to its first sentence, marked
+    ``…``; ``"whole"`` keeps them as written."""
+    if docstrings not in ("first sentence", "whole"):
+        raise ValueError(f"show_source: docstrings={docstrings!r} must be 'first sentence' or 'whole'")
+    sources = [inspect.getsource(o).rstrip() for o in objects]
+    if docstrings == "first sentence":
+        sources = [cut_docstrings(s) for s in sources]
+    return SourceListing("\n\n".join(sources), [_name(o) for o in objects])
+
+
+#: where a docstring's first sentence ends: a full stop, ! or ? before white space or the end (not
+#: after "e.g", "i.e", "etc", "vs" or a single letter), or a blank line
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\b\w)[.!?](?=\s|$)|\n[ \t]*\n")
+
+
+def cut_docstrings(source: str) -> str:
+    """``source`` (a function, class or module) with every docstring cut to its first sentence, the
+    cut marked ``…``; the code itself untouched, line for line."""
+    lines = source.splitlines(keepends=True)
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:  # a source inspect cannot give whole (a lambda's line): shown as it is
+        return source
+    cuts = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) or not body:
+            continue
+        doc = body[0]
+        if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
+            cuts.append((doc.lineno, doc.end_lineno))
+    for first, last in sorted(cuts, reverse=True):
+        text = "".join(lines[first - 1:last])
+        quote = re.search(r'[rRbBuU]?("""|\'\'\'|"|\')', text)
+        if quote is None:
+            continue
+        q = quote.group(1)
+        start, end = quote.end(), text.rstrip().rfind(q)
+        body_text = text[start:end]
+        m = _SENTENCE_END.search(body_text)
+        if m is None or not body_text[m.end():].strip():
+            continue  # one sentence: kept whole
+        kept = body_text[:m.start() + 1].rstrip() if m.group(0)[0] in ".!?" else body_text[:m.start()].rstrip()
+        newline = "\n" if text.endswith("\n") else ""
+        lines[first - 1:last] = [text[:start] + kept + " …" + q + newline]
+    return "".join(lines)
 
 
 def _plain_html(frame: Any) -> str:
@@ -80,8 +131,6 @@ def apply_style() -> None:
     as plain HTML (:func:`plain_tables`)."""
 
     import matplotlib as mpl
-
-    from .settings import demo as _demo
 
     demo = _demo()
     base = 16 if demo else 11

@@ -7,7 +7,8 @@ exercise cell (tag ``exercise``) sets an answer to ``None``; a check cell (tag `
 
 and the ``## Solutions`` section at the end (tag ``solution``; student copies drop it) sets the
 answer and calls the same check. The checker itself lives in the package, in
-``helpers/checks/nbNN.py``, registered with :func:`exercise`; it recomputes what is right from the
+the lesson's folder (``helpers/<lesson>/checks.py``, the lesson whose face names notebook NN),
+registered with :func:`exercise`; it recomputes what is right from the
 data passed as context, so neither the expected value nor its formula is in the notebook.
 
 A check never raises on a wrong or missing answer: an unfinished exercise reports "not done yet"
@@ -21,6 +22,7 @@ instructor's ``python3 workbook.py class progress`` reads.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import importlib
 import json
 import os
@@ -30,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import settings
+from . import backends, capabilities, settings
+from .safety import PROGRESS, workbook_collection
 
 try:  # POSIX: lock the progress record while updating it
     import fcntl
@@ -59,7 +62,7 @@ _CHECKERS: dict[str, _Registered] = {}
 def exercise(exercise_id: str, *, hint: str, query_result: bool = False) -> Callable[[Checker], Checker]:
     """Register ``fn(answer, **context)`` as the checker of exercise ``exercise_id`` (``"N.k"``).
 
-    Used in ``helpers/checks/nbNN.py``. The hint is printed with every result that is not correct.
+    Used in each lesson's ``helpers/<lesson>/checks.py``. The hint is printed with every result that is not correct.
     ``query_result=True`` says the answer is what the learner's own query returned: when such an
     answer is empty on an engine where a query form silently matches nothing (a probed capability,
     e.g. ``bare_regex_indexed``), the hint also names that engine deviation.
@@ -78,7 +81,7 @@ def exercise(exercise_id: str, *, hint: str, query_result: bool = False) -> Call
 
 
 def checker(exercise_id: str) -> tuple[Checker, str]:
-    """The registered checker and hint of ``exercise_id``, importing ``helpers.checks.nbNN`` on demand."""
+    """The registered checker and hint of ``exercise_id``, importing its lesson's ``checks`` on demand."""
     reg = _registered(exercise_id)
     return reg.fn, reg.hint
 
@@ -89,16 +92,31 @@ def _registered(exercise_id: str) -> _Registered:
         raise ValueError(f"exercise id must look like '2.1' (notebook number, then exercise number), "
                          f"got {exercise_id!r}")
     if exercise_id not in _CHECKERS:
-        module = f"helpers.checks.nb{int(m.group(1)):02d}"
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
+        notebook = f"{int(m.group(1)):02d}"
+        lesson = lesson_folders().get(notebook)
+        if lesson is not None and (lesson / "checks.py").is_file():
+            importlib.import_module(f"{__package__}.{lesson.name}.checks")
         if exercise_id not in _CHECKERS:
-            raise KeyError(f"no checker for exercise {exercise_id}: register one in "
-                           f"helpers/checks/nb{int(m.group(1)):02d}.py with @exercise({exercise_id!r}, hint=...)")
+            where = f"helpers/{lesson.name}/checks.py" if lesson else f"the checks.py of notebook {notebook}'s lesson"
+            raise KeyError(f"no checker for exercise {exercise_id}: register one in {where} with "
+                           f"@exercise({exercise_id!r}, hint=...)")
     return _CHECKERS[exercise_id]
+
+
+#: a lesson face's first docstring line names its notebook: "... (notebook 04)."
+_NOTEBOOK_OF_FACE = re.compile(r'^\s*(?:[rRuU]?)"""[^\n]*?\bnotebook (\d\d)\b')
+
+
+@functools.lru_cache(maxsize=1)
+def lesson_folders() -> dict[str, Path]:
+    """``{"04": helpers/aerodata, ...}``: each lesson's folder by the notebook its face names first
+    (``helpers/<lesson>/__init__.py``); read from the files, so the core imports no lesson."""
+    out: dict[str, Path] = {}
+    for face in sorted(Path(__file__).parent.glob("*/__init__.py")):
+        m = _NOTEBOOK_OF_FACE.match(face.read_text(encoding="utf-8"))
+        if m and m.group(1) not in out:
+            out[m.group(1)] = face.parent
+    return dict(sorted(out.items()))
 
 
 def _not_done(answer: Any) -> bool:
@@ -121,7 +139,6 @@ def _empty(answer: Any) -> bool:
 def _engine_note(context: dict[str, Any]) -> str | None:
     """Why an empty query result may be the engine's doing, from the probed capabilities of the
     connection that the context's collections or database belong to."""
-    from . import backends, capabilities
 
     for value in context.values():
         info = backends.info_of(value)
@@ -168,11 +185,10 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
 
 
 def exercise_ids() -> list[str]:
-    """Every exercise that has a checker (``helpers/checks/nbNN.py``), in notebook and exercise order."""
-    from . import checks
-
-    for module in sorted(p.stem for p in Path(checks.__file__).parent.glob("nb[0-9][0-9].py")):
-        importlib.import_module(f"{checks.__name__}.{module}")
+    """Every exercise that has a checker (each lesson's ``checks.py``), in notebook and exercise order."""
+    for _, lesson in sorted(lesson_folders().items()):
+        if (lesson / "checks.py").is_file():
+            importlib.import_module(f"{__package__}.{lesson.name}.checks")
     return sorted(_CHECKERS, key=lambda e: tuple(int(x) for x in e.split(".")))
 
 
@@ -181,7 +197,6 @@ def exercise_ids() -> list[str]:
 
 def _server_db() -> Any:
     """The learner's own database when this process works on a server, else None (never connects)."""
-    from . import backends
 
     conn = backends.current_connection()
     if conn is None or conn._closed or conn.info.name != "mongodb":
@@ -198,7 +213,6 @@ def record_server_progress(db: Any, exercise_id: str, passed: bool) -> bool:
     Returns False (and raises nothing: progress is a convenience) when the server refused it, e.g.
     a ``workbook_progress`` collection that the workbook did not create.
     """
-    from .safety import PROGRESS, workbook_collection
 
     try:
         workbook_collection(db, PROGRESS).update_one(

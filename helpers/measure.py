@@ -12,8 +12,8 @@ The home of every cost table and chart: ``costs_table``, ``compare`` and ``plot_
 measured shapes, ``plot_costs`` for a table of costs by (operation, pattern) (notebook 03's
 ``trees.operation_costs``). Explain plans are read by ``helpers.plans``.
 
-``steady_gc`` keeps Python's full garbage collections out of the way of the timings (``get_db``
-calls it, so every notebook's first cell does).
+``helpers.backends.steady_gc`` keeps Python's full garbage collections out of the way of the timings
+(``get_db`` calls it, so every notebook's first cell does).
 """
 from __future__ import annotations
 
@@ -22,39 +22,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from .counting import counting
+from .backends import backend_info
+from .counting import count_commands
 from .plans import plan_summary
 
-__all__ = ["Measurement", "measure", "compare", "costs_table", "plot_compare", "plot_costs", "steady_gc",
-           "STEADY_GC_THRESHOLDS"]
-
-#: the garbage collector's thresholds :func:`steady_gc` sets at least (CPython 3.11's defaults,
-#: with which it was measured: 700, 10, 10)
-STEADY_GC_THRESHOLDS = (2_000, 10, 100)
-
-
-def steady_gc() -> tuple[int, ...]:
-    """Make this process's full garbage collections rarer; return the thresholds now in force.
-
-    A notebook keeps hundreds of thousands of objects alive (its data, pandas and, on the embedded
-    engine and the mock, the engine's own), and a full collection walks every container the
-    collector tracks. With CPython 3.11's default thresholds notebook 04 ran 19 full collections
-    on the embedded engine: 3.3 s of its 21 s, each one landing in whichever cell, and whichever
-    timed run, was allocating at that moment. With :data:`STEADY_GC_THRESHOLDS` it ran none. The
-    price: memory held in reference cycles is freed later; everything else is still freed at once,
-    by reference counting. A threshold the process already set higher is kept, and so is a
-    collector turned off (a first threshold of 0). That is the generational collector of Python
-    3.11-3.13; Python 3.14's incremental collector ignores the third threshold and already starts
-    at 2,000, so there this changes little."""
-    import gc
-
-    now = gc.get_threshold()
-    if now[0] == 0:  # collection turned off: left off
-        return now
-    thresholds = tuple(max(have, least) for have, least in zip(now, STEADY_GC_THRESHOLDS))
-    gc.set_threshold(*thresholds)
-    return thresholds
-
+__all__ = ["Measurement", "benchmark", "compare", "costs_table", "plot_compare", "plot_costs"]
 
 @dataclass
 class Measurement:
@@ -92,7 +64,7 @@ class Measurement:
                 "bytes returned": self.bytes_returned, "docs written": self.docs_written}
 
 
-def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1,
+def benchmark(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1,
             setup: Callable[[], Any] | None = None, explain: Callable[[], dict] | None = None,
             explain_kind: str = "index", info: Any = None) -> Measurement:
     """Time ``fn`` (``warmup`` unmeasured runs, then ``repeat`` timed runs) and count its costs.
@@ -130,7 +102,7 @@ def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int =
         if setup is not None:
             setup()  # untimed and uncounted
         if i == 0:
-            with counting() as first:
+            with count_commands() as first:
                 t, result = run()
         else:
             t, result = run()
@@ -141,7 +113,6 @@ def measure(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int =
                     docs_written=first.docs_written, commands=tuple(first.commands), result=result)
     if explain is not None:
         if info is None:
-            from .backends import backend_info
             info = backend_info()
         if not info.caps.explain:
             m.plan_note = f"{info.engine} cannot explain faithfully: no plan shown"

@@ -1,7 +1,7 @@
 """Explain plans, read: the walkers over an explain's tree (introduced in notebook 00).
 
 :func:`plan_summary` gives a query's stages and the keys and documents it examined (notebooks 00,
-01, 04, and ``helpers.measure.measure(explain=...)``), :func:`explain_find` the same for a ``find``
+01, 04, and ``helpers.measure.benchmark(explain=...)``), :func:`explain_find` the same for a ``find``
 it explains (``helpers.embedding.find_work``, ``helpers.buckets.drop_plan``); :func:`lookup_summary` what a server
 reports about a ``$lookup`` (``helpers.embedding.lookup_stage_stats``, notebook 01).
 :func:`find_in_id_order` reads a collection in ``_id`` order along the ``_id`` index: the helpers that
@@ -126,7 +126,7 @@ def lookup_summary(plan: dict) -> dict[str, Any] | None:
 
 def examined(database: Any, commands: list[dict]) -> tuple[int | None, int | None]:
     """Keys and documents the server examined for the ``find``/``aggregate`` commands among
-    ``commands`` (``helpers.counting``'s ``counting(keep_commands=True)``), by explaining each
+    ``commands`` (``helpers.counting``'s ``count_commands(keep_commands=True)``), by explaining each
     (notebook 03); other commands (``getMore``, writes) are skipped.
 
     ``(None, None)`` when one of them is an aggregation with ``$lookup`` or ``$graphLookup``: its

@@ -15,6 +15,9 @@ from typing import Any, Iterable, Iterator, Sequence
 import bson
 from pymongo.errors import DocumentTooLarge
 
+from . import backends
+from .plans import find_in_id_order
+
 __all__ = ["MAX_BSON_SIZE", "bson_sizes", "size_summary", "plot_sizes", "check_document_size",
            "server_bson_sizes", "human_bytes"]
 
@@ -28,7 +31,6 @@ def bson_sizes(documents: Any) -> Iterator[int]:
     ``documents`` is any iterable of documents, or a collection (read in ``_id`` order).
     """
     if hasattr(documents, "find") and hasattr(documents, "insert_one"):
-        from .plans import find_in_id_order
 
         documents = find_in_id_order(documents)  # along the _id index
     for doc in documents:
@@ -84,7 +86,6 @@ def check_document_size(doc: Any, *, what: str = "document", server_enforces: bo
 
 def _server_enforces() -> bool | None:
     """The probed ``max_document_size`` of the process-wide connection, or None when not connected."""
-    from . import backends
 
     conn = backends.current_connection()
     return None if conn is None or conn.info is None else conn.info.caps.max_document_size

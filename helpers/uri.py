@@ -2,7 +2,7 @@
 
 Introduced in notebook 00 (the banner shows the server's URI, redacted). ``helpers.backends`` uses
 it to show and scrub a URI, ``helpers.settings`` to name a student's database after the login, and
-``helpers.redis_backend`` to show and scrub ``REDIS_URL`` (``redis://`` and ``rediss://`` URLs carry
+``helpers.kv.redis_backend`` to show and scrub ``REDIS_URL`` (``redis://`` and ``rediss://`` URLs carry
 their password in the same user-info part).
 
 What is hidden: the password (and a Redis URL's user info without a ':', ``redis://secret@host``:

@@ -9,12 +9,13 @@ Writes, from the workbook's skeleton (CONTRIBUTING.md):
 * ``notebooks/09_topic.ipynb``: title, You will learn, You need, Setup (the banner cell tagged
   ``nbval-ignore-output``), one numbered section, one exercise with its check, Recap, and the
   collapsed Solutions (tags ``exercise``, ``check``, ``solution``; solution code hidden);
-* ``helpers/topic.py``: the lesson's pattern code, its first docstring line naming notebook 09;
-* ``helpers/checks/nb09.py``: the exercise's checker (it recomputes the answer from the data);
+* ``helpers/topic/``, the lesson's folder: ``__init__.py`` (its face: the names the notebook uses,
+  its first docstring line naming notebook 09), ``pattern.py`` (the lesson's pattern code) and
+  ``checks.py`` (the exercise's checker: it recomputes the answer from the data);
 * ``tests/test_topic.py``: the lesson code's tests, run on every backend;
 
-adds ``topic`` to the lesson list of ``helpers/__init__.py``'s docstring, runs the notebook cleanly with
-``scripts/nb.py`` (committed outputs) and lists it in the README's contents with ``scripts/toc.py``.
+runs the notebook cleanly with ``scripts/nb.py`` (committed outputs), and rewrites the README's
+contents (``scripts/toc.py``) and its layout table (``scripts/layout.py``).
 The example in each file (documents per kind, counted) is a placeholder: replace it with the lesson.
 """
 from __future__ import annotations
@@ -28,6 +29,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
+FACE = '''"""{title} (notebook {nn}).
+
+The lesson's face: the names notebook {nn} uses, imported from its parts: ``pattern`` (the lesson's
+pattern code); ``checks`` holds the exercises' checkers.
+"""
+from __future__ import annotations
+
+from .pattern import COLLECTION, count_by_kind, load_example
+
+__all__ = ["COLLECTION", "load_example", "count_by_kind"]
+'''
+
 LESSON = '''"""{title} (notebook {nn}): the lesson's pattern code.
 
 Shown in ``notebooks/{nn}_{topic}.ipynb`` with ``helpers.show_source`` and tested in
@@ -38,7 +51,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .safety import workbook_collection
+from ..safety import workbook_collection
 
 __all__ = ["COLLECTION", "load_example", "count_by_kind"]
 
@@ -83,17 +96,17 @@ def documents_per_kind(answer: Any, *, items: Any) -> str | None:
     return None
 '''
 
-TEST = '''"""Tests of helpers/{topic}.py (notebook {nn}), on every backend."""
+TEST = '''"""Tests of helpers/{topic}/ (notebook {nn}), on every backend."""
 from __future__ import annotations
 
 from helpers import {topic}
-from helpers.counting import counting
+from helpers.counting import count_commands
 from helpers.exercises import evaluate
 
 
 def test_count_by_kind_is_one_round_trip(db):
     items = {topic}.load_example(db, n=11)
-    with counting() as cost:
+    with count_commands() as cost:
         assert {topic}.count_by_kind(items) == {{"a": 6, "b": 5}}
     assert cost.round_trips == 1
 
@@ -135,7 +148,7 @@ def notebook(nn: str, topic: str, title: str) -> Any:
             "**Question.** How many documents of each kind, and what does asking cost? One aggregation, "
             "counted:"),
         _code(f"helpers.show_source({topic}.count_by_kind)"),
-        _code(f"with helpers.counting() as cost:\n"
+        _code(f"with helpers.count_commands() as cost:\n"
               f"    counts = {topic}.count_by_kind(items)\n"
               f"print(counts, \"|\", cost.round_trips, \"round trip\")"),
         _md("## Exercises\nEach exercise has a check cell: run it after your answer; it says what is wrong and gives "
@@ -163,18 +176,6 @@ def notebook(nn: str, topic: str, title: str) -> Any:
     return nb
 
 
-def _list_the_lesson(init: Path, topic: str, nn: str) -> None:
-    """Add ``topic`` (NN) after the last lesson named in the package docstring's list."""
-    text = init.read_text(encoding="utf-8")
-    doc_end = text.index('"""', 3)
-    lessons = list(re.finditer(r"``\w+`` \(\d\d\)", text[:doc_end]))
-    if not lessons:
-        raise SystemExit(f"{init}: no lesson list (``name`` (NN)) in its docstring; add ``{topic}`` ({nn}) by hand")
-    end = lessons[-1].end()
-    text = text[:end] + f", ``{topic}`` ({nn})" + text[end:]
-    init.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scripts/new_notebook.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("number", help="two digits, the next notebook's number (e.g. 09)")
@@ -193,32 +194,36 @@ def main(argv: list[str]) -> int:
         parser.error(f"notebook {nn} exists already ({taken[0]}): take the next free number")
     paths = {
         "notebook": notebooks / f"{nn}_{topic}.ipynb",
-        "lesson": ROOT / "helpers" / f"{topic}.py",
-        "checks": ROOT / "helpers" / "checks" / f"nb{nn}.py",
+        "face": ROOT / "helpers" / topic / "__init__.py",
+        "lesson": ROOT / "helpers" / topic / "pattern.py",
+        "checks": ROOT / "helpers" / topic / "checks.py",
         "test": ROOT / "tests" / f"test_{topic}.py",
     }
-    existing = [str(p.relative_to(ROOT)) for p in paths.values() if p.exists()]
-    if existing or (ROOT / "helpers" / topic).is_dir():
-        parser.error(f"already there: {', '.join(existing) or 'helpers/' + topic}; pick another topic")
+    clashes = [ROOT / "helpers" / f"{topic}.py", ROOT / "helpers" / topic, *paths.values()]
+    existing = [str(p.relative_to(ROOT)) + ("/" if p.is_dir() else "") for p in clashes if p.exists()]
+    if existing:
+        parser.error(f"already there: {', '.join(existing)}; pick another topic")
     title = args.title or topic.replace("_", " ").capitalize()
-    imports = "\n".join(sorted([f"from ..{topic} import count_by_kind", "from ..exercises import exercise"]))
+    imports = "from ..exercises import exercise\nfrom . import count_by_kind"
     fields = dict(nn=nn, n=int(nn), topic=topic, title=title, title_lower=title[:1].lower() + title[1:],
                   imports=imports)
+    paths["face"].parent.mkdir()
+    paths["face"].write_text(FACE.format(**fields), encoding="utf-8")
     paths["lesson"].write_text(LESSON.format(**fields), encoding="utf-8")
     paths["checks"].write_text(CHECKS.format(**fields), encoding="utf-8")
     paths["test"].write_text(TEST.format(**fields), encoding="utf-8")
     import nbformat
 
     nbformat.write(notebook(nn, topic, title), paths["notebook"])
-    _list_the_lesson(ROOT / "helpers" / "__init__.py", topic, nn)
     for path in paths.values():
         print("wrote", path.relative_to(ROOT))
     if not args.no_run:
         subprocess.run([sys.executable, str(ROOT / "scripts" / "nb.py"), str(paths["notebook"])], check=True)
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "toc.py")], check=True)
-    print("Next, by hand: the lesson itself (replace the example in all four files), its row in the README's "
-          "layout table (helpers/<lesson>.py), the previous notebook's **Next:** line, and any engine "
-          "difference it meets (a capability in helpers/capabilities.py, a row in docs/ENGINES.md).")
+    for script in ("toc.py", "layout.py"):
+        subprocess.run([sys.executable, str(ROOT / "scripts" / script)], check=True)
+    print("Next, by hand: the lesson itself (replace the example in the notebook, its folder and its test), "
+          "the previous notebook's **Next:** line, and any engine difference it meets (a capability in "
+          "helpers/capabilities.py, a row in docs/ENGINES.md).")
     return 0
 
 

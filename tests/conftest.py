@@ -140,7 +140,7 @@ def redis_server_url(_stack) -> str:
 @pytest.fixture(params=["fakeredis", "redis-server"])
 def redis_conn(request):
     """A Redis connection on each engine (its ``.info`` has the probed capabilities)."""
-    from helpers.redis_backend import connect_redis
+    from helpers.kv.redis_backend import connect_redis
 
     url = request.getfixturevalue("redis_server_url") if request.param == "redis-server" else None
     conn = connect_redis(url, use_setting=False, prefix=f"wbtest_{uuid.uuid4().hex[:10]}:")
@@ -151,7 +151,7 @@ def redis_conn(request):
 @pytest.fixture
 def redis_keys(redis_conn):
     """The keys of one test: a fresh ``wbtest_<random>:`` prefix, deleted afterwards."""
-    from helpers.redis_backend import KeySpace
+    from helpers.kv.redis_backend import KeySpace
 
     keys = KeySpace(redis_conn.client, f"wbtest_{uuid.uuid4().hex[:10]}:")
     yield keys

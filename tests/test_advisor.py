@@ -12,9 +12,20 @@ import uuid
 import bson
 import pytest
 
-from helpers import advisor, advisor_cases, advisor_rules, advisor_workload
-from helpers.advisor import ATLAS, BEYOND_CODES, CODES, WORKBOOK, Operation, Thresholds, Workload
-from helpers.counting import counting
+from helpers import advisor
+from helpers.advisor import (
+    ATLAS,
+    BEYOND_CODES,
+    CODES,
+    WORKBOOK,
+    ObservedOperation,
+    ObservedWorkload,
+    Thresholds,
+)
+from helpers.advisor import cases as advisor_cases
+from helpers.advisor import observed as advisor_workload
+from helpers.advisor import rules as advisor_rules
+from helpers.counting import count_commands
 
 READ_COMMANDS = {"listCollections", "listIndexes", "find", "getMore", "count", "aggregate"}
 
@@ -74,9 +85,9 @@ def test_every_planted_case_found_and_no_near_miss_flagged(db, backend):
 
 def test_reviews_reads_once_and_judges_each_set_as_review_does(db, backend):
     fixtures = advisor_cases.plant_fixtures(db)
-    with counting() as sent:
+    with count_commands() as sent:
         both = advisor.reviews(db, fixtures.workload, info=backend.info)
-    with counting() as one:
+    with count_commands() as one:
         advisor.review(db, fixtures.workload, info=backend.info)
     assert sent.round_trips == one.round_trips  # the data is read once for both sets
     for name in ("atlas", "workbook"):
@@ -122,7 +133,7 @@ def test_more_than_100_lookups_is_atlas_trigger():
     for joined, flagged in ((101, True), (100, False)):
         commands = [{"aggregate": "orders", "pipeline": [{"$match": {"_id": i}}, join]} for i in range(joined)]
         commands += [{"find": "orders", "filter": {"_id": i}} for i in range(300 - joined)]
-        found = advisor_rules._lookup_findings(c, ATLAS, Workload.from_commands(commands))
+        found = advisor_rules._lookup_findings(c, ATLAS, ObservedWorkload.from_commands(commands))
         assert bool(found) == flagged, joined
         if found:
             assert (found[0].trigger, found[0].value, found[0].limit) == ("NUMBER_OF_QUERIES_USE_LOOKUP", 101, 100)
@@ -132,12 +143,12 @@ def test_unused_indexes_only_from_a_workload_of_seven_days(db, backend):
     """Atlas calls an index unused after 7 days without a query: a shorter workload does not say so
     (the redundant prefix needs no workload); the workbook set judges any recorded workload."""
     fixtures = advisor_cases.plant_fixtures(db)
-    short = Workload(fixtures.workload.operations, fixtures.workload.source, days=6.9)
+    short = ObservedWorkload(fixtures.workload.operations, fixtures.workload.source, days=6.9)
     report = advisor.review(db, short, info=backend.info)
     assert ("REMOVE_UNNECESSARY_INDEXES", "fx_index_planted", "a_1") not in report.keys()
     assert ("REMOVE_UNNECESSARY_INDEXES", "fx_index_planted", "b_1") in report.keys()
     assert any("unused indexes not judged" in n and "6.9 days" in n for n in report.notes)
-    unknown = Workload(fixtures.workload.operations, fixtures.workload.source)
+    unknown = ObservedWorkload(fixtures.workload.operations, fixtures.workload.source)
     assert ("REMOVE_UNNECESSARY_INDEXES", "fx_index_planted", "a_1") in \
         advisor.review(db, unknown, thresholds="workbook", info=backend.info).keys()
 
@@ -145,7 +156,7 @@ def test_unused_indexes_only_from_a_workload_of_seven_days(db, backend):
 def test_the_review_only_reads(db, backend):
     fixtures = advisor_cases.plant_fixtures(db)
     before, level = _snapshot(db), _profile_level(db)
-    with counting(keep_commands=True) as sent:
+    with count_commands(keep_commands=True) as sent:
         for thresholds in ("atlas", "workbook", Thresholds(max_documents=10)):  # the last one samples
             advisor.review(db, fixtures.workload, thresholds=thresholds, info=backend.info)
     assert set(sent.commands) <= READ_COMMANDS, f"not a read: {set(sent.commands) - READ_COMMANDS}"
@@ -258,7 +269,7 @@ def test_regexes_in_every_spelling():
         {"aggregate": "c", "pipeline": [{"$match": {"$or": [{"e": {"$regex": "^AB", "$options": "i"}}]}}]},
         {"find": "c", "filter": {"f": {"$regex": "^AB-"}}},  # anchored, case-sensitive: fine
     ]
-    regexes = [r for op in Workload.from_commands(commands).operations for p in op.all_predicates
+    regexes = [r for op in ObservedWorkload.from_commands(commands).operations for p in op.all_predicates
                for r in advisor_workload._regexes(p)]
     assert [(r.field, r.case_insensitive, r.anchored) for r in regexes] == [
         ("a", True, True), ("b", True, False), ("c", False, False), ("d", False, False), ("e", True, True),
@@ -267,7 +278,7 @@ def test_regexes_in_every_spelling():
 
 
 def test_a_lookup_pipeline_runs_on_the_foreign_collection():
-    workload = Workload.from_commands([{"aggregate": "orders", "pipeline": [
+    workload = ObservedWorkload.from_commands([{"aggregate": "orders", "pipeline": [
         {"$match": {"status": "open"}},
         {"$lookup": {"from": "items", "localField": "item_id", "foreignField": "_id", "as": "item",
                      "pipeline": [{"$match": {"name": {"$regex": "lamp", "$options": "i"}}}]}}]}])
@@ -307,7 +318,7 @@ class _ProfileDb:
 
 
 def test_profiler_output_as_a_workload():
-    workload = Workload.from_profile(_ProfileDb())
+    workload = ObservedWorkload.from_profile(_ProfileDb())
     assert [(op.kind, op.collection) for op in workload.operations] == [("find", "users"), ("update", "users")]
     assert workload.operations[1].updates == ({"$push": {"log": 1}},)
 
@@ -332,13 +343,13 @@ def test_a_profiler_workload_never_calls_an_index_unused(db, backend):
 
     profiled = type("ProfiledDb", (), {"name": db.name, "__getitem__": lambda self, n: type(
         "Profile", (), {"find": lambda self, q: Cursor(slow)})()})()
-    workload = Workload.from_profile(profiled)
+    workload = ObservedWorkload.from_profile(profiled)
     assert workload.days == 8 and not workload.complete
     for thresholds in ("atlas", "workbook"):
         report = advisor.review(db, workload, thresholds=thresholds, info=backend.info)
         assert ("REMOVE_UNNECESSARY_INDEXES", "orders", "status_1") not in report.keys()
         assert any("unused indexes not judged" in n and "fast queries" in n for n in report.notes)
-    recorded = Workload(workload.operations, days=8)  # the same operations, recorded in full: judged
+    recorded = ObservedWorkload(workload.operations, days=8)  # the same operations, recorded in full: judged
     assert ("REMOVE_UNNECESSARY_INDEXES", "orders", "status_1") in advisor.review(db, recorded, info=backend.info).keys()
 
 
@@ -352,7 +363,7 @@ def test_a_real_profiler_as_the_workload(server_db, server_backend):
         users.update_one({"_id": 1}, {"$push": {"log": "login"}})
     finally:
         server_db.command("profile", 0)
-    workload = Workload.from_profile(server_db)
+    workload = ObservedWorkload.from_profile(server_db)
     assert [op.kind for op in workload.operations if op.collection == "users"][-2:] == ["find", "update"]
     report = advisor.review(server_db, workload, info=server_backend.info)
     assert ("OPTIMIZE_CASE_INSENSITIVE_REGEX_QUERIES", "users", "email") in report.keys()
@@ -471,7 +482,7 @@ def test_a_collection_dropped_during_the_review_is_named(db, backend, monkeypatc
 
 def test_the_profiler_advice_is_level_1():
     assert '"profile", 1' in advisor.PROFILE_ADVICE and "slowms" in advisor.PROFILE_ADVICE
-    assert "sampleRate" in advisor.Workload.from_profile.__doc__
+    assert "sampleRate" in advisor.ObservedWorkload.from_profile.__doc__
 
 
 def test_thresholds_table_and_validation():
@@ -495,7 +506,7 @@ def test_thresholds_table_and_validation():
 
 
 def test_bad_input_says_what_to_do(db, backend):
-    with pytest.raises(TypeError, match="Workload.from_counter"):
+    with pytest.raises(TypeError, match="ObservedWorkload.from_counter"):
         advisor.review(db, ["find"], info=backend.info)
     with pytest.raises(ValueError, match="load it first with helpers.load_dataset"):
         advisor_cases.lesson_designs(db, "before", ["01"])
@@ -529,7 +540,7 @@ def test_a_collated_index_serves_non_string_comparisons_under_any_collation():
     plain = {"key": [("code", 1)]}
 
     def find(filter_, collation=None):
-        return Operation("find", "c", (filter_,), None, collation)
+        return ObservedOperation("find", "c", (filter_,), None, collation)
 
     assert advisor_rules._usable(collated, find({"code": 7}), collations=True)
     assert advisor_rules._usable(collated, find({"code": {"$in": [1, 2]}}), collations=True)

@@ -1,12 +1,12 @@
-"""helpers.advisor_cases: the fixtures are the workbook's own collections, named by their prefix, with a
+"""helpers.advisor.cases: the fixtures are the workbook's own collections, named by their prefix, with a
 planted case and a near miss for every code; the capstone shop holds what its docstring says and its
 page does its three jobs; bad arguments get clear errors."""
 from __future__ import annotations
 
 import pytest
 
-from helpers import advisor_cases
 from helpers.advisor import BEYOND_CODES, CODES
+from helpers.advisor import cases as advisor_cases
 
 
 def test_fixtures_are_the_workbooks_own_and_cover_every_code(db, backend):

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import aerodata as ad
-from helpers.counting import counting
+from helpers.counting import count_commands
 from helpers.datasets import DATASETS_DIR
 from helpers.safety import is_workbook_collection, workbook_collection
 
@@ -185,7 +185,7 @@ def test_five_queries_match_a_plain_python_filter(loaded_once, case):
     for code in sorted(by_airline):
         msgs = by_airline[code]
         fleet_ids = sorted({m["icao24"] for m in msgs})
-        with counting() as c:
+        with count_commands() as c:
             if case == "airline_all":
                 got = ad.airline_all(db, code)
                 kinds = [d["recordType"] for d in got]
@@ -226,7 +226,7 @@ def test_latest_report_is_the_last_of_the_range_in_one_document(loaded_once):
         key = (_expected_airline(m["callsign"]), m["icao24"])
         latest[key] = max(latest.get(key, m["timestamp"]), m["timestamp"])
     for (code, icao), ts in sorted(latest.items()):
-        with counting() as c:
+        with count_commands() as c:
             got = ad.latest_report(db, code, icao, projection={"timestamp": 1})
         assert got["timestamp"] == ts, (code, icao)
         assert (c.round_trips, c.docs_returned) == (1, 1)
@@ -239,7 +239,7 @@ def test_the_subset_keeps_the_last_reports_and_answers_like_the_reports(db):
     assert again.inserted == 0 and first.inserted == len(SAMPLE)
     ad.ingest(db, SAMPLE, collection="plain", batch_size=700)
     for code in sorted({_expected_airline(m["callsign"]) for m in SAMPLE}):
-        with counting() as c:
+        with count_commands() as c:
             from_subset = ad.latest_positions(db, code, collection="subset", subset=True)
         assert c.round_trips == 1
         assert from_subset == ad.latest_positions(db, code, collection="plain") != {}
@@ -583,7 +583,7 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
 
 
 # ------------------------------------------------------------------------------------------
-# what the engine can show (helpers/aerodata_probe.py): the lines notebook 04 prints, from the probe
+# what the engine can show (helpers/aerodata/probe.py): the lines notebook 04 prints, from the probe
 def test_probe_lines_follow_the_probe(db, backend):
     caps = backend.info.caps
     ad.ingest(db, SAMPLE[:50])

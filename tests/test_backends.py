@@ -175,7 +175,7 @@ def test_get_db_is_one_process_wide_connection(monkeypatch):
 
 
 def test_a_process_wide_connection_opens_once_across_threads_and_closes():
-    """One home for MongoDB's and Redis's process-wide connection (helpers.redis_backend uses it too)."""
+    """One home for MongoDB's and Redis's process-wide connection (helpers.kv.redis_backend uses it too)."""
     import threading
 
     class Conn:

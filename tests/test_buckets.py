@@ -273,10 +273,8 @@ def test_a_drop_scans_every_document_until_an_index_leads_with_the_time(backend,
     if backend.info.caps.timeseries_option:  # named as another design, a time series collection is refused too
         with pytest.raises(ValueError, match="internal buckets"):
             bk.drop_plan(colls[bk.TIMESERIES], T0, T0 + bk.SPAN, design=bk.DOCUMENTS)
-    import helpers.backends
-
-    monkeypatch.setattr(helpers.backends, "info_of", lambda obj: None)   # a client the workbook did not open
-    with pytest.raises(ValueError, match="not opened by helpers.connect"):
+    monkeypatch.setattr(bk.pattern, "info_of", lambda obj: None)   # a client the workbook did not open
+    with pytest.raises(ValueError, match="not opened by helpers.backends.connect"):
         bk.drop_plan(colls[bk.DOCUMENTS], T0, T0 + bk.SPAN, design=bk.DOCUMENTS)
 
 

@@ -5,7 +5,7 @@ import bson
 import pytest
 from pymongo import InsertOne, UpdateOne
 
-from helpers.counting import counting
+from helpers.counting import count_commands
 
 
 @pytest.fixture
@@ -18,26 +18,26 @@ def numbers(db):
 def test_exact_round_trips_and_bytes_for_known_queries(numbers):
     doc_bytes = len(bson.encode({"_id": 7, "g": 1}))  # 21 bytes for every document here
     assert doc_bytes == 21
-    with counting() as c:
+    with count_commands() as c:
         docs = list(numbers.find().sort("_id", 1))
     assert (c.round_trips, c.docs_returned, c.bytes_returned) == (2, 250, 250 * 21)  # find + getMore
     assert c.commands == ["find", "getMore"]
-    with counting() as c:
+    with count_commands() as c:
         numbers.find_one({"_id": 5})
     assert (c.round_trips, c.docs_returned, c.bytes_returned, c.commands) == (1, 1, 21, ["find"])
-    with counting() as c:
+    with count_commands() as c:
         list(numbers.find().sort("_id", 1).batch_size(50))
     assert c.round_trips == 6  # 5 full batches, then one empty getMore closes the cursor
-    with counting() as c:
+    with count_commands() as c:
         list(numbers.find().limit(101))
     assert c.round_trips == 1
-    with counting() as c:
+    with count_commands() as c:
         assert numbers.count_documents({"g": 1}) == 83
     assert (c.round_trips, c.docs_returned) == (1, 1)
-    with counting() as c:
+    with count_commands() as c:
         numbers.update_many({"g": 1}, {"$set": {"x": 1}})
     assert (c.round_trips, c.docs_written) == (1, 83)
-    with counting() as c:
+    with count_commands() as c:
         numbers.bulk_write([InsertOne({"_id": 1000}), InsertOne({"_id": 1001}),
                             UpdateOne({"_id": 1}, {"$set": {"y": 1}})])
     assert (c.round_trips, c.docs_written) == (2, 3)
@@ -48,22 +48,22 @@ def test_a_failed_insert_many_still_costs_a_round_trip(db):
     from pymongo.errors import BulkWriteError
 
     db["dups"].insert_one({"_id": 2})
-    with counting() as c, pytest.raises(BulkWriteError):
+    with count_commands() as c, pytest.raises(BulkWriteError):
         db["dups"].insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3}])  # ordered: stops at the duplicate
     assert (c.round_trips, c.docs_written) == (1, 1)
 
 
 def test_counting_keeps_command_documents(db):
     """keep_commands=True keeps each command document (the advisor's workload), on every backend."""
-    from helpers.advisor import Workload
+    from helpers.advisor import ObservedWorkload
 
     coll = db["things"]
     coll.insert_many([{"_id": i, "a": i} for i in range(3)])
-    with counting(keep_commands=True) as kept:
+    with count_commands(keep_commands=True) as kept:
         list(coll.find({"a": {"$gt": 0}}).sort("a", -1))
         coll.update_one({"_id": 1}, {"$push": {"tags": "x"}})
         coll.insert_many([{"_id": 9}])
-    with counting() as plain:
+    with count_commands() as plain:
         coll.find_one({"_id": 1})
     assert plain.command_documents == []
     find, update, insert = kept.command_documents
@@ -71,15 +71,15 @@ def test_counting_keeps_command_documents(db):
     assert find["$db"] == db.name
     assert update["updates"][0]["u"] == {"$push": {"tags": "x"}}
     assert insert["insert"] == "things" and "documents" not in insert and insert.get("n", 1) == 1
-    ops = Workload.from_counter(kept, db.name).operations
+    ops = ObservedWorkload.from_counter(kept, db.name).operations
     assert [op.kind for op in ops] == ["find", "update", "insert"]
-    assert Workload.from_counter(kept, "another_db").operations == []
+    assert ObservedWorkload.from_counter(kept, "another_db").operations == []
     with pytest.raises(ValueError, match="keep_commands=True"):
-        Workload.from_counter(plain)
+        ObservedWorkload.from_counter(plain)
 
 
 def test_counters_fan_out_to_every_open_counter_and_only_while_open():
-    """One home for the fan-out to active counters (MongoDB's here, Redis's in helpers.redis_backend)."""
+    """One home for the fan-out to active counters (MongoDB's here, Redis's in helpers.kv.redis_backend)."""
     from helpers.counting import Counters
 
     counters: Counters[list] = Counters()
@@ -97,10 +97,10 @@ def test_counters_fan_out_to_every_open_counter_and_only_while_open():
 def test_nested_counting_blocks_that_counted_the_same_so_far_stay_apart():
     """Two counters with equal counts are still two: the inner block's end closes the inner one
     (it once removed the first equal counter, the outer, and the outer's end then raised)."""
-    from helpers.counting import counting, record
+    from helpers.counting import count_commands, record
 
-    with counting() as outer:
-        with counting() as inner:
+    with count_commands() as outer:
+        with count_commands() as inner:
             pass
         record("find", [{"_id": 1}])
     assert (outer.round_trips, outer.docs_returned, inner.round_trips) == (1, 1, 0)

@@ -16,7 +16,7 @@ import bson
 import pytest
 
 from helpers import datasets as ds
-from helpers.datasets import cache
+from helpers.datasets import cache, prepare
 
 #: a file small enough to type in a few hundredths of a second, cached as a large one is (``small_files``)
 FILE, ROWS, FIELDS = "nyc_planes.csv", 3_322, ds.PLANE_FIELDS
@@ -320,6 +320,6 @@ def test_prepare_cache_names_a_key_others_may_read(tmp_path, home, monkeypatch):
     monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
     cache._key()
     cache.key_path().chmod(0o644)
-    said = [line for line in cache.prepare_cache() if "not kept" in line]
+    said = [line for line in prepare.prepare_cache() if "not kept" in line]
     assert said and all("chmod 600" in line and str(cache.key_path()) in line for line in said)
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())

@@ -107,7 +107,7 @@ def test_a_load_inserts_the_typed_documents_without_changing_them(db, name, monk
     stays out of them."""
     handed = []
     real = ds.typed_copy
-    monkeypatch.setattr(ds.catalogue, "typed_copy", lambda *a: handed.append(real(*a)) or handed[-1])
+    monkeypatch.setattr(ds.catalogue, "typed_copy", lambda *a, **kw: handed.append(real(*a, **kw)) or handed[-1])
     load_dataset(name, db)
     (copy,) = handed
     docs = [ds.catalogue.as_dict(doc) for doc in copy.docs]

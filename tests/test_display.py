@@ -22,10 +22,29 @@ def test_a_listing_is_the_real_source_in_one_python_code_block():
 
 
 def test_several_objects_are_one_listing_in_order():
-    listing = show_source(display.apply_style, SourceListing)
+    listing = show_source(display.apply_style, SourceListing, docstrings="whole")
     assert str(listing) == (inspect.getsource(display.apply_style).rstrip() + "\n\n"
                             + inspect.getsource(SourceListing).rstrip())
     assert repr(listing) == "<source of helpers.display.apply_style, helpers.display.SourceListing>"
+
+
+def test_a_listing_cuts_each_docstring_to_its_first_sentence_and_keeps_the_code():
+    source = inspect.getsource(SourceListing).rstrip()
+    listing = str(show_source(SourceListing))
+    assert ('"""A helper\'s source as one Markdown code block: JupyterLab, GitHub and VS Code render it as\n'
+            '    highlighted Python, and the notebook stores it once, as plain text with no stylesheet. …"""') in listing
+    assert "The plain-text form" not in listing and listing.count("\n") < source.count("\n")
+    docstring_end = source.index('``notebooks/sanitize.cfg``)."""') + len('``notebooks/sanitize.cfg``)."""')
+    assert listing.endswith(source[docstring_end:])  # the code after the docstring, byte for byte
+    # a docstring of one sentence stays whole; an abbreviation does not end a sentence
+    one = 'def f():\n    """One sentence, e.g. this one."""\n    return 1\n'
+    assert display.cut_docstrings(one) == one
+    assert display.cut_docstrings('def f():\n    """First. Second."""\n    return 1\n') == \
+        'def f():\n    """First. …"""\n    return 1\n'
+    assert display.cut_docstrings("def f():\n    '''First\n\n    more.'''\n    return 1\n") == \
+        "def f():\n    '''First …'''\n    return 1\n"
+    with pytest.raises(ValueError, match="docstrings="):
+        show_source(SourceListing, docstrings="none")
 
 
 def test_a_fence_inside_the_code_gets_a_longer_fence():

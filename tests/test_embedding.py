@@ -9,7 +9,7 @@ from pymongo.errors import DocumentTooLarge, OperationFailure
 
 from helpers import embedding as e
 from helpers import generators as g
-from helpers.counting import counting
+from helpers.counting import count_commands
 from helpers.safety import workbook_collection, workbook_collections
 
 
@@ -46,7 +46,7 @@ def test_join_costs_differ_as_taught(library):
     db, authors, books = library
     costs = {}
     for how in (e.authors_books_app_join, e.authors_books_lookup, e.authors_books_lookup_pipeline):
-        with counting() as c:
+        with count_commands() as c:
             how(db.authors, db.books)
         costs[how.__name__] = c
     app, lookup, piped = (costs[n] for n in ("authors_books_app_join", "authors_books_lookup",
@@ -91,7 +91,7 @@ def test_rename_author_changes_every_copy(library):
     second = shared["author_ids"][1]
     must_change = sum(second in b["author_ids"] for b in books)
     assert e.stale_copies(db.authors, db.books_named) == []
-    with counting() as c:
+    with count_commands() as c:
         changed = e.rename_author(db.authors, db.books_named, second, "Renamed Person")
     assert changed == {"authors changed": 1, "books changed": must_change}
     assert c.round_trips == 2 and c.docs_written == 1 + must_change
@@ -120,7 +120,7 @@ def test_add_review_both_ways(db):
     products.insert_one({"_id": 1, "name": "Lamp", "reviews": []})
     reviews = workbook_collection(db, "reviews")
     review = e.synthetic_reviews(1, seed=1)[0]
-    with counting() as c:
+    with count_commands() as c:
         assert e.add_review_embedded(products, 1, review) == 1
         e.add_review_referenced(reviews, 1, review)
     assert c.commands == ["update", "insert"] and c.docs_written == 2
@@ -191,12 +191,12 @@ def test_migrate_verify_and_switch_read_path(db):
     old = e.product_page(products, 5)
     new = e.product_page(products, 5, reviews=reviews)
     assert new["reviews"] == old["reviews"]
-    with counting() as c:
+    with count_commands() as c:
         e.product_page(products, 5, reviews=reviews)
     assert c.commands == ["find", "find"]
     # the same page in one round trip: $match + $lookup on the indexed product_id
     assert e.product_page_lookup(products, reviews, 5) == new
-    with counting() as c:
+    with count_commands() as c:
         e.product_page_lookup(products, reviews, 5)
     assert c.commands == ["aggregate"] and c.docs_returned == 1
     assert e.product_page_lookup(products, reviews, "no such product") is None
@@ -283,7 +283,7 @@ def test_two_way_references_write_both_sides(library):
     assert e.one_sided_references(two_way, db.books) == []
     solo = next(b for b in books if len(b["author_ids"]) == 1)
     other = next(a["_id"] for a in authors if a["_id"] != solo["author_ids"][0])
-    with counting() as c:
+    with count_commands() as c:
         assert e.add_coauthor(two_way, db.books, solo["_id"], other) == {"books changed": 1, "authors changed": 1}
     assert c.round_trips == 2 and c.docs_written == 2  # both sides, no read first
     assert e.add_coauthor(two_way, db.books, solo["_id"], other) == {"books changed": 0, "authors changed": 0}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pymongo import InsertOne, UpdateOne
 
-from helpers.counting import counting
+from helpers.counting import count_commands
 
 
 def test_the_mock_counts_what_a_server_counts(db):
@@ -29,7 +29,7 @@ def test_the_mock_counts_what_a_server_counts(db):
             ordered=False),
     }
     for label, call in cases.items():
-        with counting() as c:
+        with count_commands() as c:
             try:
                 call()
             except DuplicateKeyError:
@@ -103,10 +103,10 @@ def test_a_trusted_insert_skips_only_the_bson_recheck_and_only_in_its_own_thread
     monkeypatch.setattr(mc, "BSON", CountingBSON)
     db = mock.MockDatabase(mongomock_ng.MongoClient().db, recorder)
     docs = [{"_id": i, "name": f"n{i}", "tags": ["a", {"b": i}]} for i in range(250)]
-    with counting() as trusted:
+    with count_commands() as trusted:
         mock.insert_trusted(db["t"], (dict(d) for d in docs))  # a generator too
     assert not encoded  # skipped ...
-    with counting() as plain:
+    with count_commands() as plain:
         db["p"].insert_many([dict(d) for d in docs], ordered=True)
     assert len(encoded) == len(docs)  # ... where insert_many encodes every document
     assert list(db["t"].find().sort("_id", 1)) == list(db["p"].find().sort("_id", 1)) == docs

@@ -1,4 +1,4 @@
-"""helpers.exercises and helpers.checks: one check spelling, checkers in the package, progress recorded."""
+"""helpers.exercises and each lesson's checks: one check spelling, checkers in the package, progress recorded."""
 from __future__ import annotations
 
 import ast
@@ -54,7 +54,7 @@ def test_a_checker_that_raises_teaches_instead_of_crashing():
 
 
 def test_unknown_and_malformed_ids_say_what_to_do():
-    with pytest.raises(KeyError, match=r"helpers/checks/nb97\.py.*@exercise\('97\.1'"):
+    with pytest.raises(KeyError, match=r"checks\.py of notebook 97's lesson.*@exercise\('97\.1'"):
         exercises.checker("97.1")
     for bad in ("2", "2.1 breadcrumbs", "x.1", 2.1):
         with pytest.raises(ValueError, match="look like '2.1'"):
@@ -107,7 +107,7 @@ def test_every_check_in_a_notebook_has_a_checker_in_the_package(path):
     for eid in ids:
         assert re.fullmatch(rf"{int(path.name[:2])}\.\d+", eid)
         fn, hint = exercises.checker(eid)
-        assert fn.__module__ == f"helpers.checks.nb{path.name[:2]}" and hint
+        assert fn.__module__ == f"helpers.{exercises.lesson_folders()[path.name[:2]].name}.checks" and hint
 
 
 def test_checks_of_notebook_00_measure_on_every_backend(db, capsys):

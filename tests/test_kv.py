@@ -9,7 +9,7 @@ import pytest
 
 import helpers
 from helpers import kv
-from helpers.redis_backend import count_commands
+from helpers.kv.redis_backend import count_commands
 
 SCALE = 20  # aircraft: small enough for every backend pair, big enough for each workload
 
@@ -108,7 +108,7 @@ def test_the_costs_of_writing_and_reading(db, redis_keys, reports):
     for a in sorted({r["icao24"] for r in reports}):  # the lists hold each aircraft's newest 10, newest first
         want = [r for r in reports if r["icao24"] == a][::-1][:kv.LAST_N]
         stored = redis_keys.client.lrange(redis_keys.key("last", a), 0, -1)
-        assert [json.loads(x) for x in stored] == [json.loads(kv._json(r)) for r in want]
+        assert [json.loads(x) for x in stored] == [json.loads(kv.workloads._json(r)) for r in want]
     for airline in sorted({r["airline"] for r in reports}):
         got = redis_keys.client.zrange(redis_keys.key("alt", airline), 0, -1, withscores=True)
         assert dict(got) == {r["id"]: r["altitude"] for r in reports if r["airline"] == airline}
@@ -123,11 +123,11 @@ def test_the_costs_of_writing_and_reading(db, redis_keys, reports):
         assert kv.redis_store_latest(redis_keys, reports) == newest
     assert (cost.round_trips, cost.commands) == (batches, newest)
     kv.mongo_setup(db)
-    with helpers.counting() as cost:
+    with helpers.count_commands() as cost:
         kv.mongo_store_reports(db, reports)
         assert kv.mongo_store_latest(db, reports) == newest
     assert (cost.round_trips, cost.docs_written) == (2 * batches, n + newest)
-    with helpers.counting() as cost:  # per batch one upsert per minute, with every aircraft's $inc
+    with helpers.count_commands() as cost:  # per batch one upsert per minute, with every aircraft's $inc
         assert kv.mongo_store_busy(db, reports) == minutes
     assert (cost.round_trips, cost.docs_written) == (batches, minutes)
     assert sum(sum(d["counts"].values()) for d in db[kv.MINUTES].find()) == n
@@ -142,9 +142,9 @@ def test_the_costs_of_writing_and_reading(db, redis_keys, reports):
                     lambda now=now: kv.redis_busiest(redis_keys, now))
     # the computed pattern: kv_latest's counters give every aircraft's summary, as $group does
     for a in sorted({r["icao24"] for r in reports})[:10]:
-        with helpers.counting() as computed:
+        with helpers.count_commands() as computed:
             want = kv.summary(db, a)
-        with helpers.counting() as precomputed:
+        with helpers.count_commands() as precomputed:
             assert kv.summary_precomputed(db, a) == want
         assert (computed.round_trips, computed.docs_returned) == (1, 1)  # $group on the server: one document back
         assert (precomputed.round_trips, precomputed.docs_returned) == (1, 1)
@@ -164,9 +164,9 @@ def test_cache_aside_hits_never_reach_mongodb(db, redis_keys, reports):
     assert want["reports"] == sum(r["icao24"] == a for r in reports)
     for cached in (lambda: kv.redis_cached_summary(redis_keys, db, a, 60),
                    lambda: kv.mongo_cached_summary(db, a, 60)):
-        with helpers.counting() as miss_mongo, count_commands() as miss_redis:
+        with helpers.count_commands() as miss_mongo, count_commands() as miss_redis:
             assert cached() == want
-        with helpers.counting() as hit_mongo, count_commands() as hit_redis:
+        with helpers.count_commands() as hit_mongo, count_commands() as hit_redis:
             assert cached() == want
         if miss_redis.commands:  # through Redis: GET + SET on a miss, GET alone on a hit
             assert (miss_mongo.round_trips, miss_redis.commands) == (1, 2)
@@ -243,7 +243,7 @@ def test_same_says_where_the_answers_differ():
 
 
 def test_memory_reports_what_the_engine_shows(redis_conn, db, reports):
-    from helpers.redis_backend import KeySpace
+    from helpers.kv.redis_backend import KeySpace
 
     keys = KeySpace(redis_conn.client, "wbtest_memory:")
     try:

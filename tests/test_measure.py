@@ -7,8 +7,8 @@ import types
 import pytest
 
 import helpers
-from helpers import backends, compare, costs_table, measure
-from helpers.measure import STEADY_GC_THRESHOLDS, steady_gc
+from helpers import backends, benchmark, compare, costs_table
+from helpers.backends import STEADY_GC_THRESHOLDS, steady_gc
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def numbers(db):
 
 
 def test_measure_counts_one_run_and_times_every_repeat(numbers, backend):
-    m = measure("by _id", lambda: numbers.find({"_id": {"$lt": 10}}).sort("_id", 1), repeat=3,
+    m = benchmark("by _id", lambda: numbers.find({"_id": {"$lt": 10}}).sort("_id", 1), repeat=3,
                 explain=lambda: numbers.find({"_id": 5}).explain(), info=backend.info)
     assert len(m.times_ms) == 3 and all(t > 0 for t in m.times_ms)
     assert (m.round_trips, m.docs_returned, m.bytes_returned, m.docs_written) == (1, 10, 210, 0)
@@ -37,7 +37,7 @@ def test_measure_counts_one_run_and_times_every_repeat(numbers, backend):
 
 def test_measure_setup_restores_state_for_writes(db):
     coll = db["w"]
-    m = measure("insert", lambda: coll.insert_one({"_id": 1}), setup=lambda: coll.delete_many({}), repeat=3)
+    m = benchmark("insert", lambda: coll.insert_one({"_id": 1}), setup=lambda: coll.delete_many({}), repeat=3)
     assert m.docs_written == 1 and m.round_trips == 1
     assert coll.count_documents({}) == 1
 
@@ -46,7 +46,7 @@ def test_an_id_range_plan_is_shown_with_a_note_where_the_engine_scans(numbers, b
     """The plan of an ``_id`` range is the engine's own; where the probe says the ``_id`` index does
     not serve ranges, the note says a real MongoDB would scan the bounds."""
     query = {"_id": {"$gte": 10, "$lt": 20}}
-    m = measure("range", lambda: numbers.find(query).sort("_id", 1), repeat=1,
+    m = benchmark("range", lambda: numbers.find(query).sort("_id", 1), repeat=1,
                 explain=lambda: numbers.find(query).sort("_id", 1).explain(), explain_kind="id_range",
                 info=backend.info)
     caps = backend.info.caps
@@ -57,7 +57,7 @@ def test_an_id_range_plan_is_shown_with_a_note_where_the_engine_scans(numbers, b
     else:
         assert "COLLSCAN" in m.stages and m.docs_examined == 250 and "index bounds" in m.plan_note
     with pytest.raises(ValueError, match="explain_kind"):
-        measure("x", lambda: None, repeat=1, explain=lambda: {}, explain_kind="prefix", info=backend.info)
+        benchmark("x", lambda: None, repeat=1, explain=lambda: {}, explain_kind="prefix", info=backend.info)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymongo.errors import DocumentTooLarge
 
-from helpers.counting import counting
+from helpers.counting import count_commands
 from helpers.outlier import (
     OVERFLOW,
     POSTS,
@@ -125,20 +125,20 @@ def test_boundary_and_costs(db):
     for n in range(3):
         assert add_comment(db, 1, {"n": n}, threshold=3) == Added(n + 1, True)
     add_comment(db, 2, {"n": 0}, threshold=3)
-    with counting() as c:  # a started post that still has room: one atomic update
+    with count_commands() as c:  # a started post that still has room: one atomic update
         add_comment(db, 2, {"n": 1}, threshold=3)
     assert (c.round_trips, c.commands) == (1, ["findAndModify"])
     add_comment(db, 2, {"n": 2}, threshold=3)
     assert add_comment(db, 2, {"n": 3}, threshold=3) == Added(4, False)
-    with counting() as c:  # an overflowed comment: sequence number + flag, then the insert
+    with count_commands() as c:  # an overflowed comment: sequence number + flag, then the insert
         assert add_comment(db, 2, {"n": 4}, threshold=3) == Added(5, False)
     assert c.commands == ["findAndModify", "findAndModify", "insert"]
     post1, _ = _state(db, 1)
     assert post1["hasOverflow"] is False and len(post1["comments"]) == 3
-    with counting() as c:
+    with count_commands() as c:
         assert read_comments(db, 1) == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert c.round_trips == 1
-    with counting() as c:
+    with count_commands() as c:
         assert read_comments(db, 2) == [{"n": n} for n in range(5)]
     assert c.round_trips == 2 and c.docs_returned == 3
     page = read_post(db, 2)
@@ -369,7 +369,7 @@ def pause(post, seq):  # the point between reserving and storing: say so, then w
     print(f"reserved {seq}", flush=True)
     time.sleep(120)
 
-outlier._AFTER_RESERVE = pause
+outlier.pattern._AFTER_RESERVE = pause
 db = MongoClient(uri)[db_name]
 outlier.add_comment(db, post_id, {"writer": "doomed", "i": n}, threshold)
 print("stored", flush=True)  # never reached: the test kills this process first
@@ -464,7 +464,7 @@ def test_repair_while_a_writer_is_still_writing_loses_nothing(server_db, monkeyp
             reserved.set()
             assert resume.wait(30)
 
-    monkeypatch.setattr(outlier, "_AFTER_RESERVE", pause)
+    monkeypatch.setattr(outlier.pattern, "_AFTER_RESERVE", pause)
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("added", add_comment(db, "slow", {"i": 3}, threshold)))
     t.start()
@@ -571,10 +571,10 @@ def test_buckets_costs_and_bulk_load(db):
     assert counts == {POSTS: 3, OVERFLOW_BUCKETS: 1 + 3}
     for post in source:
         assert read_post(db, post["_id"], bucket_size=100)["comments"] == post["comments"]
-    with counting() as c:
+    with count_commands() as c:
         read_comments(db, 2, bucket_size=100)
     assert (c.round_trips, c.docs_returned) == (2, 4)  # the post and 3 buckets
-    with counting() as c:  # an overflowed comment: no match, the number and the flag, the upsert
+    with count_commands() as c:  # an overflowed comment: no match, the number and the flag, the upsert
         assert add_comment(db, 2, {"j": 260}, 4, bucket_size=100) == Added(261, False)
     assert (c.commands, c.docs_written) == (["findAndModify", "findAndModify", "update"], 2)
     assert [e["seq"] for e in _buckets(db, 2)[-1]["comments"]] == [201 + i for i in range(61)]
@@ -606,7 +606,7 @@ def test_buckets_crash_repair_and_bad_input(db):
 
 
 def test_a_lost_marker_sends_a_slow_bucket_writer_to_a_new_number(db, monkeypatch):
-    import helpers.outlier as outlier_module
+    import helpers.outlier.pattern as outlier_module
 
     workbook_collection(db, POSTS).insert_one({"_id": "s"})
     add_comment(db, "s", {"i": 0}, 1, bucket_size=5)
@@ -646,7 +646,7 @@ def test_concurrent_bucket_writers_lose_and_duplicate_nothing(server_db):
 def test_the_bucket_guard_admits_only_comments_a_full_bucket_can_hold(db):
     """The largest comment the guard admits for buckets of 2, stored twice in one bucket, still
     makes a document within 16 MiB (a server would refuse the second upsert otherwise)."""
-    from helpers.outlier import _check_comment, _store_in_bucket, ensure_overflow_index
+    from helpers.outlier.pattern import _check_comment, _store_in_bucket, ensure_overflow_index
 
     def admitted(k):
         try:

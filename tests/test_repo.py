@@ -29,6 +29,25 @@ def test_readme_contents_are_generated_from_the_notebooks():
         assert f"(notebooks/{nb.name})" in readme
 
 
+def test_readme_layout_table_is_generated_from_the_tree():
+    """The table of helpers/ is scripts/layout.py's: a moved, added or removed file cannot leave a stale
+    row; and no other line of the README or CONTRIBUTING names a helpers/ path that is not there."""
+    rc = subprocess.run([sys.executable, str(ROOT / "scripts" / "layout.py"), "--check"], capture_output=True, text=True)
+    assert rc.returncode == 0, rc.stdout + rc.stderr
+    stale = []
+    for doc in ("README.md", "CONTRIBUTING.md", "docs/ENGINES.md"):
+        for n, line in enumerate((ROOT / doc).read_text(encoding="utf-8").splitlines(), 1):
+            for path in re.findall(r"`(helpers/[\w/.]+)`", line):
+                if "<" not in path and not (ROOT / path).exists() and not _starter_path(path):
+                    stale.append(f"{doc}:{n}: {path}")
+    assert stale == [], f"paths that are not in the tree: {stale}"
+
+
+def _starter_path(path: str) -> bool:
+    """CONTRIBUTING's worked example names the files scripts/new_notebook.py writes for ``caching``."""
+    return path.startswith("helpers/caching/") or path == "helpers/caching/"
+
+
 def test_docker_compose_pins_a_mongo_8_image():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     image = compose["services"]["mongo"]["image"]

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import schema as sc
-from helpers import schema_infer
-from helpers.counting import counting
+from helpers.counting import count_commands
 from helpers.datasets import load_dataset
+from helpers.schema import infer as schema_infer
 
 _CAPS: dict[str, object] = {}
 
@@ -237,7 +237,7 @@ def test_infer_documents_refuses_a_non_document():
 def test_seeded_sample_is_reproducible_and_costs_one_query_plus_one_per_100_ids(db):
     coll = _collection(db)
     coll.insert_many([{"_id": i, "v": i % 7, **({"rare": 1} if i % 97 == 0 else {})} for i in range(1000)])
-    with counting() as cost:
+    with count_commands() as cost:
         inf = sc.infer_schema(coll, sample=250, seed=3)
     assert inf.sampled == 250 and inf.total == 1000
     assert cost.commands == ["find", "getMore", "find", "find", "find"]  # ids (101 + rest), 3 chunks
@@ -446,11 +446,11 @@ def _load_v1(db):
 
 def test_lazy_write_is_one_command_whatever_the_version(db):
     coll = _load_v1(db)
-    with counting() as cost:
+    with count_commands() as cost:
         assert sc.write_lazy(coll, "r005", {"altitude": 1.0}) == "written"
     assert cost.commands == ["update"] and cost.round_trips == 1 and cost.docs_returned == 0
     assert coll.count_documents(sc.NOT_CURRENT) == len(V1) - 1  # upgraded
-    with counting() as cost:
+    with count_commands() as cost:
         assert sc.write_lazy(coll, "r005", {"altitude": 2.0}) == "written"
     assert cost.commands == ["update"] and cost.round_trips == 1
     assert sc.write_lazy(coll, "nope", {"altitude": 2.0}) == "missing"
@@ -469,7 +469,7 @@ def test_one_hundred_lazy_writes_cost_one_hundred_round_trips(db):
     coll = _load_v1(db)
     rng = random.Random(5)
     writes = [(rng.choice(V1)["_id"], {"altitude": float(rng.randrange(40_000))}) for _ in range(100)]
-    with counting() as cost:
+    with count_commands() as cost:
         outcomes = [sc.write_lazy(coll, rid, change) for rid, change in writes]
     assert cost.round_trips == 100 and outcomes == ["written"] * 100
     touched = {rid for rid, _ in writes}
@@ -533,7 +533,7 @@ def test_a_server_sample_counts_each_document_once(db):
 
 def test_background_migration_ships_no_document_bodies(db):
     coll = _load_v1(db)
-    with counting() as cost:
+    with count_commands() as cost:
         result = sc.migrate_in_batches(coll, 25)
     assert (result.batches, result.upgraded, result.skipped, result.left) == (5, len(V1), 0, 0)
     assert cost.round_trips == 2 * 5 + 1  # per batch: the _id values, one update; then "none left"
@@ -542,7 +542,7 @@ def test_background_migration_ships_no_document_bodies(db):
     assert [sc.read_report(d) for d in coll.find().sort("_id", 1)] == [sc.upgrade_report(d) for d in V1]
     # the counter-example reads every document and writes every document back
     naive = _load_v1(db)
-    with counting() as cost:
+    with count_commands() as cost:
         sc.migrate_in_batches(naive, 25, naive=True)
     assert cost.bytes_returned > 50 * len(V1)
     assert [d for d in naive.find().sort("_id", 1)] == [d for d in coll.find().sort("_id", 1)]
@@ -654,11 +654,11 @@ def test_migrate_in_batches_refuses_a_bad_batch_size(db):
 
 
 # ------------------------------------------------------------------------------------------
-# the exercise checkers of notebook 05 (helpers/checks/nb05.py) accept the right answer and
+# the exercise checkers of notebook 05 (helpers/schema/checks.py) accept the right answer and
 # say what is wrong with a wrong one, on every backend
 
 def test_checker_5_1_latitude_validator(vdb):
-    from helpers.checks import nb05
+    from helpers.schema import checks as nb05
 
     coll = _collection(vdb, "reports")
     coll.insert_many([{"_id": f"r{i}", "lat": float(i % 90), "lon": 1.0} for i in range(30)])
@@ -673,7 +673,7 @@ def test_checker_5_1_latitude_validator(vdb):
 
 
 def test_checker_5_2_position_reader(db):
-    from helpers.checks import nb05
+    from helpers.schema import checks as nb05
 
     reports = _collection(db, "reports")
     reports.insert_many(V1)
@@ -694,7 +694,7 @@ def test_checker_5_2_position_reader(db):
 
 
 def test_checker_5_3_missed_paths(db):
-    from helpers.checks import nb05
+    from helpers.schema import checks as nb05
 
     coll = _collection(db, "mixed")
     coll.insert_many([{"_id": i, "kind": 1, **({"rare": True} if i == 57 else {})} for i in range(300)])

@@ -1,4 +1,4 @@
-"""scripts/new_notebook.py: a new lesson's four files pass the skeleton and layout tests the moment
+"""scripts/new_notebook.py: a new lesson's files (notebook, folder, test) pass the skeleton and layout tests the moment
 they are written (run into a copy of the repository, never into this one)."""
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def test_a_started_notebook_passes_the_skeleton_and_layout_tests_at_once(copy):
     nn = _free(copy)
     done = _run(copy, "scripts/new_notebook.py", nn, "caching")
     assert done.returncode == 0, done.stdout + done.stderr
-    for rel in (f"notebooks/{nn}_caching.ipynb", "helpers/caching.py", f"helpers/checks/nb{nn}.py", "tests/test_caching.py"):
+    for rel in (f"notebooks/{nn}_caching.ipynb", "helpers/caching/__init__.py", "helpers/caching/pattern.py",
+                "helpers/caching/checks.py", "tests/test_caching.py"):
         assert (copy / rel).is_file(), rel
     subprocess.run(["git", "add", "-A"], cwd=copy, check=True)  # the layout tests read the tracked files
     # every layout test, and the notebook tests for the new notebook (the others pass here already)
@@ -54,7 +55,10 @@ def test_a_started_notebook_passes_the_skeleton_and_layout_tests_at_once(copy):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     ran = done.stdout
     for test in (f"test_sections_in_order[{nn}_caching.ipynb]", f"test_solutions_are_last_collapsed_and_hidden[{nn}_caching",
-                 "test_every_lesson_module_names_its_notebook_first[caching]", "test_ruff_finds_nothing",
+                 "test_every_lesson_module_names_its_notebook_first[caching/pattern.py]",
+                 "test_a_lesson_face_names_its_parts_and_no_part_shadows_a_name[caching]",
+                 "test_every_import_runs_down_the_layers", "test_readme_layout_table_is_generated_from_the_tree",
+                 "test_ruff_finds_nothing",
                  "test_readme_contents_are_generated_from_the_notebooks", "test_count_by_kind_is_one_round_trip[mock]",
                  f"test_committed_notebook_is_a_clean_run[{nn}_caching.ipynb]"):
         assert "PASSED tests/" in ran and test in ran, test

@@ -20,11 +20,11 @@ def _snapshot(db):
 
 
 def _run_cli(argv):
-    from tools import advise
+    from tools import cli
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = advise.main(argv)
+        rc = cli.main(["advise", *argv])
     return rc, out.getvalue(), err.getvalue()
 
 

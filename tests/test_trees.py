@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.counting import counting
+from helpers.counting import count_commands
 from helpers.safety import is_workbook_collection
 from helpers.trees import (
     PATTERNS,
@@ -172,7 +172,7 @@ def test_fixed_tree_answers(db):
 
 
 def costs(fn, *args):
-    with counting() as c:
+    with count_commands() as c:
         fn(*args)
     return c.round_trips, c.docs_returned, c.docs_written
 
@@ -304,7 +304,7 @@ def test_graph_walk_depths_and_max_depth(db, cls):
     assert tree.graph_walk(8, up=True, max_depth=0) == [(7, 0)]
     with pytest.raises(TreeError, match="max_depth"):
         tree.graph_walk(8, up=True, max_depth=-1)
-    with counting() as c:
+    with count_commands() as c:
         tree.graph_walk(1, up=False)
     assert c.round_trips == 1
 
@@ -636,7 +636,7 @@ def test_a_path_rewrite_ships_no_subtree_where_the_engine_can(db, backend):
     tree = MaterializedPaths(db["paths"])
     tree.load(rows)
     for fn, args in ((tree.rename, (1, "A2")), (tree.move, (1, 2))):
-        with counting() as c:
+        with count_commands() as c:
             fn(*args)
         assert c.docs_written == 61
         if backend.info.caps.update_pipeline_strings:

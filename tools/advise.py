@@ -48,13 +48,6 @@ def _thresholds(pairs: list[str], base: str = "atlas"):
         raise ValueError(f"--threshold: {e}") from None
 
 
-def main(argv: list[str]) -> int:
-    """``python3 workbook.py advise ARGS``: parse ``argv`` with the command line's one parser, then :func:`run`."""
-    from tools.cli import build_parser
-
-    return run(build_parser().parse_args(["advise", *argv]))
-
-
 def run(args: argparse.Namespace) -> int:
     """Review as ``args`` (parsed by ``tools.cli``) say; print the report; the exit status."""
     try:
@@ -72,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         except BackendError:
             conn = connect("mock", db_name="advisor_demo")
         try:
-            from helpers.advisor_cases import plant_fixtures
+            from helpers.advisor.cases import plant_fixtures
 
             fixtures = plant_fixtures(conn.db, thresholds=thresholds)
             report = advisor.review(conn.db, fixtures.workload, thresholds=thresholds, info=conn.info)
@@ -94,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         from pymongo.errors import OperationFailure
 
         try:
-            workload = advisor.Workload.from_profile(conn.db) if args.profile else None
+            workload = advisor.ObservedWorkload.from_profile(conn.db) if args.profile else None
             report = advisor.review(conn.db, workload, thresholds=thresholds, info=None)
         except OperationFailure as e:  # e.g. code 13: this user may not read a collection or system.profile
             print(f"The server refused a read of database {conn.db.name!r} (code {e.code}: "
@@ -110,7 +103,3 @@ def run(args: argparse.Namespace) -> int:
             report.notes.append(f"database {conn.db.name!r} holds no collection to review: check --database")
     print(report.to_json() if args.json else report.text())
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -55,7 +55,7 @@ rename, the checks before success), :mod:`~helpers.datasets.lease` (one load at 
 """
 from __future__ import annotations
 
-from .cache import CACHE_MIN_ROWS, TypedCopy, prepare_cache, typed_copy, typed_documents
+from .cache import CACHE_MIN_ROWS, TypedCopy, typed_copy
 from .catalogue import (
     ADSB_FIELDS,
     AIRLINE_FIELDS,
@@ -76,6 +76,7 @@ from .common import BATCH_SIZE, SEED, DatasetError
 from .csvtyping import EPOCH, read_rows
 from .lease import LOCK_LEASE_S, LOCK_WAIT_S
 from .load import LoadResult, load_dataset
+from .prepare import prepare_cache, typed_documents
 from .reload import SYNC_MOST_CHANGED
 from .sampling import evenly_spaced
 from .staging import is_staging_name, rename_copies, staged_load, staging_name

@@ -1,7 +1,7 @@
 """The typed copy of a large data file, kept per machine: a load then costs little more than its inserts.
 
 A large file (139,098 ADS-B rows: about 1.5 s to read, type and key) is typed once per machine
-(``workbook.py setup`` and ``lab`` call :func:`prepare_cache`) and kept in the cache folder
+(``workbook.py setup`` and ``lab`` call :func:`helpers.datasets.prepare.prepare_cache`) and kept in the cache folder
 (``settings.cache_folder()``: ``WORKBOOK_CACHE``, default ``~/.schema_workbook/cache``), named by
 the file's sha256 (verified against ``checksums.sha256`` just before) and by the typing
 (:func:`typing_tag`). What keeps a copy from being anything but the file's own typed rows:
@@ -53,8 +53,8 @@ from .. import settings
 from .checksums import sha256, verified_digest
 from .csvtyping import Fields, typed_rows, with_ids
 
-__all__ = ["CACHE_MIN_ROWS", "TypedCopy", "typed_copy", "typed_documents", "typing_tag",
-           "copy_path", "is_cache_file", "key_path", "prepare_cache"]
+__all__ = ["CACHE_MIN_ROWS", "TypedCopy", "typed_copy", "typing_tag", "copy_path", "is_cache_file",
+           "key_path"]
 
 #: files with fewer rows are typed faster than their cached copy is found
 CACHE_MIN_ROWS = 20_000
@@ -319,13 +319,16 @@ def _decode(body: memoryview, as_bson: bool = True) -> TypedCopy:
 
 
 def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None,
-               where: str | None = None, as_bson: bool = True) -> TypedCopy:
+               where: str | None = None, as_bson: bool = True, *,
+               data_files: frozenset[str] = frozenset()) -> TypedCopy:
     """Every row of data file ``path`` typed (:func:`~helpers.datasets.csvtyping.typed_rows`), as
     documents with ``make_id``'s ``_id`` (:func:`~helpers.datasets.csvtyping.with_ids`), in BSON;
     with ``where``, each document's value of that field too (``as_bson=False``: as dicts, for a
     client that inserts only dicts: the mock). Through the cache (module docstring)
     for a large file; nothing is kept in memory between loads (the ADS-B documents hold about 75 MB).
-    The caller verified the file (``verify_file``), whose sha256 names the copy."""
+    The caller verified the file (``verify_file``), whose sha256 names the copy. ``data_files``: the
+    names of the shipped data files (``catalogue.data_files()``); a write then also tidies the
+    cache of those files' unused copies (:func:`_tidy`)."""
     digest = verified_digest(path)
     tag = typing_tag(fields, make_id, where)
     cached = copy_path(path, digest, tag)
@@ -349,49 +352,9 @@ def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = 
     if not as_bson:
         copy = TypedCopy(docs, copy.keys)
     if key is not None and len(docs) >= CACHE_MIN_ROWS:
-        from .catalogue import data_files
-
         try:
             _write(cached.parent, cached.name, MAGIC + _mac(key, identity, body) + body,
-                   data_files=data_files())
+                   data_files=data_files)
         except (OSError, _Unsafe):  # an unwritable or unsafe folder only costs the time
             pass
     return copy
-
-
-def typed_documents(path: Path, fields: Fields, make_id: Callable[..., Any] | None = None) -> list[dict[str, Any]]:
-    """:func:`typed_copy`'s documents as dicts (new ones, the caller's own)."""
-    import bson
-
-    return [bson.decode(doc.raw) for doc in typed_copy(path, fields, make_id).docs]
-
-
-def prepare_cache() -> list[str]:
-    """Type every large shipped file once, into the cache (``workbook.py lab`` and ``setup`` call
-    this), so that even a first load reads a typed copy. Returns a line per file typed now, or
-    per file that could not be (the notebook loading it will say what is wrong)."""
-    from .catalogue import SPECS
-    from .checksums import datasets_dir, verify_file
-    from .common import DatasetError
-
-    said = []
-    for spec in SPECS.values():
-        source = spec.source
-        file, fields = getattr(source, "file", None), getattr(source, "fields", None)
-        if fields is None or settings.cache_folder() is None:
-            continue
-        try:
-            path = verify_file(datasets_dir(), file)
-            tag = typing_tag(fields, source.make_id, source.where)
-            cached = copy_path(path, verified_digest(path), tag)
-            if cached is not None and cached.is_file():
-                continue
-            copy = typed_copy(path, fields, source.make_id, source.where)
-        except DatasetError as exc:
-            said.append(f"{file}: not typed ({str(exc).split(';')[0]})")
-            continue
-        if len(copy.docs) >= CACHE_MIN_ROWS:
-            said.append(f"{file}: typed once, kept in {cached.parent}" if cached is not None and cached.is_file()
-                        else f"{file}: typed, but not kept: the cache folder is not writable or not private, "
-                             f"or the key {key_path()} is not a private file of yours (chmod 600 it)")
-    return said

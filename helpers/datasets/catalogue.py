@@ -78,7 +78,7 @@ def _csv_dataset(file: str, fields: Fields, make_id: Callable[[dict[str, Any]], 
         :func:`source` hands out dicts. ``as_bson=False``: dicts (for the mock, which inserts only dicts)."""
         path = verify_file(folder, file)
         # read once: every row typed and checked, every _id unique, before any is used
-        copy = typed_copy(path, fields, make_id, where, as_bson)
+        copy = typed_copy(path, fields, make_id, where, as_bson, data_files=data_files())
         if where is None or n is None:
             return copy.docs
         chosen = evenly_spaced((key for key in copy.keys if key is not None), n)

@@ -1,0 +1,122 @@
+"""Aircraft tracking in one polymorphic collection (notebook 04): airlines, aircraft, position reports.
+
+Introduced in notebook 04 (``notebooks/04_single_collection_aerodata.ipynb``). One collection,
+``aerodata``, holds three record types with hierarchical ``_id`` values::
+
+    DAL                          recordType 1: the airline (ICAO designator)
+    DAL_a36f7e                   recordType 2: an aircraft of that airline (icao24 address)
+    DAL_a36f7e_1533099600000     recordType 3: one position report (message number)
+
+The message number is the report's UTC time in epoch milliseconds, zero-padded to 13 digits, so
+that string order is number order (``_0000000000002`` sorts before ``_0000000000010``), re-sending
+the same message produces the same ``_id`` (never a duplicate), and two reports of one aircraft in
+the same second (a raw feed hears a position about twice a second) keep two keys. Every part has a
+fixed width (3, 6, 13 characters), so a prefix like ``^DAL`` can never leak into a longer airline code.
+
+Aircraft whose callsign does not start with a known airline designator (private flights,
+registrations as callsigns, operators missing from OpenFlights) are filed under the airline
+``000`` (:data:`NO_AIRLINE`): a code no ICAO designator can have (designators are letters), which
+keeps every ``_id`` the same shape.
+
+The lesson's parts, each imported from here: ``keys`` (the ``_id``, the airline table, index bounds),
+``messages`` (validation, message number, the Stratux feed), ``store`` (ingest), ``queries`` (the
+five queries, Python objects), ``rekey`` (re-keying, sharding), ``validation`` (the ``$jsonSchema``),
+``geo`` (GeoJSON points, distance, the geo queries), ``costs`` (the tracker workload's measured
+costs, :func:`tracker_costs`) and ``probe`` (what an engine can show, from the probe made on
+connect: the lesson's labelled lines). ``checks`` holds the exercises' checkers.
+"""
+from __future__ import annotations
+
+from .costs import (
+    tracker_costs,
+)
+from .geo import (
+    EARTH_RADIUS_KM,
+    GEO_FIELD,
+    distance_km,
+    ensure_geo_index,
+    geo_point,
+    nearest,
+    within_km,
+)
+from .keys import (
+    AIRCRAFT,
+    AIRLINE,
+    COLLECTION,
+    NO_AIRLINE,
+    QUERY_BATCH,
+    REPORT,
+    SEQ_DIGITS,
+    IdParts,
+    airline_of_callsign,
+    airline_table,
+    keys_in_bounds,
+    make_id,
+    parse_id,
+    prefix_bounds,
+)
+from .messages import (
+    IngestResult,
+    Rejected,
+    message_number,
+    parse_stratux,
+    to_stratux_json,
+    validate_message,
+)
+from .probe import (
+    TransactionMode,
+    explain_lines,
+    geo_notes,
+    insert_or_refusal,
+    prefix_scan_note,
+    range_forms_note,
+    transaction_mode,
+    validation_levels,
+    validator_on,
+)
+from .queries import (
+    Aircraft,
+    Airline,
+    Report,
+    aircraft,
+    airline,
+    airline_all,
+    fleet,
+    from_document,
+    latest_positions,
+    latest_report,
+    prefix_regex,
+    reports,
+)
+from .rekey import (
+    rekey_aircraft,
+    shard_writes,
+)
+from .store import (
+    ensure_indexes,
+    ingest,
+    ingest_batch,
+    insert_new,
+)
+from .validation import (
+    aerodata_schema,
+    apply_validator,
+    invalid_documents,
+    why_refused,
+)
+
+__all__ = [
+    "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "QUERY_BATCH", "AIRLINE", "AIRCRAFT", "REPORT",
+    "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
+    "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "insert_new", "ensure_indexes",
+    "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
+    "latest_positions", "tracker_costs",
+    "to_stratux_json", "parse_stratux",
+    "Airline", "Aircraft", "Report", "from_document",
+    "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
+    "GEO_FIELD", "EARTH_RADIUS_KM", "message_number", "geo_point", "distance_km", "nearest",
+    "within_km", "ensure_geo_index",
+    "aerodata_schema", "apply_validator", "invalid_documents", "why_refused",
+    "prefix_scan_note", "range_forms_note", "explain_lines", "geo_notes", "TransactionMode",
+    "transaction_mode", "validator_on", "insert_or_refusal", "validation_levels",
+]

@@ -1,0 +1,191 @@
+"""Checkers of notebook 04 (aircraft tracking in one polymorphic collection)."""
+from __future__ import annotations
+
+from typing import Any
+
+import bson
+
+from ..exercises import exercise
+from ..sizes import human_bytes
+from . import COLLECTION, GEO_FIELD, airline_of_callsign, distance_km, make_id, prefix_bounds
+
+# the givens of exercise 4.3, as its text states them
+_DAYS, _REPORTS_PER_DAY = 7, 2_500_000
+
+
+@exercise("4.1", hint="the latest report is the last key of the aircraft's range: read the range backwards, "
+                     "limit 1 (ad.latest_report), once per aircraft of ad.fleet(db, AIRLINE)",
+          query_result=True)
+def last_position(answer: Any, *, db: Any, airline: str) -> str | None:
+    """``{icao24: (timestamp, lat, lon)}`` of the latest report of each aircraft of ``airline``."""
+    if not isinstance(answer, dict):
+        return "give a dict: {icao24: (timestamp, lat, lon)}"
+    want: dict[str, tuple] = {}  # one query, independent of the answer's: the airline's range of the
+    lo, hi = prefix_bounds(make_id(airline) + "_")  # {recordType, _id} index, a range on every engine
+    # (no airline condition: every _id in the range starts with the airline's code, so it would add nothing)
+    for r in db[COLLECTION].find({"recordType": 3, "_id": {"$gte": lo, "$lt": hi}},
+                                 {"icao24": 1, "timestamp": 1, "lat": 1, "lon": 1}):
+        want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
+    if set(answer) != set(want):
+        return f"expected the {len(want)} aircraft of {airline}'s fleet, got {len(answer)} keys"
+    wrong = sorted(k for k in want if tuple(answer[k]) != want[k])
+    return f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}" if wrong else None
+
+
+@exercise("4.2", hint="tight bounds need ^ and case sensitivity on an indexed field; see section 4.7")
+def slow_query(answer: Any, *, aerodata: Any) -> str | None:
+    """``(filter, why)``: a filter that matches documents but, by the model of 4.7, cannot use tight bounds."""
+    if not isinstance(answer, tuple) or len(answer) != 2:
+        return "give a pair: (filter, why)"
+    query, reason = answer
+    if not isinstance(query, dict) or len(query) != 1:
+        return "give a filter on exactly one field, e.g. {'_id': {'$regex': ...}}"
+    if reason not in ("unanchored", "case-insensitive", "no index"):
+        return f"why={reason!r} is not one of the three reasons"
+    if aerodata.find_one(query, {"_id": 1}) is None:
+        return "the filter matches nothing: pick one that returns documents"
+    (field, cond), = query.items()
+    indexed = {k[0] for i in aerodata.index_information().values() for k in i["key"]}
+    if reason == "no index":
+        return None if field not in indexed else f"{field!r} has an index"
+    pattern = cond.get("$regex", "") if isinstance(cond, dict) else ""
+    if field != "_id" or not isinstance(pattern, str) or not pattern:
+        return "use a $regex on _id for 'unanchored' or 'case-insensitive'"
+    if reason == "unanchored":
+        return None if not pattern.startswith("^") else "this pattern is anchored: it has tight bounds"
+    return None if "i" in cond.get("$options", "") else "a case-insensitive regex needs $options: 'i'"
+
+
+@exercise("4.3", hint="days x reports per day x average report size (section 4.9)")
+def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
+    """The bytes of a week of report documents, at the average report size measured again here."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return f"give a number of bytes, not {answer!r}"
+    sizes = [len(bson.encode(d)) for d in aerodata.find({"recordType": 3})]
+    if not sizes:
+        return "there are no reports: run the notebook from the top"
+    want = _DAYS * _REPORTS_PER_DAY * sum(sizes) / len(sizes)
+    if abs(answer - want) > 0.01 * want:
+        return f"{human_bytes(answer)} is more than 1% away from the size of a week of reports"
+    return None
+
+
+@exercise("4.4", hint="a $geoWithin with $centerSphere (radians: km / ad.EARTH_RADIUS_KM), or ad.within_km(positions, ZRH, 10) "
+                      "of section 4.11; collect the icao24 of the reports it returns")
+def near_zurich(answer: Any, *, aerodata: Any, point: Any) -> str | None:
+    """The icao24 of every aircraft with a report within 10 km of ``point``, recomputed client-side."""
+
+    if not isinstance(answer, (set, frozenset, list, tuple)) or not all(isinstance(a, str) for a in answer):
+        return "give a set of icao24 strings"
+    center = point["coordinates"] if isinstance(point, dict) else point
+    inner, outer = set(), set()  # a report right on the 10 km edge may fall either way on another sphere model
+    for r in aerodata.find({"recordType": 3}, {"icao24": 1, GEO_FIELD: 1}):
+        d = distance_km(center, r[GEO_FIELD]["coordinates"])
+        if d <= 9.99:
+            inner.add(r["icao24"])
+        if d <= 10.01:
+            outer.add(r["icao24"])
+    got = set(answer)
+    if not inner <= got:
+        return f"{len(inner - got)} aircraft heard within 10 km are missing"
+    if not got <= outer:
+        return f"{len(got - outer)} of your aircraft were never heard within 10 km (longitude first?)"
+    return None
+
+
+@exercise("4.5", hint="build each message's key by the second with ad.make_id(airline, icao24, int(timestamp)) and "
+                      "count the keys that are not new")
+def lost_by_second(answer: Any, *, messages: Any) -> str | None:
+    """How many of ``messages`` a key by the epoch second refuses as duplicates."""
+
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        return f"give a whole number of messages, not {answer!r}"
+    keys = [(airline_of_callsign(m.get("callsign")), m["icao24"], int(m["timestamp"])) for m in messages]
+    want = len(keys) - len(set(keys))
+    if answer != want:
+        return f"{answer} is not the number of messages whose key by the second was taken already"
+    return None
+
+
+@exercise("4.6", hint="a dict like {'lat': {'minimum': ..., 'maximum': ...}, 'lon': {...}}: bounds around the "
+                      "receiver's region that every stored report meets, and that a swapped pair (lat near 8, "
+                      "lon near 47) does not")
+def region_rules(answer: Any, *, aerodata: Any) -> str | None:
+    """``$jsonSchema`` properties for ``lat`` and ``lon`` that accept every stored report of ``aerodata``
+    and refuse each of them with latitude and longitude swapped (checked client-side, the same on every
+    engine, by :func:`_number_rule_breaks`)."""
+
+    if not isinstance(answer, dict) or set(answer) != {"lat", "lon"} or \
+            not all(isinstance(v, dict) for v in answer.values()):
+        return "give a dict with two keys, 'lat' and 'lon', each a $jsonSchema rule (a dict)"
+    reports = list(aerodata.find({"recordType": 3}, {"_id": 1, "lat": 1, "lon": 1}).sort("_id", 1))
+    if not reports:
+        return "the collection given holds no position reports: pass the one of section 4.11"
+    try:
+        refused = [r["_id"] for r in reports if _breaks(answer, {"lat": r["lat"], "lon": r["lon"]})]
+        swapped_ok = [r["_id"] for r in reports if not _breaks(answer, {"lat": r["lon"], "lon": r["lat"]})]
+    except ValueError as e:
+        return f"the rules use a keyword this check cannot evaluate ({e}); bsonType, minimum and maximum suffice"
+    if refused:
+        return f"{len(refused)} of the {len(reports)} stored reports break these rules, e.g. {refused[0]}"
+    if swapped_ok:
+        return f"{len(swapped_ok)} reports with latitude and longitude swapped still pass, e.g. {swapped_ok[0]}"
+    return None
+
+
+@exercise("4.7", hint="workload.with_rate('latest position of a fleet', 100) is the changed workload; its "
+                     "pick(designs) ranks the designs by round trips a day")
+def quiet_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
+    """The design the tracker picks by round trips a day once the live map is opened 100 times a day."""
+    if answer not in designs:
+        return f"{answer!r} is not one of the designs: {sorted(designs)}"
+    before = workload.pick(designs)
+    quiet = workload.with_rate("latest position of a fleet", 100)
+    want = quiet.pick(designs)
+    if answer == before and want != before:
+        return f"{answer} is the pick at 8,640 map refreshes a day: change the rate to 100 first"
+    if answer != want:
+        daily = quiet.weigh(designs)["round trips / day"]
+        return f"{answer} needs {daily[answer]:,.0f} round trips a day; another design needs fewer"
+    return None
+
+
+#: the ``bsonType`` aliases of numbers (``"number"`` is any of them)
+_NUMBER_TYPES = ("int", "long", "double", "decimal")
+
+
+def _number_type(value: Any) -> str | None:
+    """The BSON type a number is stored as (pymongo's rule: an int past 32 bits is a long), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, bson.int64.Int64):
+        return "long"
+    if isinstance(value, int):
+        return "int" if -2**31 <= value < 2**31 else "long"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, bson.decimal128.Decimal128):
+        return "decimal"
+    return None
+
+
+def _number_rule_breaks(rule: Any, value: Any) -> bool:
+    """Whether ``value`` breaks the ``$jsonSchema`` rule ``rule`` of a number field, for the keywords
+    a range needs (``bsonType``, ``minimum``, ``maximum``), evaluated as MongoDB does; ValueError for any
+    other keyword, rather than guess."""
+    unknown = set(rule) - {"bsonType", "minimum", "maximum"}
+    if unknown:
+        raise ValueError(f"keyword(s) {sorted(unknown)} not evaluated here")
+    kind = _number_type(value)
+    if "bsonType" in rule:
+        wanted = [rule["bsonType"]] if isinstance(rule["bsonType"], str) else list(rule["bsonType"])
+        if kind not in wanted and not ("number" in wanted and kind is not None):
+            return True
+    if kind is None:  # minimum and maximum apply to numbers only
+        return False
+    number = float(value.to_decimal()) if kind == "decimal" else value
+    return ("minimum" in rule and number < rule["minimum"]) or ("maximum" in rule and number > rule["maximum"])
+
+
+def _breaks(rules: dict[str, Any], doc: dict[str, Any]) -> bool:
+    return any(_number_rule_breaks(rules[field], doc[field]) for field in ("lat", "lon"))

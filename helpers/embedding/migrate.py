@@ -1,0 +1,233 @@
+"""Embedding vs referencing, part two: start embedded, pivot later (notebook 01).
+
+Moving a product's embedded reviews to a collection of their own, with nothing lost:
+:func:`migrate_reviews` copies them in batches, :func:`review_digests` and :func:`verify_migration`
+prove every review arrived intact, :func:`drop_embedded_reviews` removes the arrays afterwards; and
+the cut-over that loses no review written meanwhile: :func:`add_review` (the application's write
+path, steered by a flag per product) with :func:`migrate_reviews_flagged`. Re-exported by
+:mod:`helpers.embedding`, the lesson module.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import bson
+from pymongo import DeleteMany, InsertOne, ReplaceOne, ReturnDocument, UpdateOne
+
+from ..safety import track_collection
+
+__all__ = ["migrate_reviews", "MigrationReport", "review_digests", "verify_migration", "review_digests_of", "drop_embedded_reviews", "add_review", "migrate_reviews_flagged"]
+
+Document = dict[str, Any]
+REVIEW_META = ("_id", "product_id", "n")  # fields a review gets when it moves to its own collection
+
+
+def _check_collection(value: Any, variable: str) -> None:
+    if not (hasattr(value, "find") and hasattr(value, "insert_one")):
+        raise TypeError(f"{variable} must be a collection (e.g. db['{variable}']), "
+                        f"not {type(value).__name__}; pass the collection object itself")
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.8: start embedded, pivot later
+
+@dataclass
+class MigrationReport:
+    """What :func:`migrate_reviews` did."""
+
+    products: int = 0
+    reviews_copied: int = 0
+    bulk_writes: int = 0
+    per_product: dict[Any, int] = field(default_factory=dict, repr=False)
+
+
+def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
+                    only: Iterable[Any] | None = None) -> MigrationReport:
+    """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
+
+    Each review becomes ``{"_id": "<product>-<n>", "product_id", "n", **review}`` (``n`` = its
+    position in the array). Safe to run again: when ``reviews`` already holds reviews, each batch
+    first deletes that batch's products' reviews, then inserts them, in one ordered ``bulk_write``.
+    A first copy (``reviews`` empty when it starts) has nothing to delete, and builds the
+    ``(product_id, n)`` index once at the end instead of updating it on every insert; it assumes
+    nobody else writes ``reviews`` meanwhile (if one does, an insert stops with E11000, and running
+    it again finishes the copy: nothing is lost). The products are not changed
+    (drop the arrays with :func:`drop_embedded_reviews` once :func:`verify_migration` agrees).
+    ``only``: copy just these products (to repair the ones :func:`verify_migration` reports).
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
+    track_collection(reviews.database, reviews.name)
+    first_copy = reviews.find_one({}, {"_id": 1}) is None
+    if not first_copy:
+        reviews.create_index([("product_id", 1), ("n", 1)])  # the deletes below find a batch's reviews by it
+    report = MigrationReport()
+
+    def flush(pids: list[Any], ops: list[Any]) -> None:
+        if pids:
+            deletes = [] if first_copy else [DeleteMany({"product_id": {"$in": pids}})]
+            reviews.bulk_write([*deletes, *ops], ordered=True)
+            report.bulk_writes += 1
+
+    pids: list[Any] = []
+    ops: list[Any] = []
+    wanted: dict[str, Any] = {} if only is None else {"_id": {"$in": list(only)}}
+    for p in products.find({"reviews": {"$exists": True}, **wanted}, {"reviews": 1}).sort("_id", 1):
+        pid = p["_id"]
+        pids.append(pid)
+        for n, review in enumerate(p["reviews"]):
+            ops.append(InsertOne({"_id": f"{pid}-{n}", "product_id": pid, "n": n, **review}))
+        report.products += 1
+        report.reviews_copied += len(p["reviews"])
+        report.per_product[pid] = len(p["reviews"])
+        if len(pids) >= batch_size:
+            flush(pids, ops)
+            pids, ops = [], []
+    flush(pids, ops)
+    if first_copy:
+        reviews.create_index([("product_id", 1), ("n", 1)])  # the read path and verify_migration use it
+    return report
+
+
+def _digest(reviews: Iterable[Document]) -> str:
+    h = hashlib.sha256()
+    for r in reviews:
+        h.update(bson.encode({k: v for k, v in r.items() if k not in REVIEW_META}))
+    return h.hexdigest()[:16]
+
+
+def review_digests(source: Any, *, embedded: bool) -> dict[Any, tuple[int, str]]:
+    """``{product_id: (review count, content digest)}`` from the embedded arrays or the collection.
+
+    The digest is a sha256 over each review's BSON (without ``_id``, ``product_id``, ``n``) in
+    array order, so a lost, changed or reordered review changes it. Products without reviews
+    are left out on both sides.
+    """
+    _check_collection(source, "source")
+    out: dict[Any, tuple[int, str]] = {}
+    if embedded:
+        for p in source.find({"reviews.0": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
+            out[p["_id"]] = (len(p["reviews"]), _digest(p["reviews"]))
+        return out
+    groups: dict[Any, list[Document]] = {}
+    for r in source.find({}).sort([("product_id", 1), ("n", 1)]):
+        groups.setdefault(r["product_id"], []).append(r)
+    return {pid: (len(rs), _digest(rs)) for pid, rs in groups.items()}
+
+
+def review_digests_of(reviews_by_product: dict[Any, Sequence[Document]]) -> dict[Any, tuple[int, str]]:
+    """:func:`review_digests` of reviews held in Python: ``{product_id: [review, ...]}`` in order.
+
+    For the expected state after a migration: the arrays as they were, plus every review the
+    application was told was stored meanwhile. Products without reviews are left out.
+    """
+    return {pid: (len(rs), _digest(rs)) for pid, rs in reviews_by_product.items() if rs}
+
+
+def verify_migration(products: Any, reviews: Any) -> list[str]:
+    """Compare per-product counts and digests of the embedded arrays and the new collection.
+
+    Returns one line per product that differs (empty: nothing lost, nothing changed).
+    """
+    before = review_digests(products, embedded=True)
+    after = review_digests(reviews, embedded=False)
+    problems = []
+    for pid in sorted(set(before) | set(after), key=lambda x: (type(x).__name__, x)):
+        b, a = before.get(pid), after.get(pid)
+        if b != a:
+            problems.append(f"product {pid!r}: embedded {b[0] if b else 0} reviews, collection "
+                            f"{a[0] if a else 0}" + (", same count but different content" if a and b and a[0] == b[0] else ""))
+    return problems
+
+
+def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: int = 500) -> int:
+    """After a verified migration: replace each product's ``reviews`` array by ``review_count``.
+
+    ``counts`` is :attr:`MigrationReport.per_product`. One ``bulk_write`` of ``UpdateOne`` per batch;
+    returns the products modified.
+    """
+    _check_collection(products, "products")
+    if not isinstance(counts, dict):
+        raise TypeError(f"counts must be the dict MigrationReport.per_product ({{product _id: reviews}}) "
+                        f"returned by migrate_reviews, not {type(counts).__name__}")
+    modified = 0
+    items = sorted(counts.items(), key=lambda kv: (type(kv[0]).__name__, kv[0]))
+    for start in range(0, len(items), batch_size):
+        ops = [UpdateOne({"_id": pid}, {"$unset": {"reviews": ""}, "$set": {"review_count": n}})
+               for pid, n in items[start:start + batch_size]]
+        if ops:
+            modified += products.bulk_write(ops, ordered=True).modified_count
+    return modified
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.8: the cut-over that loses nothing (a version flag per product)
+
+def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -> str:
+    """The application's write path during a migration: where the product's reviews live now.
+
+    While the product has no ``reviews_in: "collection"`` flag, ``$push`` into its array (the flag
+    is in the filter, so a push can never land after the flag is set). Once flagged, take the next
+    position from ``review_count`` (``$inc``, atomic) and insert the review as its own document.
+    Returns ``"array"`` or ``"collection"``. Notebook 01, section 8.
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"}},
+                                 {"$push": {"reviews": review}})
+    if pushed.matched_count:
+        return "array"
+    after = products.find_one_and_update({"_id": product_id, "reviews_in": "collection"},
+                                         {"$inc": {"review_count": 1}}, projection={"review_count": 1},
+                                         return_document=ReturnDocument.AFTER)
+    if after is None:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+    n = int(after["review_count"]) - 1
+    reviews.insert_one({"_id": f"{product_id}-{n}", "product_id": product_id, "n": n, **review})
+    return "collection"
+
+
+def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 200,
+                            after_batch: Callable[[list[Any]], Any] | None = None) -> MigrationReport:
+    """Move every product's reviews to ``reviews`` without losing one written meanwhile.
+
+    Per batch of products: (1) one ``update_many`` sets ``reviews_in: "collection"`` and
+    ``review_count`` (the array's size) in each product, atomically per product, so from then on
+    :func:`add_review` writes that product's new reviews to the collection; (2) read the arrays,
+    which can no longer change; (3) upsert them by ``_id`` (``<product>-<n>``: safe to run again,
+    and a review a writer inserted meanwhile is never deleted); (4) ``$unset`` the arrays.
+    ``after_batch(product_ids)`` is called after each batch (the notebook uses it to write a
+    review in the middle of the migration). Notebook 01, section 8.
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
+    track_collection(reviews.database, reviews.name)
+    reviews.create_index([("product_id", 1), ("n", 1)])
+    report = MigrationReport()
+    ids = [p["_id"] for p in products.find({"reviews_in": {"$ne": "collection"}}, {"_id": 1}).sort("_id", 1)]
+    for start in range(0, len(ids), batch_size):
+        batch = ids[start:start + batch_size]
+        products.update_many({"_id": {"$in": batch}, "reviews_in": {"$ne": "collection"}},
+                             [{"$set": {"reviews_in": "collection",
+                                        "review_count": {"$size": {"$ifNull": ["$reviews", []]}}}}])
+        ops: list[Any] = []
+        for p in products.find({"_id": {"$in": batch}, "reviews": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
+            for n, review in enumerate(p["reviews"]):
+                ops.append(ReplaceOne({"_id": f"{p['_id']}-{n}"},
+                                      {"product_id": p["_id"], "n": n, **review}, upsert=True))
+            report.products += 1
+            report.reviews_copied += len(p["reviews"])
+            report.per_product[p["_id"]] = len(p["reviews"])
+        if ops:
+            reviews.bulk_write(ops, ordered=True)
+            report.bulk_writes += 1
+        products.update_many({"_id": {"$in": batch}, "reviews_in": "collection"}, {"$unset": {"reviews": ""}})
+        if after_batch is not None:
+            after_batch(batch)
+    return report

@@ -1,0 +1,589 @@
+"""Embedding vs referencing: the pattern code of notebook 01 (``01_embed_vs_reference.ipynb``).
+
+What the lesson measures, one small function per idea:
+
+* the same question answered three ways over authors and books (many-to-many by ``_id``):
+  :func:`authors_books_app_join` (two queries), :func:`authors_books_lookup`
+  (``$lookup`` with ``localField``/``foreignField``) and :func:`authors_books_lookup_pipeline`
+  (``$lookup`` with a pipeline that sorts and trims the joined books);
+* what a ``$lookup`` makes the server examine: :func:`foreign_query_plan` explains the query that
+  ``$lookup`` runs on the foreign collection for each input document;
+* two-way references and duplicated fields: :func:`with_book_ids`, :func:`add_coauthor`,
+  :func:`one_sided_references`, :func:`books_with_author_names`, :func:`rename_author`,
+  :func:`stale_copies`;
+* writes: :func:`add_review_embedded` vs :func:`add_review_referenced`;
+* consistency: :func:`update_product_version` and :func:`product_is_consistent` (one document,
+  several fields and an array, atomic), :func:`author_copies_agree` and
+  :func:`rename_author_in_transaction` (two copies, made atomic by a transaction),
+  :func:`count_torn_reads` (writers and readers at once);
+* hot documents: :func:`hot_document_throughput` (threads pushing into one array vs inserting);
+* growth and the 16 MiB limit: :func:`synthetic_reviews`, :func:`sizes_by_review_count`,
+  :func:`push_reviews_until_limit`;
+* "start embedded, pivot later": :func:`migrate_reviews`, :func:`review_digests`,
+  :func:`verify_migration`, :func:`drop_embedded_reviews`, :func:`product_page`; and the cut-over
+  that loses no review written meanwhile: :func:`add_review`, :func:`migrate_reviews_flagged`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import bson
+from pymongo.errors import DocumentTooLarge, OperationFailure
+
+from ..generators import reviews as synthetic_reviews
+from ..plans import explain_find, lookup_summary, plan_summary
+from ..sizes import check_document_size
+from .migrate import (  # part two of the lesson (start embedded, pivot later), re-exported here
+    _check_collection,
+)
+
+__all__ = ["authors_books_app_join", "authors_books_lookup", "authors_books_lookup_pipeline", "product_page_lookup", "product_page_work", "find_work", "add_work", "foreign_query_plan", "ForeignPlan", "lookup_stage_stats", "books_with_author_names", "with_book_ids", "add_coauthor", "one_sided_references", "rename_author", "stale_copies", "update_product_version", "product_is_consistent", "author_copies_agree", "rename_author_in_transaction", "read_in_transaction", "count_torn_reads", "TornReads", "hot_document_throughput", "Throughput", "add_review_embedded", "add_review_referenced", "synthetic_reviews", "sizes_by_review_count", "push_reviews_until_limit", "GrowthResult", "product_page"]
+
+Document = dict[str, Any]
+def _check_ids(author_ids: Any) -> list[Any] | None:
+    if author_ids is None:
+        return None
+    if isinstance(author_ids, (str, bytes)) or not isinstance(author_ids, Iterable):
+        raise TypeError(f"author_ids must be a list of author _id values (or None for all authors), "
+                        f"not {author_ids!r}")
+    return list(author_ids)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.2: one question, three ways. "Each author, with the title and year of each of their books."
+
+def authors_books_app_join(authors: Any, books: Any, author_ids: Sequence[Any] | None = None) -> list[Document]:
+    """Application-side join: one query for the authors, one for their books, joined in Python.
+
+    A book with two authors comes back once and is listed under both. Authors in ``_id`` order,
+    books in ``_id`` order. Notebook 01, section 2.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books, "books")
+    ids = _check_ids(author_ids)
+    author_filter = {} if ids is None else {"_id": {"$in": ids}}
+    people = list(authors.find(author_filter).sort("_id", 1))
+    wanted = [a["_id"] for a in people]
+    by_author: dict[Any, list[Document]] = {a: [] for a in wanted}
+    for book in books.find({"author_ids": {"$in": wanted}},
+                           {"_id": 0, "title": 1, "year": 1, "author_ids": 1}).sort("_id", 1):
+        for a in book["author_ids"]:
+            if a in by_author:
+                by_author[a].append({"title": book["title"], "year": book["year"]})
+    return [{"_id": a["_id"], "name": a["name"], "books": by_author[a["_id"]]} for a in people]
+
+
+def authors_books_lookup(authors: Any, books: Any, author_ids: Sequence[Any] | None = None) -> list[Document]:
+    """``$lookup`` with ``localField``/``foreignField``: one aggregation, whole books joined.
+
+    The server sends every joined book in full (``author_ids`` and ``_id`` included); the
+    trimming to title and year happens here, after the bytes have crossed the wire.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books, "books")
+    ids = _check_ids(author_ids)
+    pipeline: list[Document] = [] if ids is None else [{"$match": {"_id": {"$in": ids}}}]
+    pipeline += [
+        {"$sort": {"_id": 1}},
+        {"$lookup": {"from": books.name, "localField": "_id", "foreignField": "author_ids", "as": "books"}},
+    ]
+    out = []
+    for a in authors.aggregate(pipeline):
+        joined = sorted(a["books"], key=lambda b: b["_id"])  # $lookup promises no order
+        out.append({"_id": a["_id"], "name": a["name"],
+                    "books": [{"title": b["title"], "year": b["year"]} for b in joined]})
+    return out
+
+
+def authors_books_lookup_pipeline(authors: Any, books: Any,
+                                  author_ids: Sequence[Any] | None = None) -> list[Document]:
+    """``$lookup`` with a pipeline: the join condition plus ``$sort`` and ``$project`` on the server.
+
+    Uses ``localField``/``foreignField`` together with ``pipeline`` (MongoDB 5.0+), so the
+    equality can use an index on ``books.author_ids``; only title and year cross the wire.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books, "books")
+    ids = _check_ids(author_ids)
+    pipeline: list[Document] = [] if ids is None else [{"$match": {"_id": {"$in": ids}}}]
+    pipeline += [
+        {"$sort": {"_id": 1}},
+        {"$lookup": {"from": books.name, "localField": "_id", "foreignField": "author_ids",
+                     "pipeline": [{"$sort": {"_id": 1}}, {"$project": {"_id": 0, "title": 1, "year": 1}}],
+                     "as": "books"}},
+    ]
+    return [{"_id": a["_id"], "name": a["name"], "books": a["books"]} for a in authors.aggregate(pipeline)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.3: what $lookup makes the server examine
+
+@dataclass
+class ForeignPlan:
+    """The foreign-side queries of a ``$lookup``, explained one input document at a time."""
+
+    queries: int  # one per input document
+    stages: str  # e.g. "FETCH > IXSCAN" or "COLLSCAN" (the first query's plan)
+    keys_examined: int
+    docs_examined: int
+    docs_matched: int
+
+
+def foreign_query_plan(foreign: Any, foreign_field: str, local_values: Iterable[Any]) -> ForeignPlan:
+    """Explain ``foreign.find({foreign_field: v})`` for each ``v``: the query ``$lookup`` runs per input.
+
+    Sums keys and documents examined over all of them. Only meaningful on a backend whose
+    ``caps.explain`` is True (notebook 01, section 3 checks before calling).
+    """
+    _check_collection(foreign, "foreign")
+    if not isinstance(foreign_field, str) or not foreign_field:
+        raise ValueError(f"foreign_field must be a field name such as 'author_ids', not {foreign_field!r}")
+    values = list(local_values)
+    if not values:
+        raise ValueError("local_values is empty: pass the localField values, e.g. the authors' _id values")
+    keys = docs = matched = 0
+    first_stages = ""
+    for v in values:
+        plan = foreign.find({foreign_field: v}).explain()
+        stages, k, d = plan_summary(plan)
+        first_stages = first_stages or stages
+        keys += k or 0
+        docs += d or 0
+        matched += int(plan.get("executionStats", {}).get("nReturned", 0))
+    return ForeignPlan(len(values), first_stages, keys, docs, matched)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.4: duplicated fields (the author's name stored in each book)
+
+def books_with_author_names(authors: Iterable[Document], books: Iterable[Document]) -> list[Document]:
+    """Books with a copy of each author's name: ``authors: [{"_id": 3, "name": "Ada Abe"}, ...]``."""
+    names = {a["_id"]: a["name"] for a in authors}
+    out = []
+    for b in books:
+        missing = [a for a in b["author_ids"] if a not in names]
+        if missing:
+            raise ValueError(f"book {b['_id']} references author(s) {missing} that are not in authors: "
+                             f"load authors and books from the same dataset")
+        out.append({"_id": b["_id"], "title": b["title"], "year": b["year"],
+                    "authors": [{"_id": a, "name": names[a]} for a in b["author_ids"]]})
+    return out
+
+
+def rename_author(authors: Any, books_named: Any, author_id: Any, new_name: str, *,
+                  session: Any = None) -> dict[str, int]:
+    """Rename an author in the source of truth and in every book that holds a copy of the name.
+
+    Two writes: one ``update_one`` on authors, one ``update_many`` with an ``arrayFilters`` on the
+    books, so a co-author's entry in the same book is left alone. Returns documents changed.
+    ``session``: run both writes in that session (:func:`rename_author_in_transaction`).
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books_named, "books_named")
+    if not isinstance(new_name, str) or not new_name.strip():
+        raise ValueError(f"new_name must be a non-empty string, not {new_name!r}")
+    a = authors.update_one({"_id": author_id}, {"$set": {"name": new_name}}, session=session)
+    if a.matched_count == 0:
+        raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
+    b = books_named.update_many({"authors._id": author_id},
+                                {"$set": {"authors.$[who].name": new_name}},
+                                array_filters=[{"who._id": author_id}], session=session)
+    return {"authors changed": a.modified_count, "books changed": b.modified_count}
+
+
+def stale_copies(authors: Any, books_named: Any) -> list[Document]:
+    """Every book whose copy of an author's name differs from the author document, by book ``_id``."""
+    _check_collection(authors, "authors")
+    _check_collection(books_named, "books_named")
+    truth = {a["_id"]: a["name"] for a in authors.find({}, {"name": 1})}
+    out = []
+    for b in books_named.find({}, {"authors": 1}).sort("_id", 1):
+        for entry in b["authors"]:
+            if truth.get(entry["_id"]) != entry["name"]:
+                out.append({"book": b["_id"], "author": entry["_id"], "copy says": entry["name"],
+                            "author document says": truth.get(entry["_id"])})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.5: consistency: what a concurrent reader can see
+
+def update_product_version(products: Any, product_id: Any, version: int) -> None:
+    """One ``update_one`` that changes several fields and an embedded array together.
+
+    Sets ``version``, ``label`` (``"v<version>"``) and ``stock`` (= ``version``) and pushes
+    ``{"version": version}`` onto ``history``. A single-document write is atomic, so a reader sees
+    all of it or none of it (:func:`product_is_consistent`). Notebook 01, section 5.
+    """
+    _check_collection(products, "products")
+    r = products.update_one({"_id": product_id},
+                            {"$set": {"version": version, "label": f"v{version}", "stock": version},
+                             "$push": {"history": {"version": version}}})
+    if r.matched_count == 0:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+
+
+def product_is_consistent(doc: Document) -> bool:
+    """True if every field :func:`update_product_version` writes tells the same version."""
+    v = doc.get("version", 0)
+    history = doc.get("history", [])
+    return (doc.get("label") == f"v{v}" and doc.get("stock") == v and len(history) == v
+            and (not history or history[-1] == {"version": v}))
+
+
+def author_copies_agree(authors: Any, books_named: Any, author_id: Any, *, session: Any = None) -> bool:
+    """Read an author and every book that copies the name; True if all the copies agree with it.
+
+    Two queries (the author, then the books). Without a ``session`` in a transaction a rename can
+    land between them, or between two books, and the reader sees a *torn* state: some copies old,
+    some new. Notebook 01, section 5.
+    """
+    author = authors.find_one({"_id": author_id}, {"name": 1}, session=session)
+    if author is None:
+        raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
+    names = {e["name"] for b in books_named.find({"authors._id": author_id}, {"authors": 1}, session=session)
+             for e in b["authors"] if e["_id"] == author_id}
+    return names <= {author["name"]}
+
+
+def rename_author_in_transaction(client: Any, authors: Any, books_named: Any, author_id: Any,
+                                 new_name: str) -> dict[str, int]:
+    """:func:`rename_author` inside a multi-document transaction (``with_transaction``).
+
+    Readers in a transaction of their own (:func:`read_in_transaction`) see the author and all
+    copies renamed, or none. Needs a replica set, a sharded cluster or Atlas: a standalone
+    ``mongod`` refuses transactions (``caps.transactions`` is False there). ``with_transaction``
+    retries the whole function on a transient error, so it must only do database writes.
+    """
+    with client.start_session() as session:
+        return session.with_transaction(
+            lambda s: rename_author(authors, books_named, author_id, new_name, session=s))
+
+
+def read_in_transaction(client: Any, read: Callable[[Any], Any]) -> Any:
+    """Run ``read(session)`` inside a transaction with read concern ``"snapshot"``: every query in
+    it reads the same point-in-time snapshot (of majority-committed data, on a real MongoDB)."""
+    from pymongo.read_concern import ReadConcern
+
+    with client.start_session() as session:
+        return session.with_transaction(read, read_concern=ReadConcern("snapshot"))
+
+
+@dataclass
+class TornReads:
+    """What the readers of :func:`count_torn_reads` saw."""
+
+    writes: int
+    reads: int
+    torn: int
+    seconds: float
+
+
+def count_torn_reads(write: Callable[[int], Any], read_is_consistent: Callable[[], bool], *,
+                     writes: int = 100, readers: int = 1) -> TornReads:
+    """Run ``write(1)``, ..., ``write(writes)`` in one thread while ``readers`` threads call
+    ``read_is_consistent()`` in a loop until the writer is done; count the reads that returned False.
+
+    Server backends only: each thread sends its own commands, so the server interleaves them
+    (the mock is not thread-safe). A reader error is raised here, not swallowed.
+    """
+    if writes < 1 or readers < 1:
+        raise ValueError(f"writes and readers must be at least 1, not {writes!r}, {readers!r}")
+    done = threading.Event()
+    counts = [[0, 0] for _ in range(readers)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(readers + 1)
+
+    def reader(k: int) -> None:
+        try:
+            start.wait()
+            while not done.is_set():
+                ok = read_is_consistent()
+                counts[k][0] += 1
+                counts[k][1] += not ok
+        except BaseException as e:  # noqa: BLE001 - reported to the caller below
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(readers)]
+    for t in threads:
+        t.start()
+    t0 = time.perf_counter()
+    try:
+        start.wait()
+        for v in range(1, writes + 1):
+            write(v)
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+    return TornReads(writes, sum(c[0] for c in counts), sum(c[1] for c in counts), time.perf_counter() - t0)
+
+
+@dataclass
+class Throughput:
+    """Writes per second of :func:`hot_document_throughput`."""
+
+    mode: str
+    threads: int
+    writes: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.writes / self.seconds if self.seconds else float("inf")
+
+
+def hot_document_throughput(collection: Any, mode: str, threads: int, per_thread: int,
+                            review: Document) -> Throughput:
+    """``threads`` writers at once, each adding ``per_thread`` reviews to ONE product.
+
+    ``mode="push"``: ``$push`` into the product's embedded array (every writer updates the same
+    document, so the server serialises them on it). ``mode="insert"``: insert one review document
+    each (different documents, no shared one). ``collection`` is emptied first and holds the
+    product (push) or the reviews (insert) afterwards. Server backends only (the mock is not
+    thread-safe). Notebook 01, section 6.
+    """
+    _check_collection(collection, "collection")
+    if mode not in ("push", "insert"):
+        raise ValueError(f"mode must be 'push' or 'insert', not {mode!r}")
+    if threads < 1 or per_thread < 1:
+        raise ValueError(f"threads and per_thread must be at least 1, not {threads!r}, {per_thread!r}")
+    collection.delete_many({})
+    if mode == "push":
+        collection.insert_one({"_id": "hot", "name": "a product everyone reviews", "reviews": []})
+    start = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            start.wait()
+            for i in range(per_thread):
+                if mode == "push":
+                    collection.update_one({"_id": "hot"}, {"$push": {"reviews": {**review, "by": k, "i": i}}})
+                else:
+                    collection.insert_one({"product_id": "hot", **review, "by": k, "i": i})
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    workers = [threading.Thread(target=writer, args=(k,)) for k in range(threads)]
+    t0 = time.perf_counter()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    seconds = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    stored = (len(collection.find_one({"_id": "hot"})["reviews"]) if mode == "push"
+              else collection.count_documents({"product_id": "hot"}))
+    if stored != threads * per_thread:
+        raise RuntimeError(f"{stored} reviews stored, {threads * per_thread} written: a write was lost")
+    return Throughput(mode, threads, threads * per_thread, seconds)
+
+
+def with_book_ids(authors: Iterable[Document], books: Iterable[Document]) -> list[Document]:
+    """Two-way references: each author also lists its books, ``book_ids`` in ``_id`` order."""
+    owned: dict[Any, list[Any]] = {}
+    for b in books:
+        for a in b["author_ids"]:
+            owned.setdefault(a, []).append(b["_id"])
+    return [{**a, "book_ids": sorted(owned.get(a["_id"], []))} for a in authors]
+
+
+def add_coauthor(authors_two_way: Any, books: Any, book_id: Any, author_id: Any) -> dict[str, int]:
+    """Add ``author_id`` to a book's authors: with two-way references, both sides must be written.
+
+    ``$addToSet`` on ``authors.book_ids`` and on ``books.author_ids``, so running it again changes
+    nothing: two writes, no read first. An unknown author changes nothing; an unknown book undoes
+    the author's side. Returns the documents changed on each side.
+    """
+    _check_collection(authors_two_way, "authors_two_way")
+    _check_collection(books, "books")
+    a = authors_two_way.update_one({"_id": author_id}, {"$addToSet": {"book_ids": book_id}})
+    if a.matched_count == 0:
+        raise KeyError(f"no author with _id {author_id!r} in {authors_two_way.name!r}: check author_id")
+    b = books.update_one({"_id": book_id}, {"$addToSet": {"author_ids": author_id}})
+    if b.matched_count == 0:
+        if a.modified_count:  # this call added the book to the author: take it back
+            authors_two_way.update_one({"_id": author_id}, {"$pull": {"book_ids": book_id}})
+        raise KeyError(f"no book with _id {book_id!r} in {books.name!r}: check book_id")
+    return {"books changed": b.modified_count, "authors changed": a.modified_count}
+
+
+def one_sided_references(authors_two_way: Any, books: Any) -> list[Document]:
+    """Pairs that only one side records: a book listing an author who does not list it, or back."""
+    _check_collection(authors_two_way, "authors_two_way")
+    _check_collection(books, "books")
+    from_books = {(b["_id"], a) for b in books.find({}, {"author_ids": 1}) for a in b["author_ids"]}
+    from_authors = {(b, a["_id"]) for a in authors_two_way.find({}, {"book_ids": 1}) for b in a.get("book_ids", [])}
+    out = [{"book": b, "author": a, "recorded by": "book only"} for b, a in from_books - from_authors]
+    out += [{"book": b, "author": a, "recorded by": "author only"} for b, a in from_authors - from_books]
+    return sorted(out, key=lambda d: (d["book"], d["author"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.6: writes
+
+def add_review_embedded(products: Any, product_id: Any, review: Document) -> int:
+    """Append a review to a product's embedded ``reviews`` array (``$push``); returns docs modified."""
+    _check_collection(products, "products")
+    result = products.update_one({"_id": product_id}, {"$push": {"reviews": review}})
+    if result.matched_count == 0:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+    return result.modified_count
+
+
+def add_review_referenced(reviews: Any, product_id: Any, review: Document) -> Any:
+    """Insert a review as its own document that references the product; returns the new ``_id``."""
+    _check_collection(reviews, "reviews")
+    return reviews.insert_one({"product_id": product_id, **review}).inserted_id
+
+
+# ---------------------------------------------------------------------------------------------
+# 1.7: growth and the 16 MiB limit
+
+def sizes_by_review_count(product: Document, reviews: Sequence[Document], counts: Iterable[int]) -> list[int]:
+    """BSON size of ``product`` holding the first ``k`` of ``reviews``, for each ``k`` in ``counts``."""
+    out = []
+    for k in counts:
+        if k > len(reviews):
+            raise ValueError(f"count {k} is more than the {len(reviews)} reviews given: generate more")
+        out.append(len(bson.encode({**product, "reviews": list(reviews[:k])})))
+    return out
+
+
+@dataclass
+class GrowthResult:
+    """How far ``$push`` got before the 16 MiB limit stopped it."""
+
+    reviews_stored: int
+    stored_size: int  # BSON bytes of the document as stored after the last accepted push
+    pushes_accepted: int
+    error: Exception | None
+    client_side: bool  # True when the labelled client-side check stopped it, not the server
+
+
+def push_reviews_until_limit(products: Any, product_id: Any, reviews: Sequence[Document], chunk: int,
+                             *, server_enforces: bool) -> GrowthResult:
+    """``$push`` reviews in chunks of ``chunk`` until the document would pass 16 MiB.
+
+    With ``server_enforces`` (``backend_info().caps.max_document_size``) the server's own error
+    stops it; otherwise :func:`helpers.sizes.check_document_size` checks the would-be document
+    first and raises the labelled client-side ``DocumentTooLarge``, as the server would have.
+    """
+    _check_collection(products, "products")
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, not {chunk!r}")
+    doc = products.find_one({"_id": product_id})
+    if doc is None:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+    size = len(bson.encode(doc))
+    stored = len(doc.get("reviews", []))
+    pushes = 0
+    error: Exception | None = None
+    client_side = False
+    for start in range(0, len(reviews), chunk):
+        part = list(reviews[start:start + chunk])
+        if not server_enforces:
+            would_be = {**doc, "reviews": list(doc.get("reviews", [])) + part}
+            try:
+                check_document_size(would_be, what=f"product {product_id!r} after this $push")
+            except DocumentTooLarge as e:
+                error, client_side = e, True
+                break
+        try:
+            products.update_one({"_id": product_id}, {"$push": {"reviews": {"$each": part}}})
+        except (OperationFailure, DocumentTooLarge) as e:
+            error = e
+            break
+        pushes += 1
+        stored += len(part)
+        doc = {**doc, "reviews": list(doc.get("reviews", [])) + part}
+        size = len(bson.encode(doc))
+    return GrowthResult(stored, size, pushes, error, client_side)
+
+
+def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Document | None:
+    """The read path: a product with its reviews, from the array or (``reviews=``) the collection."""
+    _check_collection(products, "products")
+    product = products.find_one({"_id": product_id}, None if reviews is None else {"reviews": 0})
+    if product is None or reviews is None:
+        return product
+    _check_collection(reviews, "reviews")
+    found = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0}).sort("n", 1)
+    return {**product, "reviews": list(found)}
+
+
+def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Document | None:
+    """The referenced read path in one round trip: one ``aggregate``, ``$match`` then ``$lookup``.
+
+    ``$lookup`` joins the reviews whose ``product_id`` equals the product's ``_id`` (served by the
+    ``product_id, n`` index on the foreign collection), sorted by ``n`` and without the
+    bookkeeping fields, as ``reviews``: the same page as :func:`product_page` with ``reviews=``,
+    which sends two queries. The joined page is one document, so it is held to the 16 MiB limit.
+    """
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    pipeline = [
+        {"$match": {"_id": product_id}},
+        {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",
+                     "pipeline": [{"$sort": {"n": 1}}, {"$project": {"_id": 0, "product_id": 0, "n": 0}}],
+                     "as": "reviews"}},
+    ]
+    return next(iter(products.aggregate(pipeline)), None)
+
+
+def find_work(collection: Any, filter: Document, sort: Sequence[tuple[str, int]] | None = None) -> dict[str, int]:
+    """Keys and documents the server examines to find ``filter`` (with ``sort``), from a ``find`` explain.
+
+    For a write, the work of finding what it changes (an ``update`` with that filter examines the
+    same). Only meaningful where ``caps.explain`` holds: an engine whose explain gives no counters
+    is an error, never a zero.
+    """
+    _check_collection(collection, "collection")
+    _stages, keys, docs = explain_find(collection, filter, sort)
+    return {"keys examined": keys, "docs examined": docs}
+
+
+def add_work(*works: dict[str, int]) -> dict[str, int]:
+    """The sum of several :func:`find_work` results (an operation that sends several queries)."""
+    return {k: sum(w[k] for w in works) for k in ("keys examined", "docs examined")}
+
+
+def product_page_work(products: Any, product_id: Any, *, reviews: Any = None) -> dict[str, int]:
+    """Keys and documents the server examines for one product page, from ``find`` explains.
+
+    The product by ``_id``; with ``reviews=``, plus the query a ``$lookup`` runs on the foreign
+    collection for it (``reviews.find({"product_id": product_id}).sort("n", 1)``, explained
+    separately: an aggregate explain need not report a ``$lookup`` stage's statistics). Only
+    meaningful where ``caps.explain`` holds. Notebook 01, section 8.
+    """
+    work = find_work(products, {"_id": product_id})
+    if reviews is None:
+        return work
+    return add_work(work, find_work(reviews, {"product_id": product_id}, [("n", 1)]))
+
+
+def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, Any] | None:
+    """What the server reports about the ``$lookup`` of ``pipeline``: join strategy, keys, documents.
+
+    Runs ``explain`` with ``executionStats``. A real MongoDB reports either counters on the
+    ``$lookup`` stage (classic engine) or an ``EQ_LOOKUP`` plan stage with its ``strategy``
+    (``HashJoin``, ``IndexedLoopJoin``, ``NestedLoopJoin``; slot-based engine, 6.0+), whose
+    counters then cover the whole pipeline. Engines that report neither give None: SecantusDB's
+    explain leaves the stage without statistics, the mock has no ``explain`` command.
+    Notebook 01, section 3.
+    """
+    _check_collection(collection, "collection")
+    try:
+        plan = collection.database.command("explain", {"aggregate": collection.name, "pipeline": pipeline,
+                                                       "cursor": {}}, verbosity="executionStats")
+    except (OperationFailure, NotImplementedError):
+        return None
+    return lookup_summary(plan)
+

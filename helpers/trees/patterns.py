@@ -1,0 +1,569 @@
+"""Tree patterns of notebook 03: four patterns answering the same operations, and ``$graphLookup``.
+
+Introduced in notebook 03 (tree patterns). One class per pattern, all with the same methods, so a
+notebook or a test can run the same operation on each and count what it costs:
+
+* :class:`ParentRefs`: ``{_id, name, parent}``, ``parent: None`` at a root; index on ``parent``.
+* :class:`ChildRefs`: ``{_id, name, children: [ids]}``; multikey index on ``children``.
+* :class:`AncestorsArray`: ``{_id, name, parent, ancestors: [root, ..., parent]}`` (the hybrid with
+  the parent reference); indexes on ``parent`` and ``ancestors``.
+* :class:`MaterializedPaths`: ``{_id, name, path: "/Electronics/Phones/Smartphones"}`` (the path of
+  names, the node's own name last); unique index on ``path``. A path of names is only unambiguous
+  when sibling names are unique (as in a file system), so this pattern refuses a load, move or
+  rename that would give two siblings the same name.
+
+Build one as ``Pattern(collection)``, fill an empty collection with ``.load(rows)`` (rows are
+``(node_id, parent_id, name)``, ``parent_id`` None at a root), then call ``parent``, ``children``
+(sorted ids), ``ancestors`` (ids, root first), ``descendants`` (sorted ids), ``is_ancestor(a, b)``,
+``move(node_id, new_parent_id)`` (``None`` makes it a root) and ``rename(node_id, new_name)``.
+``ParentRefs`` and ``ChildRefs`` also have ``graph_ancestors`` / ``graph_descendants`` (one
+``$graphLookup`` round trip each) and ``graph_walk`` (``max_depth``, depths, ``restrict``).
+
+Bad input (an unknown id, a move under the node itself or one of its descendants, a name that is
+empty or contains ``/``) raises a :class:`TreeError` with what to do, before anything is written.
+
+A move or rename that writes more than one document (``ChildRefs.move``, ``AncestorsArray.move``,
+``MaterializedPaths`` moves and renames) runs in a multi-document transaction where the engine has
+them (``Capabilities.transactions``): a process that dies half-way leaves nothing. Elsewhere (a
+standalone ``mongod``), or with ``transaction=False``, it first marks the node (``pending``: what it
+is doing), then writes in an order that can be finished, then removes the mark: ``interrupted()``
+lists what a dead process left half-done and ``repair()`` finishes it.
+
+The base every pattern shares (input checks, loading, those rewrites), its errors and
+:func:`interrupt` live in :mod:`helpers.trees.base`; the comparisons (:func:`tree_shape`,
+:func:`operation_costs` and the tables read from it) in :mod:`helpers.trees.costs`. Every name
+is imported from here.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pymongo import UpdateOne
+
+from ..backends import engine_limits, info_of
+from .base import (
+    SEPARATOR,
+    CycleError,
+    Row,
+    TreeError,
+    _check_name,
+    _Pattern,
+)
+
+__all__ = ["ParentRefs", "ChildRefs", "AncestorsArray", "MaterializedPaths", "PATTERNS", "GraphLookup"]
+
+
+_BIG = 1 << 30  # "to the end of the array" for $slice
+
+
+def _regex_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "\\.^$|?*+()[]{}" else ch for ch in text)
+
+
+# ---------------------------------------------------------------------------------------------
+class _Graph(_Pattern):
+    """``$graphLookup`` walks for the patterns that store references (parent or child)."""
+
+    up: dict[str, str] = {}
+    down: dict[str, str] = {}
+
+    # ---------------------------------------------------------------------
+    def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
+                       restrict: Mapping[str, Any] | None = None) -> list[dict]:
+        """The aggregation that walks up (ancestors) or down (descendants) from ``node`` in one round trip."""
+        spec = {"from": self.collection.name, **(self.up if up else self.down), "as": "found",
+                "depthField": "depth"}
+        if max_depth is not None:
+            if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 0:
+                raise TreeError(f"max_depth must be a whole number >= 0 (0 = one level), not {max_depth!r}")
+            spec["maxDepth"] = max_depth
+        if restrict is not None:
+            spec["restrictSearchWithMatch"] = dict(restrict)
+        return [{"$match": {"_id": node}}, {"$graphLookup": spec},
+                {"$project": {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up else {})}}]
+
+    def graph_walk(self, node: Any, *, up: bool, max_depth: int | None = None,
+                   restrict: Mapping[str, Any] | None = None) -> list[tuple[Any, int]]:
+        """``(id, depth)`` of every node ``$graphLookup`` reaches, sorted by depth then id (depth 0 = next)."""
+        return [(d["_id"], d["depth"]) for d in self._graph(node, up, max_depth, restrict)]
+
+    def _graph(self, node: Any, up: bool, max_depth: int | None = None,
+               restrict: Mapping[str, Any] | None = None) -> list[dict]:
+        out = list(self.collection.aggregate(self.graph_pipeline(node, up=up, max_depth=max_depth,
+                                                                 restrict=restrict)))
+        if not out:
+            raise self._unknown(node)
+        found = out[0].get("found", [])
+        for d in found:
+            d["depth"] = int(d["depth"])
+        cap = engine_limits(self.collection.database)[0]
+        if cap is not None and (max_depth is None or max_depth > cap):
+            found = self._beyond(node, found, up, cap, max_depth, restrict)
+        return sorted(found, key=lambda d: (d["depth"], d["_id"]))
+
+    def _beyond(self, node: Any, found: list[dict], up: bool, cap: int, max_depth: int | None,
+                restrict: Mapping[str, Any] | None) -> list[dict]:
+        """The engine's ``$graphLookup`` stops at depth ``cap`` when no ``maxDepth`` is given
+        (``Capabilities.graph_max_depth``): walk on from the nodes found at that depth, one more
+        ``$graphLookup`` per ``cap + 1`` levels, until no node is left there. A node met again
+        (a true cycle) is kept once, so the cycle checks still see it."""
+        seen = {d["_id"] for d in found}
+        frontier = [d["_id"] for d in found if d["depth"] == cap]
+        offset = 0
+        while frontier:
+            offset += cap + 1
+            left = None if max_depth is None else max_depth - offset
+            if left is not None and left < 0:
+                break
+            pipeline = self.graph_pipeline(node, up=up, max_depth=left, restrict=restrict)
+            pipeline[0] = {"$match": {"_id": {"$in": frontier}}}
+            frontier = []
+            for doc in self.collection.aggregate(pipeline):
+                for d in doc.get("found", []):
+                    depth = int(d["depth"])
+                    if d["_id"] in seen:
+                        continue
+                    seen.add(d["_id"])
+                    if depth == cap:
+                        frontier.append(d["_id"])
+                    d["depth"] = depth + offset
+                    found.append(d)
+        return found
+
+    def _level_below(self, frontier: list[Any]) -> list[Any] | None:
+        """The ids one level below ``frontier``, one query (None: no document for the frontier)."""
+        raise NotImplementedError
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree below: one query per level (the level above ``$in``)."""
+        found: list[Any] = []
+        seen = {node}
+        frontier = [node]
+        while frontier:
+            level = self._level_below(frontier)
+            if not found and not level:
+                if level is None or self.collection.find_one({"_id": node}, {"_id": 1}) is None:
+                    raise self._unknown(node)
+            level = level or []
+            if seen.intersection(level):
+                raise CycleError(f"the references below {node!r} form a cycle; fix the data")
+            seen.update(level)
+            found.extend(level)
+            frontier = level
+        return sorted(found)
+
+    def graph_ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent, from one ``$graphLookup`` (root first)."""
+        found = self._graph(node, True)
+        self._check_chain(node, found)
+        return [d["_id"] for d in reversed(found)]
+
+    def _check_chain(self, node: Any, found: list[dict]) -> None:
+        top_parent = found[-1].get("parent") if found else None
+        if any(d["_id"] == node for d in found) or [d["depth"] for d in found] != list(range(len(found))) \
+                or top_parent is not None:
+            raise CycleError(f"the references above {node!r} do not form a single chain (a cycle, a node with "
+                             f"two parents or a missing parent); fix the data")
+
+    def graph_descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree, from one ``$graphLookup``."""
+        found = self._graph(node, False)
+        if any(d["_id"] == node for d in found):
+            raise CycleError(f"the references below {node!r} form a cycle; fix the data")
+        return sorted(d["_id"] for d in found)
+
+
+# ---------------------------------------------------------------------------------------------
+class ParentRefs(_Graph):
+    """Parent references: each node stores its parent's id (``None`` at a root). Notebook 03."""
+
+    pattern = "parent references"
+    indexes = (("parent", {}),)
+    up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
+    down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
+
+    def documents(self, ordered: list[Row]) -> list[dict]:
+        return [{"_id": n, "name": name, "parent": p} for n, p, name in ordered]
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): one read of the node."""
+        return self._require(node, {"parent": 1})["parent"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: one query on the ``parent`` index."""
+        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
+        if not kids:
+            self._require(node)  # a leaf, or an unknown id?
+        return kids
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one read per level, walking up."""
+        chain: list[Any] = []
+        parent = self._require(node, {"parent": 1})["parent"]
+        while parent is not None:
+            if parent in chain or parent == node:
+                raise CycleError(f"the parent references above {node!r} form a cycle through {parent!r}; "
+                                 f"fix the data (every chain must end at parent None)")
+            chain.append(parent)
+            doc = self.collection.find_one({"_id": parent}, {"parent": 1})
+            if doc is None:
+                raise TreeError(f"node {chain[-2] if len(chain) > 1 else node!r} has parent {parent!r}, "
+                                f"which does not exist in {self.collection.name!r}; fix the data")
+            parent = doc["parent"]
+        return chain[::-1]
+
+    def _level_below(self, frontier: list[Any]) -> list[Any]:
+        """The children of the frontier's nodes: one query on the ``parent`` index."""
+        return [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1})]
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Make ``new_parent`` (None: a root) the parent of ``node``: one write, whatever the subtree."""
+        chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
+        self._check_new_parent(node, new_parent, chain)
+        if self.collection.update_one({"_id": node}, {"$set": {"parent": new_parent}}).matched_count == 0:
+            raise self._unknown(node)
+
+
+# ---------------------------------------------------------------------------------------------
+class ChildRefs(_Graph):
+    """Child references: each node stores the array of its children's ids. Notebook 03."""
+
+    pattern = "child references"
+    indexes = (("children", {}),)
+    up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
+    down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
+
+    def documents(self, ordered: list[Row]) -> list[dict]:
+        kids: dict[Any, list[Any]] = {n: [] for n, _p, _name in ordered}
+        for n, p, _name in ordered:
+            if p is not None:
+                kids[p].append(n)
+        return [{"_id": n, "name": name, "children": kids[n]} for n, _p, name in ordered]
+
+    def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
+                       restrict: Mapping[str, Any] | None = None) -> list[dict]:
+        """As for parent references, keeping only ``_id`` and ``depth`` of each node found."""
+        pipeline = super().graph_pipeline(node, up=up, max_depth=max_depth, restrict=restrict)
+        pipeline[-1] = {"$project": {"found._id": 1, "found.depth": 1}}
+        return pipeline
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): one query on the ``children`` index (two for a root)."""
+        doc = self.collection.find_one({"children": node}, {"_id": 1})
+        if doc is None:
+            self._require(node)  # a root, or an unknown id?
+            return None
+        return doc["_id"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: one read of the node."""
+        return sorted(self._require(node, {"children": 1})["children"])
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one query per level, walking up."""
+        chain: list[Any] = []
+        current = node
+        while True:
+            doc = self.collection.find_one({"children": current}, {"_id": 1})
+            if doc is None:
+                if not chain:
+                    self._require(node)
+                return chain[::-1]
+            if doc["_id"] in chain or doc["_id"] == node:
+                raise CycleError(f"the child references above {node!r} form a cycle; fix the data")
+            chain.append(doc["_id"])
+            current = doc["_id"]
+
+    def _level_below(self, frontier: list[Any]) -> list[Any] | None:
+        """The children of the frontier's nodes: one read of their ``children`` arrays."""
+        docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}))
+        return [c for d in docs for c in d.get("children", [])] if docs else None
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Pull ``node`` from its old parent's array and push it onto the new one's: two writes."""
+        chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
+        self._check_new_parent(node, new_parent, chain)
+        self._require(node)
+        intent = {"op": "move", "to": new_parent}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """The two writes of a move (each a no-op once done): pull from the old parent, push onto the new."""
+        new_parent = intent["to"]
+        self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}},
+                                   session=session)
+        if new_parent is not None:
+            self.collection.update_one({"_id": new_parent, "children": {"$ne": node}},
+                                       {"$push": {"children": node}}, session=session)
+
+
+# ---------------------------------------------------------------------------------------------
+class AncestorsArray(_Pattern):
+    """Array of ancestors plus the parent reference (the hybrid). Notebook 03."""
+
+    pattern = "array of ancestors"
+    indexes = (("parent", {}), ("ancestors", {}))
+
+    def documents(self, ordered: list[Row]) -> list[dict]:
+        anc: dict[Any, list[Any]] = {}
+        docs = []
+        for n, p, name in ordered:
+            anc[n] = [] if p is None else anc[p] + [p]
+            docs.append({"_id": n, "name": name, "parent": p, "ancestors": anc[n]})
+        return docs
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): one read of the node."""
+        return self._require(node, {"parent": 1})["parent"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: one query on the ``parent`` index."""
+        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
+        if not kids:
+            self._require(node)
+        return kids
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one read of the node, already in order."""
+        return list(self._require(node, {"ancestors": 1})["ancestors"])
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree: one query on the multikey ``ancestors`` index."""
+        found = sorted(d["_id"] for d in self.collection.find({"ancestors": node}, {"_id": 1}))
+        if not found:
+            self._require(node)
+        return found
+
+    def subtree_sizes(self) -> dict[Any, int]:
+        """Descendants per node that has any, in one aggregation: what a move of each node rewrites."""
+        pipeline = [{"$unwind": "$ancestors"}, {"$group": {"_id": "$ancestors", "n": {"$sum": 1}}}]
+        return {d["_id"]: int(d["n"]) for d in self.collection.aggregate(pipeline)}
+
+    def is_ancestor(self, a: Any, b: Any) -> bool:
+        """True if ``a`` is an ancestor of ``b``: one read of both nodes."""
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": [a, b]}}, {"ancestors": 1})}
+        for node, what in ((a, "a"), (b, "b")):
+            if node not in docs:
+                raise self._unknown(node, what)
+        return a in docs[b]["ancestors"]
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Set the node's parent and ancestors, then rewrite the ancestors of every descendant."""
+        wanted = [node] if new_parent is None else [node, new_parent]
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"ancestors": 1})}
+        if node not in docs:
+            raise self._unknown(node)
+        if new_parent is not None and new_parent not in docs:
+            raise self._unknown(new_parent, "new_parent_id")
+        chain = [] if new_parent is None else docs[new_parent]["ancestors"] + [new_parent]
+        self._check_new_parent(node, new_parent, chain)
+        old = docs[node]["ancestors"]
+        if old == chain:
+            return  # already there
+        intent = {"op": "move", "from": old, "to": new_parent, "chain": chain}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """Set the node's parent and ancestors, then swap the old chain in front of every descendant's
+        ancestors for the new one, on the server. Only descendants that still hold the old chain
+        (the node at position ``len(old)``) match, so running it again finishes an interrupted move."""
+        old, chain = list(intent["from"]), list(intent["chain"])
+        self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
+                                   session=session)
+        self.collection.update_many({"ancestors": node, f"ancestors.{len(old)}": node}, [{"$set": {"ancestors": {
+            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
+            session=session)
+
+
+# ---------------------------------------------------------------------------------------------
+class MaterializedPaths(_Pattern):
+    """Materialized paths of names, '/Electronics/Phones/Smartphones'. Notebook 03."""
+
+    pattern = "materialized paths"
+    indexes = (("path", {"unique": True}),)
+
+    def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
+        super().__init__(collection, transaction=transaction)
+        # on a tree, subtree_filter gives the form its engine accepts: the regex, or the same key
+        # range when the regex is longer than the engine takes (docs/ENGINES.md, regex pattern length)
+        self.subtree_filter = self._filter_below
+
+    def _check_load(self, ordered: list[Row]) -> None:
+        seen = set()
+        for n, p, name in ordered:
+            if (p, name) in seen:
+                raise TreeError(f"node {n!r}: another child of {p!r} is also named {name!r}; materialized "
+                                f"paths of names need unique sibling names (rename one of them)")
+            seen.add((p, name))
+
+    def documents(self, ordered: list[Row]) -> list[dict]:
+        paths: dict[Any, str] = {}
+        docs = []
+        for n, p, name in ordered:
+            paths[n] = ("" if p is None else paths[p]) + SEPARATOR + name
+            docs.append({"_id": n, "name": name, "path": paths[n]})
+        return docs
+
+    @staticmethod
+    def subtree_filter(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
+        """The filter for the nodes below ``path``: an anchored, case-sensitive prefix regex on
+        ``path``, written ``{"$regex": ...}`` (the form every engine matches; docs/ENGINES.md), which a
+        real MongoDB turns into an index key range. Notebook 03."""
+        head = "^" + _regex_escape(path)
+        if children_only:
+            return {"path": {"$regex": head + SEPARATOR + "[^" + SEPARATOR + "]+$"}}
+        return {"path": {"$regex": head + ("(" + SEPARATOR + "|$)" if itself else SEPARATOR)}}
+
+    @staticmethod
+    def _below_range(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
+        """The same filter as :meth:`subtree_filter` written as the key range the regex stands for:
+        ``[path + "/", path + "0")`` ("0" follows "/"), for engines that refuse long regexes."""
+        within = {"$gte": path + SEPARATOR, "$lt": path + chr(ord(SEPARATOR) + 1)}
+        if children_only:  # one more segment: exactly one more separator than the path has
+            levels = path.count(SEPARATOR) + 1
+            return {"path": {**within, "$regex": "^(" + SEPARATOR + "[^" + SEPARATOR + "]+){%d}$" % levels}}
+        if itself:
+            return {"$or": [{"path": path}, {"path": within}]}
+        return {"path": within}
+
+    def _filter_below(self, path: str, **kwargs: bool) -> dict:
+        """:meth:`subtree_filter`, unless its regex is longer than the engine accepts (``regex_max_length``)."""
+        query = MaterializedPaths.subtree_filter(path, **kwargs)
+        limit = engine_limits(self.collection.database)[1]
+        if limit is not None and len(query["path"]["$regex"]) > limit:
+            return self._below_range(path, **kwargs)
+        return query
+
+    def _path(self, node: Any, what: str = "node_id") -> str:
+        return self._require(node, {"path": 1}, what)["path"]
+
+    def parent(self, node: Any) -> Any:
+        """The parent's id (None for a root): read the node's path, then find the parent's path."""
+        path = self._path(node)
+        head = path.rsplit(SEPARATOR, 1)[0]
+        if not head:
+            return None
+        doc = self.collection.find_one({"path": head}, {"_id": 1})
+        if doc is None:
+            raise TreeError(f"no node has path {head!r}, the parent of {node!r}; fix the data")
+        return doc["_id"]
+
+    def children(self, node: Any) -> list[Any]:
+        """Sorted ids of the children: read the node's path, then a regex for one more segment."""
+        path = self._path(node)
+        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path, children_only=True), {"_id": 1}))
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
+        path = self._path(node)
+        parts = path.split(SEPARATOR)[1:-1]
+        prefixes = [SEPARATOR + SEPARATOR.join(parts[: i + 1]) for i in range(len(parts))]
+        if not prefixes:
+            return []
+        by_path = {d["path"]: d["_id"] for d in self.collection.find({"path": {"$in": prefixes}}, {"path": 1})}
+        if len(by_path) != len(prefixes):
+            raise TreeError(f"some ancestors of {node!r} ({path!r}) have no document; fix the data")
+        return [by_path[p] for p in prefixes]
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree: read the path, then one anchored prefix regex."""
+        path = self._path(node)
+        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}))
+
+    def is_ancestor(self, a: Any, b: Any) -> bool:
+        """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
+        docs = {d["_id"]: d["path"] for d in self.collection.find({"_id": {"$in": [a, b]}}, {"path": 1})}
+        for node, what in ((a, "a"), (b, "b")):
+            if node not in docs:
+                raise self._unknown(node, what)
+        return docs[b].startswith(docs[a] + SEPARATOR)
+
+    def _check_free(self, new: str) -> None:
+        if self.collection.find_one({"path": new}, {"_id": 1}) is not None:
+            raise TreeError(f"a node with path {new!r} exists already: materialized paths of names need "
+                            f"unique sibling names; rename one of them first")
+
+    def repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
+        """Rewrite the path of ``node`` (at ``old``) and of every node below it to begin with ``new``."""
+        intent = {"op": "repath", "from": old, "to": new, "name": name}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    @property
+    def server_side(self) -> bool:
+        """Can the engine rewrite the paths itself (``$substrCP`` in an update pipeline)? From the
+        connect probe (``Capabilities.update_pipeline_strings``); an unknown client is assumed to."""
+        info = info_of(self.collection)
+        return info is None or info.caps.update_pipeline_strings
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """One pipeline update on the server: every path still at or below ``old`` becomes ``new`` plus
+        what followed ``old`` (the node's name too, on a rename). No document comes back to the
+        client, and it can run again: a path already rewritten no longer matches."""
+        old, new, name = intent["from"], intent["to"], intent.get("name")
+        below = self.subtree_filter(old, itself=True)
+        if not self.server_side:  # the engine lacks $substrCP: read the subtree, one bulk write (labelled)
+            return self._repath_client_side(node, old, new, name, below, session)
+        rest = {"$substrCP": ["$path", len(old), {"$subtract": [{"$strLenCP": "$path"}, len(old)]}]}
+        change: dict[str, Any] = {"path": {"$concat": [new, rest]}}
+        if name:
+            change["name"] = {"$cond": [{"$eq": ["$_id", {"$literal": node}]}, name, "$name"]}
+        self.collection.update_many(below, [{"$set": change}], session=session)
+
+    def _repath_client_side(self, node: Any, old: str, new: str, name: str | None, below: dict,
+                            session: Any) -> None:
+        """The fallback for an engine without ``$substrCP`` in update pipelines: read the subtree's
+        paths into the client, then one bulk write of one ``UpdateOne`` per node (a document per
+        node travels both ways: not what a real MongoDB needs)."""
+        subtree = list(self.collection.find(below, {"path": 1}, session=session))
+        if subtree:
+            self.collection.bulk_write([
+                UpdateOne({"_id": d["_id"]},
+                          {"$set": {"path": new + d["path"][len(old):],
+                                    **({"name": name} if name and d["_id"] == node else {})}})
+                for d in subtree], ordered=True, session=session)
+
+    def move(self, node: Any, new_parent: Any) -> None:
+        """Rewrite the path of the node and of every descendant: read the node and the new parent,
+        then one pipeline update on the server (:meth:`repath`)."""
+        wanted = [node] if new_parent is None else [node, new_parent]
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1})}
+        if node not in docs:
+            raise self._unknown(node)
+        if new_parent is not None and new_parent not in docs:
+            raise self._unknown(new_parent, "new_parent_id")
+        old = docs[node]["path"]
+        head = "" if new_parent is None else docs[new_parent]["path"]
+        if new_parent == node or head.startswith(old + SEPARATOR):
+            self._check_new_parent(node, new_parent, [node])
+        new = head + SEPARATOR + docs[node]["name"]
+        if new != old:
+            self._check_free(new)
+            self.repath(node, old, new)
+
+    def rename(self, node: Any, new_name: str) -> None:
+        """Rename the node: its path and every path below it change (read the node, then one pipeline
+        update on the server, :meth:`repath`)."""
+        _check_name(new_name)
+        old = self._path(node)
+        new = old.rsplit(SEPARATOR, 1)[0] + SEPARATOR + new_name
+        if new != old:
+            self._check_free(new)
+            self.repath(node, old, new, new_name)
+
+
+#: the four patterns, in the lesson's order
+PATTERNS = (ParentRefs, ChildRefs, AncestorsArray, MaterializedPaths)
+
+
+class GraphLookup:
+    """The ``$graphLookup`` answers of a :class:`ParentRefs` or :class:`ChildRefs` as ``ancestors``/``descendants``.
+
+    Lets :func:`operation_costs` put the one-round-trip walks beside the patterns' own methods.
+    """
+
+    def __init__(self, tree: ParentRefs) -> None:
+        if not hasattr(tree, "graph_ancestors"):
+            raise TypeError(f"GraphLookup needs a ParentRefs or ChildRefs, not {type(tree).__name__}")
+        self.tree = tree
+        self.ancestors = tree.graph_ancestors
+        self.descendants = tree.graph_descendants
