@@ -40,6 +40,11 @@ def test_readme_layout_table_is_generated_from_the_tree():
             for path in re.findall(r"`(helpers/[\w/.]+)`", line):
                 if "<" not in path and not (ROOT / path).exists() and not _starter_path(path):
                     stale.append(f"{doc}:{n}: {path}")
+    for nb in NOTEBOOKS:
+        for i, cell in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"]):
+            for path in re.findall(r"`(helpers/[\w/.]+)`", "".join(cell["source"])):
+                if not (ROOT / path).exists():
+                    stale.append(f"{nb.name} cell {i}: {path}")
     assert stale == [], f"paths that are not in the tree: {stale}"
 
 
