@@ -43,6 +43,40 @@ class MigrationReport:
     per_product: dict[Any, int] = field(default_factory=dict, repr=False)
 
 
+def _check_arguments_and_record(products: Any, reviews: Any, batch_size: int) -> None:
+    """:func:`migrate_reviews`'s arguments checked (``TypeError``, ``ValueError``; nothing written),
+    then ``reviews`` recorded as the workbook's (``track_collection``: ``reset_workbook`` drops it)."""
+    _check_collection(products, "products")
+    _check_collection(reviews, "reviews")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
+    track_collection(reviews.database, reviews.name)
+
+
+def _index_unless_first_copy(reviews: Any) -> bool:
+    """Is this a first copy (``reviews`` empty)? If not, build the ``(product_id, n)`` index now,
+    since the deletes find a batch's reviews by it; a first copy deletes nothing and builds the
+    index once at the end (:func:`_index_after_first_copy`), not on every insert."""
+    first_copy = reviews.find_one({}, {"_id": 1}) is None
+    if not first_copy:
+        reviews.create_index([("product_id", 1), ("n", 1)])  # each batch's deletes find its reviews by it
+    return first_copy
+
+
+def _index_after_first_copy(reviews: Any, first_copy: bool) -> None:
+    """After a first copy, build the ``(product_id, n)`` index (the read path and
+    :func:`verify_migration` use it); any other copy built it before it started."""
+    if first_copy:
+        reviews.create_index([("product_id", 1), ("n", 1)])  # the read path and verify_migration use it
+
+
+def _count_product(report: MigrationReport, pid: Any, n_reviews: int) -> None:
+    """Add one product and its ``n_reviews`` reviews to ``report``."""
+    report.products += 1
+    report.reviews_copied += n_reviews
+    report.per_product[pid] = n_reviews
+
+
 def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
                     only: Iterable[Any] | None = None) -> MigrationReport:
     """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
@@ -57,14 +91,8 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
     (drop the arrays with :func:`drop_embedded_reviews` once :func:`verify_migration` agrees).
     ``only``: copy just these products (to repair the ones :func:`verify_migration` reports).
     """
-    _check_collection(products, "products")
-    _check_collection(reviews, "reviews")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
-    track_collection(reviews.database, reviews.name)
-    first_copy = reviews.find_one({}, {"_id": 1}) is None
-    if not first_copy:
-        reviews.create_index([("product_id", 1), ("n", 1)])  # the deletes below find a batch's reviews by it
+    _check_arguments_and_record(products, reviews, batch_size)
+    first_copy = _index_unless_first_copy(reviews)
     report = MigrationReport()
 
     def flush(pids: list[Any], ops: list[Any]) -> None:
@@ -73,23 +101,19 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
             reviews.bulk_write([*deletes, *ops], ordered=True)
             report.bulk_writes += 1
 
-    pids: list[Any] = []
-    ops: list[Any] = []
+    pids, ops = [], []  # the batch: its products' _ids, and its reviews' inserts
     wanted: dict[str, Any] = {} if only is None else {"_id": {"$in": list(only)}}
     for p in products.find({"reviews": {"$exists": True}, **wanted}, {"reviews": 1}).sort("_id", 1):
         pid = p["_id"]
         pids.append(pid)
         for n, review in enumerate(p["reviews"]):
             ops.append(InsertOne({"_id": f"{pid}-{n}", "product_id": pid, "n": n, **review}))
-        report.products += 1
-        report.reviews_copied += len(p["reviews"])
-        report.per_product[pid] = len(p["reviews"])
+        _count_product(report, pid, len(p["reviews"]))
         if len(pids) >= batch_size:
             flush(pids, ops)
             pids, ops = [], []
     flush(pids, ops)
-    if first_copy:
-        reviews.create_index([("product_id", 1), ("n", 1)])  # the read path and verify_migration use it
+    _index_after_first_copy(reviews, first_copy)
     return report
 
 
@@ -128,6 +152,14 @@ def review_digests_of(reviews_by_product: dict[Any, Sequence[Document]]) -> dict
     return {pid: (len(rs), _digest(rs)) for pid, rs in reviews_by_product.items() if rs}
 
 
+def _difference(pid: Any, embedded: tuple[int, str] | None, copied: tuple[int, str] | None) -> str:
+    """The line :func:`verify_migration` reports for a product whose ``(count, digest)`` differs
+    between the embedded array and the collection (``None``: no reviews on that side)."""
+    same_count = copied and embedded and copied[0] == embedded[0]
+    return (f"product {pid!r}: embedded {embedded[0] if embedded else 0} reviews, collection "
+            f"{copied[0] if copied else 0}" + (", same count but different content" if same_count else ""))
+
+
 def verify_migration(products: Any, reviews: Any) -> list[str]:
     """Compare per-product counts and digests of the embedded arrays and the new collection.
 
@@ -139,8 +171,7 @@ def verify_migration(products: Any, reviews: Any) -> list[str]:
     for pid in sorted(set(before) | set(after), key=lambda x: (type(x).__name__, x)):
         b, a = before.get(pid), after.get(pid)
         if b != a:
-            problems.append(f"product {pid!r}: embedded {b[0] if b else 0} reviews, collection "
-                            f"{a[0] if a else 0}" + (", same count but different content" if a and b and a[0] == b[0] else ""))
+            problems.append(_difference(pid, b, a))
     return problems
 
 

@@ -330,6 +330,68 @@ def _insert_overflow(db: Any, doc: dict[str, Any]) -> bool:
     return False  # pragma: no cover
 
 
+def _checked_arguments(post_id: Any, comment: Any, threshold: Any,
+                       bucket_size: Any) -> tuple[dict[str, Any], int, int | None]:
+    """:func:`add_comment`'s arguments checked before anything is written (``TypeError``,
+    ``ValueError``, ``DocumentTooLarge``): the comment as a plain dict, the threshold, the bucket size."""
+    _check_post_id(post_id)
+    threshold = _check_threshold(threshold)
+    bucket_size = _check_bucket_size(bucket_size)
+    _check_comment(post_id, comment, bucket_size)
+    comment = dict(comment)
+    return comment, threshold, bucket_size
+
+
+def _reraise_unless_too_large(exc: OperationFailure, db: Any, post_id: Any, comment: Any) -> None:
+    """Raise ``exc`` again unless it is the server refusing a push that would grow the post past
+    16 MiB: said by its error code, or (SecantusDB, whose code does not say) asked of the server."""
+    if exc.code not in _TOO_LARGE_CODES and not _would_pass_limit(db, post_id, comment):
+        raise exc
+
+
+def _record_overflow_before_flagging(db: Any, post_id: Any, full: dict[str, Any],
+                                     bucket_size: int | None) -> bool:
+    """About to flag the post? Then record (and index) the overflow collection first: the writers
+    that see the flag may create the collection, and it must already be the workbook's.
+
+    False, with nothing done, when this writer may not flag the post: not started yet, or flagged
+    meanwhile (``full``: the filter that says its array is full; empty after a push the 16 MiB
+    limit refused).
+    """
+    if db[POSTS].count_documents({"_id": post_id, "commentCount": {"$exists": True},
+                                  "hasOverflow": {"$ne": True}, **full}, limit=1) == 0:
+        return False
+    ensure_overflow_index(db, bucket_size)
+    return True
+
+
+def _reserved_number(post_id: Any, after: Mapping[str, Any]) -> int:
+    """The sequence number the reserving update took (``after`` is the post it returned); then, at
+    once, the test hook ``_AFTER_RESERVE`` (the point where a writer that dies leaves a hole)."""
+    seq = int(after["commentCount"])
+    if _AFTER_RESERVE is not None:
+        _AFTER_RESERVE(post_id, seq)
+    return seq
+
+
+def _store_comment_in_bucket(db: Any, post_id: Any, seq: int, comment: dict[str, Any],
+                             bucket_size: int) -> bool:
+    """Store overflowed comment number ``seq`` in its bucket. True when stored (or already there:
+    this writer's own on a retry); False when :func:`repair_post` marked the number lost first.
+
+    Raises ``RuntimeError`` if the number holds another comment (the post was written with another
+    ``bucket_size``).
+    """
+    outcome = _store_in_bucket(db, post_id, {"seq": seq, "comment": comment}, bucket_size)
+    if outcome == "taken":
+        there = db[OVERFLOW_BUCKETS].find_one(_bucket_id(post_id, seq, bucket_size))
+        if not any(e.get("seq") == seq and e.get("comment") == comment
+                   for e in (there or {}).get("comments", [])):
+            raise RuntimeError(f"post {post_id!r}: number {seq} already holds another comment; "
+                               f"was this post written with another bucket_size?")
+    return outcome != "lost"
+
+
 def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: int, *,
                 bucket_size: int | None = None) -> Added:
     """Add ``comment`` to post ``post_id``: embedded while the post has fewer than ``threshold``.
@@ -348,11 +410,7 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
     one insert, the same round trips; a comment must then be small enough that a full bucket fits
     in 16 MiB). Introduced in notebook 02 (the outlier pattern).
     """
-    _check_post_id(post_id)
-    threshold = _check_threshold(threshold)
-    bucket_size = _check_bucket_size(bucket_size)
-    _check_comment(post_id, comment, bucket_size)
-    comment = dict(comment)
+    comment, threshold, bucket_size = _checked_arguments(post_id, comment, threshold, bucket_size)
     posts = db[POSTS]
     for _ in range(5):  # more rounds only after starting a fresh post's counter, or a race
         # 1. embed: the length check, the flag check and the push are one atomic update
@@ -366,25 +424,18 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
             )
             too_large = False
         except OperationFailure as exc:  # the push would grow the post past 16 MiB: overflow instead
-            if exc.code not in _TOO_LARGE_CODES and not _would_pass_limit(db, post_id, comment):
-                raise
+            _reraise_unless_too_large(exc, db, post_id, comment)
             after, too_large = None, True
         if after is not None:
             return Added(int(after["commentCount"]), True)
-        # 2. overflow: take the next sequence number and set the flag, atomically, before writing.
-        #    Already flagged (the usual case) or the writer that sets the flag (once per post)?
-        #    Two filters rather than the pre-image, which SecantusDB gets wrong under concurrency.
-        #    Only a full array (or a push the 16 MiB limit refused) may set the flag.
+        # 2. overflow: take the next sequence number and set the flag, atomically, before writing. Two
+        #    filters, not the pre-image SecantusDB gets wrong under concurrency: already flagged (the
+        #    usual case), or flag it now (once per post; only a full array or a refused push may).
         full = {} if too_large else {f"comments.{threshold - 1}": {"$exists": True}}
         stored = None
         for flagged in (True, False):
-            if not flagged:
-                # about to flag the post? Then record (and index) posts_overflow first: the writers
-                # that see the flag may create the collection, and it must already be the workbook's
-                if posts.count_documents({"_id": post_id, "commentCount": {"$exists": True},
-                                          "hasOverflow": {"$ne": True}, **full}, limit=1) == 0:
-                    break  # not started yet, or flagged meanwhile: handled below
-                ensure_overflow_index(db, bucket_size)
+            if not flagged and not _record_overflow_before_flagging(db, post_id, full, bucket_size):
+                break  # not started yet, or flagged meanwhile: handled below
             after = posts.find_one_and_update(
                 {"_id": post_id, "commentCount": {"$exists": True},
                  **({"hasOverflow": True} if flagged else {"hasOverflow": {"$ne": True}, **full})},
@@ -393,27 +444,16 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
                 return_document=ReturnDocument.AFTER,
             )
             if after is not None:
-                seq = int(after["commentCount"])
-                if _AFTER_RESERVE is not None:
-                    _AFTER_RESERVE(post_id, seq)
+                seq = _reserved_number(post_id, after)
                 if bucket_size is None:
                     stored = _insert_overflow(db, _overflow_doc(post_id, seq, comment))
                 else:
-                    outcome = _store_in_bucket(db, post_id, {"seq": seq, "comment": comment}, bucket_size)
-                    if outcome == "taken":
-                        there = db[OVERFLOW_BUCKETS].find_one(_bucket_id(post_id, seq, bucket_size))
-                        if not any(e.get("seq") == seq and e.get("comment") == comment
-                                   for e in (there or {}).get("comments", [])):
-                            raise RuntimeError(f"post {post_id!r}: number {seq} already holds another comment; "
-                                               f"was this post written with another bucket_size?")
-                    stored = outcome != "lost"
+                    stored = _store_comment_in_bucket(db, post_id, seq, comment, bucket_size)
                 if stored:
                     return Added(seq, False)
                 break  # repair_post marked this number lost meanwhile: take a new one
-        if stored is None:
-            # no match at all: a post never used before (start its sequence; raises
-            # PostNotFoundError if there is no such post), or another writer changed it meanwhile
-            _start_counter(db, post_id)
+        if stored is None:  # no match at all: a post never used before, or another writer changed it
+            _start_counter(db, post_id)  # starts its sequence (PostNotFoundError if there is no such post)
     raise RuntimeError(f"post {post_id!r}: the comment could not be placed after 5 tries (the post "
                        f"keeps changing under concurrent writers); nothing was written, try again")
 
