@@ -1,8 +1,9 @@
 """Storing position reports in the single collection: the index, ingest, a batch, new keys only (notebook 04)."""
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError
@@ -72,6 +73,19 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     one more command per batch (a ``$push`` with ``$sort`` and ``$slice`` per aircraft).
     Introduced in notebook 04.
     """
+    _check_ingest_args(messages, batch_size, keep_last)
+    coll = track_collection(db, collection)
+    ensure_indexes(db, collection)
+    result = IngestResult()
+    with _progress_bar(messages, progress) as bar:
+        for batch in _batches(messages, batch_size, bar):
+            ingest_batch(coll, batch, result, keep_last)
+    return result
+
+
+def _check_ingest_args(messages: Any, batch_size: Any, keep_last: Any) -> None:
+    """``ingest``'s arguments, checked before anything is written: a ValueError or TypeError names the one
+    at fault."""
     if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
         raise ValueError(f"ingest: keep_last={keep_last!r} must be a whole number >= 0 (0: no subset)")
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -79,31 +93,39 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     if isinstance(messages, (str, bytes, Mapping)):
         raise TypeError("ingest: messages must be an iterable of message dicts (a list, a generator); "
                         "for one message pass [message]; for Stratux JSON use parse_stratux first")
-    coll = track_collection(db, collection)
-    ensure_indexes(db, collection)
-    result = IngestResult()
+
+
+@contextlib.contextmanager
+def _progress_bar(messages: Iterable[Any], progress: bool) -> Iterator[Any]:
+    """``ingest``'s progress bar (tqdm, sized when ``messages`` has a length), or ``None`` without
+    ``progress``; closed when the block ends, an error included."""
     total = len(messages) if hasattr(messages, "__len__") else None  # type: ignore[arg-type]
     bar = None
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=total, desc="ingest", unit=" msg", disable=not settings.progress_bars())
-    batch: list[tuple[int, Any]] = []
     try:
-        for index, message in enumerate(messages):
-            batch.append((index, message))
-            if len(batch) >= batch_size:
-                ingest_batch(coll, batch, result, keep_last)
-                if bar is not None:
-                    bar.update(len(batch))
-                batch = []
-        if batch:
-            ingest_batch(coll, batch, result, keep_last)
-            if bar is not None:
-                bar.update(len(batch))
+        yield bar
     finally:
         if bar is not None:
             bar.close()
-    return result
+
+
+def _batches(messages: Iterable[Any], batch_size: int, bar: Any) -> Iterator[list[tuple[int, Any]]]:
+    """``messages`` as lists of ``(index, message)``, ``batch_size`` long (the last one shorter); the
+    ``bar`` (if any) advanced once each batch has been handled."""
+    batch: list[tuple[int, Any]] = []
+    for index, message in enumerate(messages):
+        batch.append((index, message))
+        if len(batch) >= batch_size:
+            yield batch
+            if bar is not None:
+                bar.update(len(batch))
+            batch = []
+    if batch:
+        yield batch
+        if bar is not None:
+            bar.update(len(batch))
 
 
 def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, keep_last: int = 0) -> None:
@@ -117,42 +139,66 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, 
         if clean is None:
             result.rejected.append(Rejected(index, reason or "invalid", message))
             continue
-        callsign = clean.get("callsign")
-        code = airline_codes.get(callsign)
-        if code is None:
-            code = airline_codes[callsign] = airline_of_callsign(callsign)
-        icao24 = clean["icao24"]
-        rid = make_id(code, icao24, message_number(clean["timestamp"]))
+        code = _cached_airline_of_callsign(airline_codes, clean.get("callsign"))
+        rid = make_id(code, clean["icao24"], message_number(clean["timestamp"]))
         if rid in reports:  # the same message twice in one batch
             result.duplicates += 1
             continue
         reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean,
                         GEO_FIELD: geo_point(clean["lon"], clean["lat"])}
-        if code not in parents:
-            parents[code] = _airline_doc(code)
-        aid = f"{code}_{icao24}"  # make_id(code, icao24): both parts checked just above
-        if aid not in parents:
-            parents[aid] = {"_id": aid, "recordType": AIRCRAFT, "airline": code, "icao24": icao24,
-                            **({"callsign": clean["callsign"]} if "callsign" in clean else {}),
-                            "first_seen": clean["timestamp"]}
+        _add_parents_on_first_sight(parents, code, clean)
     if not reports:
         return
     # the parents this batch needs, inserted unordered: the _id index refuses those already
     # stored (by an earlier batch or another writer), so each is created once, with no read first
     created, _ = insert_new(coll, [parents[pid] for pid in sorted(parents)])
-    result.airlines_created += sum(1 for d in created if d["recordType"] == AIRLINE)
-    result.aircraft_created += sum(1 for d in created if d["recordType"] == AIRCRAFT)
+    _count_created_parents(result, created)
     inserted, duplicates = insert_new(coll, [reports[rid] for rid in sorted(reports)])
     result.inserted += len(inserted)
     result.duplicates += duplicates
     if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
-        latest: dict[str, list[dict[str, Any]]] = {}
-        for d in inserted:
-            latest.setdefault(f"{d['airline']}_{d['icao24']}", []).append(
-                {"_id": d["_id"], "timestamp": d["timestamp"], "lat": d["lat"], "lon": d["lon"]})
-        coll.bulk_write([UpdateOne({"_id": aid}, {"$push": {"last_reports": {
-            "$each": items, "$sort": {"timestamp": 1}, "$slice": -keep_last}}}) for aid, items in sorted(latest.items())],
-            ordered=False)
+        _push_last_reports(coll, inserted, keep_last)
+
+
+def _cached_airline_of_callsign(airline_codes: dict[Any, str], callsign: Any) -> str:
+    """``airline_of_callsign(callsign)``, looked up once per callsign (``airline_codes``: one batch's
+    cache)."""
+    code = airline_codes.get(callsign)
+    if code is None:
+        code = airline_codes[callsign] = airline_of_callsign(callsign)
+    return code
+
+
+def _add_parents_on_first_sight(parents: dict[str, dict[str, Any]], code: str,
+                                clean: Mapping[str, Any]) -> None:
+    """Add a report's airline and aircraft documents to the batch's ``parents`` unless it has them."""
+    if code not in parents:
+        parents[code] = _airline_doc(code)
+    icao24 = clean["icao24"]
+    aid = f"{code}_{icao24}"  # make_id(code, icao24): both parts already checked
+    if aid not in parents:
+        parents[aid] = {"_id": aid, "recordType": AIRCRAFT, "airline": code, "icao24": icao24,
+                        **({"callsign": clean["callsign"]} if "callsign" in clean else {}),
+                        "first_seen": clean["timestamp"]}
+
+
+def _count_created_parents(result: IngestResult, created: list[dict[str, Any]]) -> None:
+    """Count the airline and aircraft documents this batch created in ``result``."""
+    result.airlines_created += sum(1 for d in created if d["recordType"] == AIRLINE)
+    result.aircraft_created += sum(1 for d in created if d["recordType"] == AIRCRAFT)
+
+
+def _push_last_reports(coll: Any, inserted: list[dict[str, Any]], keep_last: int) -> None:
+    """The subset pattern: one unordered bulk write, a ``$push`` with ``$sort`` and ``$slice`` per
+    aircraft keeping its last ``keep_last`` reports in ``last_reports`` (``_id``, time and position:
+    an extended reference to each report)."""
+    latest: dict[str, list[dict[str, Any]]] = {}
+    for d in inserted:
+        latest.setdefault(f"{d['airline']}_{d['icao24']}", []).append(
+            {"_id": d["_id"], "timestamp": d["timestamp"], "lat": d["lat"], "lon": d["lon"]})
+    coll.bulk_write([UpdateOne({"_id": aid}, {"$push": {"last_reports": {
+        "$each": items, "$sort": {"timestamp": 1}, "$slice": -keep_last}}})
+        for aid, items in sorted(latest.items())], ordered=False)
 
 
 def insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

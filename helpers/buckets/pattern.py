@@ -110,38 +110,61 @@ def _checked(reports: Iterable[Mapping[str, Any]], max_reports: Any) -> list[dic
 def window_state(collection: Any, keys: list[tuple[str, _dt.datetime]],
                   times: Mapping[tuple[str, _dt.datetime], list[_dt.datetime]]) -> dict:
     """One aggregation: for each (icao24, start) its buckets' n, count, _id, and as ``held`` the times
-    they hold between the earliest and the latest given time of their hour (every time a given one can
-    repeat, and few others for a batch in arrival order; a late report widens only its own hour's
-    range). Never the report bodies.
+    they hold between the earliest and the latest given time of their hour, never the report bodies.
 
-    The filter has one branch per hour, ``{start: hour, icao24: {$in: [...]}}`` (a batch in arrival
-    order spans one or two hours): on a real MongoDB each branch scans exactly the windows asked for on
-    the ``(icao24, start, n)`` index (SecantusDB scans the collection: docs/ENGINES.md). ``held``
-    compares each stored time with its hour's two bounds, not with every given time."""
+    Those are every time a given one can repeat, and few others for a batch in arrival order; a late
+    report widens only its own hour's range. The filter has one branch per hour, ``{start: hour,
+    icao24: {$in: [...]}}`` (a batch in arrival order spans one or two hours): on a real MongoDB each
+    branch scans exactly the windows asked for on the ``(icao24, start, n)`` index (SecantusDB scans
+    the collection: docs/ENGINES.md). ``held`` compares each stored time with its hour's two bounds,
+    not with every given time. Each window's buckets come in ``n`` order."""
     if not keys:
         return {}
     state: dict = {k: [] for k in keys}
+    hours, by_hour, given = _group_by_hour(keys, times)
+    branches = [{"start": s, "icao24": {"$in": sorted(by_hour[s])}} for s in hours]  # one branch per hour
+    held = _held_between_hour_bounds(hours, given)
+    pipeline = [{"$match": {"$or": branches} if len(branches) > 1 else branches[0]},
+                {"$project": {"icao24": 1, "start": 1, "n": 1, "count": 1, "cap": 1, "held": held}}]
+    return _by_window_in_n_order(state, collection.aggregate(pipeline))
+
+
+def _group_by_hour(keys: list[tuple[str, _dt.datetime]],
+                   times: Mapping[tuple[str, _dt.datetime], list[_dt.datetime]]) -> tuple[list, dict, dict]:
+    """The hours of ``keys`` in order, each hour's aircraft, and each hour's given times."""
     by_hour: dict[_dt.datetime, set[str]] = defaultdict(set)
     given: dict[_dt.datetime, list[_dt.datetime]] = defaultdict(list)
     for a, s in keys:
         by_hour[s].add(a)
         given[s] += times.get((a, s), [])
     hours = sorted(by_hour)
-    branches = [{"start": s, "icao24": {"$in": sorted(by_hour[s])}} for s in hours]
+    return hours, by_hour, given
+
+
+def _held_between_hour_bounds(hours: list[_dt.datetime],
+                              given: Mapping[_dt.datetime, list[_dt.datetime]]) -> dict[str, Any]:
+    """The ``held`` expression of :func:`window_state`: a bucket's stored times between its hour's
+    earliest and latest given time (two bounds per hour, a ``$switch`` on ``start`` for several hours)."""
     # each hour's (earliest, latest) given time; an hour given none: an empty range (end before start)
     span = {s: (min(given[s]), max(given[s])) if given[s] else (s + SPAN, s) for s in hours}
 
     def bound(i: int) -> Any:  # the bucket's hour's earliest (0) or latest (1): a $switch on its start
         if len(hours) == 1:
             return span[hours[0]][i]
-        return {"$switch": {"branches": [{"case": {"$eq": ["$start", s]}, "then": span[s][i]} for s in hours]}}
+        return {"$switch": {"branches": [{"case": {"$eq": ["$start", s]}, "then": span[s][i]}
+                                         for s in hours]}}
 
     in_span = {"$and": [{"$gte": ["$$this.time", "$$lo"]}, {"$lte": ["$$this.time", "$$hi"]}]}
     held = {"$let": {"vars": {"lo": bound(0), "hi": bound(1)},
-                     "in": {"$map": {"input": {"$filter": {"input": "$reports", "cond": in_span}}, "in": "$$this.time"}}}}
-    pipeline = [{"$match": {"$or": branches} if len(branches) > 1 else branches[0]},
-                {"$project": {"icao24": 1, "start": 1, "n": 1, "count": 1, "cap": 1, "held": held}}]
-    for b in collection.aggregate(pipeline):
+                     "in": {"$map": {"input": {"$filter": {"input": "$reports", "cond": in_span}},
+                                     "in": "$$this.time"}}}}
+    return held
+
+
+def _by_window_in_n_order(state: dict, found: Iterable[dict[str, Any]]) -> dict:
+    """``state`` with each bucket ``found`` added to its (icao24, start) window, each window's in ``n``
+    order."""
+    for b in found:
         state.setdefault((b["icao24"], b["start"]), []).append(b)
     for k in state:
         state[k].sort(key=lambda b: b["n"])
@@ -171,25 +194,39 @@ def store_in_window(collection: Any, icao24: str, start: _dt.datetime, docs: lis
     if tail is not None and tail["count"] < max_reports:
         room = max_reports - tail["count"]
         part, new = new[:room], new[room:]
-        s = _summary(part)
         done = collection.update_one(
             {"_id": tail["_id"], "count": tail["count"]},  # update if current: nobody wrote it since our read
-            {"$push": {"reports": {"$each": part}}, "$inc": {"count": len(part)}, "$min": s["min"], "$max": s["max"]})
+            _push_with_summaries(part))  # the reports, and count, first, last, altitudes: in the same write
         if done.matched_count == 0:
             return 0, False
         stored += len(part)
     n = tail["n"] + 1 if tail is not None else 0
     while new:
         part, new = new[:max_reports], new[max_reports:]
-        s = _summary(part)
-        try:
-            collection.insert_one({"icao24": icao24, "start": start, "n": n, "cap": max_reports,
-                                   "count": len(part), **s["min"], **s["max"], "reports": part})
+        try:  # the unique (icao24, start, n) index refuses bucket n if another writer opened it
+            collection.insert_one(_new_bucket(icao24, start, n, max_reports, part))
         except DuplicateKeyError:
             return stored, False  # someone opened bucket n first: read again (what we stored shows as held)
         stored += len(part)
         n += 1
     return stored, True
+
+
+def _push_with_summaries(part: list[dict[str, Any]]) -> dict[str, Any]:
+    """The update that appends ``part`` to a bucket and keeps its summary fields in the same write:
+    ``$push`` the reports, ``$inc`` ``count``, ``$min``/``$max`` of ``first``, ``last`` and the altitudes."""
+    s = _summary(part)
+    return {"$push": {"reports": {"$each": part}}, "$inc": {"count": len(part)},
+            "$min": s["min"], "$max": s["max"]}
+
+
+def _new_bucket(icao24: str, start: _dt.datetime, n: int, max_reports: int,
+                part: list[dict[str, Any]]) -> dict[str, Any]:
+    """Bucket ``n`` of a window holding ``part``, its summary fields (``count``, ``first``, ``last``,
+    the altitudes) and its ``cap``."""
+    s = _summary(part)
+    return {"icao24": icao24, "start": start, "n": n, "cap": max_reports,
+            "count": len(part), **s["min"], **s["max"], "reports": part}
 
 
 def bucket_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, max_reports: int = 200) -> int:
@@ -204,34 +241,63 @@ def bucket_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, max
     checked = _checked(reports, max_reports)
     if not checked:
         return 0
+    _ensure_bucket_index_once(collection)
+    docs, times = _by_window_in_time_order(checked)  # a re-send inside one call: the first copy
+    keys = sorted(docs)
+    state = window_state(collection, keys, times)
+    _refuse_buckets_of_another_cap(collection, keys, state, max_reports)  # before writing anything
+    total = 0
+    for key in keys:  # store_in_window; someone wrote first: read the window again, try again
+        total += _store_reading_again_on_conflict(collection, key, docs, times, state, max_reports)
+    return total
+
+
+def _ensure_bucket_index_once(collection: Any) -> None:
+    """:func:`ensure_bucket_index`, once per collection and process."""
     if (id(collection.database.client), collection.full_name) not in _INDEXED:
         ensure_bucket_index(collection)
+
+
+def _by_window_in_time_order(checked: list[dict[str, Any]]) -> tuple[dict, dict]:
+    """The checked reports by (icao24, window start), each window's in time order (a time given twice:
+    the first copy), and each window's times."""
     by_window: dict[tuple[str, _dt.datetime], dict[_dt.datetime, dict]] = defaultdict(dict)
     for r in checked:
         key = (r["icao24"], window_start(r["doc"]["time"]))
         by_window[key].setdefault(r["doc"]["time"], r["doc"])  # a re-send inside one call: the first copy
     docs = {k: sorted(v.values(), key=lambda d: d["time"]) for k, v in by_window.items()}
     times = {k: [d["time"] for d in v] for k, v in docs.items()}
-    keys = sorted(docs)
-    state = window_state(collection, keys, times)
+    return docs, times
+
+
+def _refuse_buckets_of_another_cap(collection: Any, keys: list[tuple[str, _dt.datetime]], state: dict,
+                                   max_reports: int) -> None:
+    """ValueError if a bucket of these windows was written with another ``max_reports``."""
     for key in keys:  # a bucket written with another cap: refuse before writing anything
         for b in state.get(key, []):
             if b.get("cap", max_reports) != max_reports:
-                raise ValueError(f"{collection.name}: the buckets of {key[0]} at {key[1]:%Y-%m-%d %H:%M} were "
-                                 f"written with max_reports={b['cap']}; use one max_reports per collection")
+                raise ValueError(f"{collection.name}: the buckets of {key[0]} at {key[1]:%Y-%m-%d %H:%M} "
+                                 f"were written with max_reports={b['cap']}; "
+                                 "use one max_reports per collection")
+
+
+def _store_reading_again_on_conflict(collection: Any, key: tuple[str, _dt.datetime], docs: dict, times: dict,
+                                     state: dict, max_reports: int) -> int:
+    """Store one window's reports with :func:`store_in_window`, reading the window again with
+    :func:`window_state` each time someone wrote first (at most ``_MAX_RETRIES`` tries, then
+    RuntimeError); how many were stored."""
     total = 0
-    for key in keys:
-        pending = docs[key]
-        buckets = state.get(key, [])
-        for _ in range(_MAX_RETRIES):
-            stored, done = store_in_window(collection, key[0], key[1], pending, buckets, max_reports)
-            total += stored
-            if done:
-                break
-            buckets = window_state(collection, [key], {key: times[key]}).get(key, [])
-        else:  # pragma: no cover - needs a writer that never stops
-            raise RuntimeError(f"{collection.name}: could not store {key[0]}'s reports of {key[1]}: "
-                               f"the window kept changing under {_MAX_RETRIES} attempts")
+    pending = docs[key]
+    buckets = state.get(key, [])
+    for _ in range(_MAX_RETRIES):
+        stored, done = store_in_window(collection, key[0], key[1], pending, buckets, max_reports)
+        total += stored
+        if done:
+            break
+        buckets = window_state(collection, [key], {key: times[key]}).get(key, [])
+    else:  # pragma: no cover - needs a writer that never stops
+        raise RuntimeError(f"{collection.name}: could not store {key[0]}'s reports of {key[1]}: "
+                           f"the window kept changing under {_MAX_RETRIES} attempts")
     return total
 
 
