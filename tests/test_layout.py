@@ -22,6 +22,7 @@ import ast
 import inspect
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -522,3 +523,27 @@ def test_a_wheel_holds_every_module_of_the_package(tmp_path):
     tracked = {str(p.relative_to(ROOT)) for p in _tracked_files()
                if p.relative_to(ROOT).parts[0] in PACKAGES and p.suffix == ".py"}
     assert held == tracked, f"in git, not in the wheel: {sorted(tracked - held)}; in the wheel only: {sorted(held - tracked)}"
+
+
+def test_every_listing_is_short_enough_to_read():
+    """A listing (``helpers.show_source``) is what a learner reads: at most 60 lines, median at most 25
+    (its docstrings cut to their first sentence); a longer one moves its hardening into private helpers
+    it calls by name (``tools/listings.py`` lists them all)."""
+    from tools import listings
+
+    found = listings.listings()
+    assert len(found) >= 50, "the notebooks' show_source calls were not all found"
+    long = [f"{x.notebook} cell {x.cell}: {x.call} ({x.lines} lines)" for x in found if x.lines > listings.MAX_LINES]
+    assert long == [], f"listings over {listings.MAX_LINES} lines: {long}"
+    lines = sorted(x.lines for x in found)
+    assert statistics.median(lines) <= listings.MAX_MEDIAN, f"median listing {statistics.median(lines)} lines"
+
+
+def test_no_listing_shows_a_test_hook():
+    """Test hooks (``_AFTER_RESERVE``, a crash injected by a test) are called from private helpers,
+    never from the body a learner reads."""
+    from tools import listings
+
+    hooks = [f"{x.notebook} cell {x.cell}: {x.call}" for x in listings.listings()
+             if any(hook in x.text for hook in ("_AFTER_RESERVE", "_after_step", "simulated_crash("))]
+    assert hooks == [], f"these listings show a test hook: {hooks}"

@@ -27,6 +27,7 @@ class Listing:
     cell: int
     call: str
     lines: int
+    text: str
 
 
 def _namespace(source: str) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def listings() -> list[Listing]:
                     kw = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
                     text = str(show_source(*objs, **kw))
                     out.append(Listing(path.name[:2], i, ", ".join(ast.unparse(a) for a in node.args),
-                                       len(text.splitlines())))
+                                       len(text.splitlines()), text))
     return out
 
 
