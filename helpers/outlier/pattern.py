@@ -164,7 +164,8 @@ def _store_in_bucket(db: Any, post_id: Any, entry: dict[str, Any], bucket_size: 
 
 
 #: test hook: called as ``_AFTER_RESERVE(post_id, seq)`` after a sequence number is reserved and
-#: before the comment is stored (tests/test_outlier.py pauses a writer process here and kills it)
+#: before the comment is stored (tests/test_outlier.py pauses a writer process here and kills it); set
+#: it on this module, ``helpers.outlier.pattern`` (the lesson's face re-exports the functions, not the hook)
 _AFTER_RESERVE: Callable[[Any, int], None] | None = None
 
 
@@ -354,7 +355,7 @@ def _record_overflow_before_flagging(db: Any, post_id: Any, full: dict[str, Any]
     """About to flag the post? Then record (and index) the overflow collection first: the writers
     that see the flag may create the collection, and it must already be the workbook's.
 
-    False, with nothing done, when this writer may not flag the post: not started yet, or flagged
+    False, with nothing written, when this writer may not flag the post: not started yet, or flagged
     meanwhile (``full``: the filter that says its array is full; empty after a push the 16 MiB
     limit refused).
     """
