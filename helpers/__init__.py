@@ -8,8 +8,9 @@ The core, one module per job: ``backends`` (connect, the banner, the process-wid
 workbook's own collections, reset), ``counting`` (round trips, documents and bytes of each command),
 ``measure`` (timings beside those costs, cost tables and plots), ``workload`` (a design's workload,
 weighed into a daily cost), ``plans`` (explain plans), ``sizes`` (BSON sizes and the 16 MiB limit),
-``datasets`` and ``generators`` (the data), ``exercises`` (self-checks) and ``display`` (a helper's
-real source, the plot style).
+``datasets`` and ``generators`` (the data), ``exercises`` (self-checks and the progress record),
+``private`` (files of the user's own, reached safely: the typed copies, the progress record) and
+``display`` (a helper's real source, the plot style).
 
 One folder per lesson, ``helpers/<lesson>/``: its face (``__init__.py``, the names its notebook uses,
 its first docstring line naming the notebook), its parts and its exercise checkers (``checks.py``).

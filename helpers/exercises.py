@@ -14,7 +14,10 @@ data passed as context, so neither the expected value nor its formula is in the 
 A check never raises on a wrong or missing answer: an unfinished exercise reports "not done yet"
 with its hint, so a student copy still runs top to bottom. Each result is recorded in the progress
 file (``helpers.settings.progress_file()``: ``WORKBOOK_PROGRESS``, else
-``~/.schema_workbook/progress.json``), which ``python3 workbook.py progress`` (``tools/progress.py``) reads.
+``~/.schema_workbook/progress.json``), which ``python3 workbook.py progress`` (``tools/progress.py``) reads:
+a file of the user's own in a folder no other user can write (:mod:`helpers.private`); when it cannot
+be recorded (another user's file or folder, a link, a FIFO, a file that is not a progress record), the
+check's result is printed all the same and a second line says why and where.
 On a server (``MONGODB_URI``) each answered check is also recorded in the learner's own database, in
 the workbook's ``workbook_progress`` collection (:func:`record_server_progress`), which the
 instructor's ``python3 workbook.py class progress`` reads.
@@ -25,23 +28,16 @@ import datetime as _dt
 import functools
 import importlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import backends, capabilities, settings
+from . import backends, capabilities, private, settings
 from .safety import PROGRESS, workbook_collection
 
-try:  # POSIX: lock the progress record while updating it
-    import fcntl
-except ImportError:  # Windows: a unique temporary file and an atomic replace, without the lock
-    fcntl = None  # type: ignore[assignment]
-
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress",
-           "record_server_progress", "exercise_ids"]
+           "read_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids"]
 
 #: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
 Checker = Callable[..., "str | None"]
@@ -173,11 +169,14 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
 
     Prints one line, the same on every backend: ``Exercise N.k: correct.``, ``... not right yet:
     <what is wrong>. Hint: ...`` or ``... not done yet. Hint: ...``; records the result for the
-    progress report. Returns nothing, so a check cell shows only that line.
+    progress report (:func:`record_progress`; when it cannot, a second line says why and where).
+    Returns nothing, so a check cell shows only what it prints.
     """
     status, line = evaluate(exercise_id, answer, **context)
     print(line)
-    record_progress(exercise_id, status == "correct")
+    refused = record_progress(exercise_id, status == "correct")
+    if refused:
+        print(refused)
     if status != "not done yet":  # an answer given: an attempt
         server = _server_db()
         if server is not None:
@@ -229,6 +228,14 @@ def record_server_progress(db: Any, exercise_id: str, passed: bool) -> bool:
 # ---------------------------------------------------------------------------------------------
 # the progress record: {notebook: {exercise id: passed}} in one JSON file
 
+#: how long a check waits for another kernel's update of the record before saying it is not recorded (seconds)
+LOCK_WAIT = 5.0
+
+
+class ProgressRecordError(ValueError):
+    """The progress record cannot be used; the message names the file, why, and what to do."""
+
+
 def progress_file() -> Path:
     """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json`` (``helpers.settings``)."""
     return settings.progress_file()
@@ -242,21 +249,85 @@ def _notebook_name(exercise_id: str) -> str:
     return f"notebook {int(m.group(1)):02d}" if m else "notebook ?"
 
 
-def record_progress(exercise_id: str, passed: bool) -> None:
-    """Remember the latest result of an exercise (never raises: progress is a convenience)."""
+def _fix(path: Path) -> str:
+    return f"move it aside or delete it (`rm {path}`) to start a new record"
+
+
+def _unsafe(path: Path, err: private.Unsafe) -> ProgressRecordError:
+    if isinstance(err, private.Busy):
+        return ProgressRecordError(f"{path}: not used as the progress record this time, because {err}; check "
+                                   f"the exercise again to record it.")
+    return ProgressRecordError(f"{path}: not used as the progress record, because {err}; keep WORKBOOK_PROGRESS "
+                               f"in a folder only you can write (unset, it is {settings.DEFAULT_PROGRESS}).")
+
+
+def _is_record(data: Any) -> bool:
+    return isinstance(data, dict) and all(
+        isinstance(nb, str) and isinstance(r, dict)
+        and all(isinstance(k, str) and isinstance(v, bool) for k, v in r.items())
+        for nb, r in data.items())
+
+
+def _parse(path: Path, raw: bytes) -> dict[str, dict[str, bool]]:
+    """The record in ``raw`` (the bytes of ``path``), or :class:`ProgressRecordError` saying why not."""
     try:
-        path = progress_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # two kernels (two notebooks open at once) may record at the same moment: the read-modify-write
-        # runs under an exclusive lock where the OS has one, and each writer has its own temporary file
-        with open(path.with_name(path.name + ".lock"), "a") as lock:
-            if fcntl is not None:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            data = json.loads(path.read_text()) if path.exists() else {}
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        why = f"it cannot be read as UTF-8 text: {e.reason} at byte {e.start}"
+    except json.JSONDecodeError as e:
+        why = f"line {e.lineno} is not valid JSON: {e.msg}"
+    else:
+        if _is_record(data):
+            return data
+        if isinstance(data, dict) and "cells" in data and "nbformat" in data:
+            raise ProgressRecordError(f"{path} is a notebook, not a progress record, so it is left as it is; "
+                                      f"point WORKBOOK_PROGRESS at a file of its own (e.g. progress.json).")
+        why = "not {notebook: {exercise: true/false}} as helpers.check writes it"
+    raise ProgressRecordError(f"{path} is not a progress record ({why}), so it is left as it is; if it is an "
+                              f"old record, {_fix(path)}.")
+
+
+def read_progress() -> dict[str, dict[str, bool]]:
+    """Every recorded result, by notebook (``{}`` before the first); the record is read as
+    :func:`record_progress` writes it (:mod:`helpers.private`: a regular file of the user's own, in a
+    folder nobody else can write). Raises :class:`ProgressRecordError`, whose message names the file,
+    why it is not used and what to do."""
+    path = progress_file()
+    try:
+        return _parse(path, private.read(path.parent, path.name))
+    except private.Missing:
+        return {}
+    except private.Unsafe as e:
+        raise _unsafe(path, e) from None
+    except OSError as e:
+        raise ProgressRecordError(f"{path}: the progress record cannot be read ({type(e).__name__}: "
+                                  f"{e.strerror or e}); {_fix(path)}.") from None
+
+
+def record_progress(exercise_id: str, passed: bool) -> str | None:
+    """Remember the latest result of an exercise. Returns None, or the sentence saying why it was
+    not recorded and where (never raises: progress is a convenience).
+
+    The record is a file of the user's own in a folder nobody else can write, never a link or a
+    FIFO (:mod:`helpers.private`); two kernels (two notebooks open at once) update it in turn under
+    a lock beside it (``<record>.lock``), waited for at most :data:`LOCK_WAIT` seconds. A file that
+    is not a progress record (not JSON, another shape, a notebook) is left byte for byte as it is.
+    """
+    path = progress_file()
+    try:
+        with private.locked(path.parent, path.name + ".lock", wait=LOCK_WAIT):
+            try:
+                data = _parse(path, private.read(path.parent, path.name))
+            except private.Missing:
+                data = {}
             data.setdefault(_notebook_name(exercise_id), {})[exercise_id] = bool(passed)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-            with os.fdopen(fd, "w") as out:
-                out.write(json.dumps(data, indent=1, sort_keys=True))
-            os.replace(tmp, path)
-    except Exception:
-        pass
+            private.write(path.parent, path.name, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
+        return None
+    except ProgressRecordError as e:
+        return f"Progress not recorded: {e}"
+    except private.Unsafe as e:
+        return f"Progress not recorded: {_unsafe(path, e)}"
+    except OSError as e:
+        return f"Progress not recorded: {path} cannot be written ({type(e).__name__}: {e.strerror or e})."
+    except Exception as e:  # noqa: BLE001 - progress is a convenience: a check never fails because of it
+        return f"Progress not recorded in {path}: {type(e).__name__}: {e}."

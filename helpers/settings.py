@@ -137,10 +137,19 @@ def demo() -> bool:
     return (_get("WORKBOOK_DEMO") or "").lower() in ("1", "true", "yes")
 
 
+def _from_root(value: str) -> Path:
+    """``value`` as a path: ``~`` expanded, a relative path taken from the repository's folder (the
+    same for a notebook's kernel, which runs in ``notebooks/``, and for ``workbook.py``)."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else Path(__file__).resolve().parent.parent / path
+
+
 def progress_file() -> Path:
-    """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json``."""
+    """``WORKBOOK_PROGRESS`` if set, else ``~/.schema_workbook/progress.json``. ``~`` is expanded; a
+    relative path is taken from the repository's folder (the same for a notebook's kernel, which runs
+    in ``notebooks/``, and for ``workbook.py progress``)."""
     value = _get("WORKBOOK_PROGRESS")
-    return Path(value) if value else DEFAULT_PROGRESS
+    return _from_root(value) if value else DEFAULT_PROGRESS
 
 
 def cache_folder() -> Path | None:
@@ -150,10 +159,7 @@ def cache_folder() -> Path | None:
     value = _get("WORKBOOK_CACHE")
     if value and value.lower() in ("off", "0", "no", "false"):
         return None
-    if not value:
-        return DEFAULT_CACHE
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else Path(__file__).resolve().parent.parent / path
+    return _from_root(value) if value else DEFAULT_CACHE
 
 
 def progress_bars() -> bool:

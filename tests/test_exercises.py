@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -317,3 +319,137 @@ def test_exercise_2_5_weighs_the_live_event():
     assert evaluate("2.5", "reference everything", workload=workload, costs=costs)[0] == "correct"
     for wrong in ("outlier pattern, buckets of 100", "outlier pattern", "embed everything", "nonsense", None):
         assert evaluate("2.5", wrong, workload=workload, costs=costs)[0] != "correct", wrong
+
+
+# ---------------------------------------------------------------------------------------------
+# the progress record is a file of the learner's own, in a folder nobody else can write: another
+# user can neither forge it, nor redirect it, nor make a check hang (POSIX: owners, modes, FIFOs)
+
+POSIX = os.name == "posix"
+OTHER_UID = 65534  # "another user" (we may chown as root here; elsewhere these tests are skipped)
+needs_root = pytest.mark.skipif(not POSIX or os.geteuid() != 0, reason="another user's file needs root to make")
+
+
+@pytest.fixture
+def record(tmp_path, monkeypatch):
+    """A progress record in a private folder of the test's own: ``(folder, path)``."""
+    folder = tmp_path / "private"
+    folder.mkdir(mode=0o700)
+    path = folder / "p.json"
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(path))
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/98_test.ipynb")
+    return folder, path
+
+
+def _check_in_thread(capsys, *args) -> tuple[bool, str]:
+    """Run ``check(*args)`` in a thread; ``(finished within 20 s, what it printed)`` (never waits longer)."""
+    done: list[str] = []
+    thread = threading.Thread(target=lambda: (check(*args), done.append("yes")), daemon=True)
+    thread.start()
+    thread.join(20)
+    return bool(done), capsys.readouterr().out
+
+
+@pytest.mark.skipif(not POSIX, reason="file modes are POSIX")
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770])
+def test_no_record_is_kept_in_a_folder_other_users_may_write(capsys, tmp_path, monkeypatch, mode):
+    """/tmp and its like: another user could write the record (or its lock) first. The check still
+    prints its result; the recording is refused with a sentence naming the folder."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(shared / "p.json"))
+    check("98.1", 5)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Exercise 98.1: correct."
+    assert len(out) == 2 and "not recorded" in out[1] and str(shared) in out[1] and "other users" in out[1]
+    assert list(shared.iterdir()) == []
+
+
+@needs_root
+@pytest.mark.parametrize("whose", ["the record", "the lock", "the folder"])
+def test_a_record_lock_or_folder_of_another_users_is_refused_untouched(capsys, record, whose):
+    folder, path = record
+    forged = json.dumps({"98_test": {"98.1": True, "98.2": True}}).encode()
+    path.write_bytes(forged)
+    lock = folder / "p.json.lock"
+    lock.write_bytes(b"")
+    target = {"the record": path, "the lock": lock, "the folder": folder}[whose]
+    os.chown(target, OTHER_UID, OTHER_UID)
+    check("98.1", 4)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Exercise 98.1: not right yet")
+    assert len(out) == 2 and "not recorded" in out[1] and "another user" in out[1]
+    assert path.read_bytes() == forged and lock.read_bytes() == b""
+
+
+@pytest.mark.skipif(not POSIX, reason="symlinks are POSIX here")
+@pytest.mark.parametrize("link", ["p.json.lock", "p.json"])
+def test_a_record_or_lock_that_is_a_symlink_is_never_followed(capsys, record, tmp_path, link):
+    folder, path = record
+    victim = tmp_path / "victim"  # where the link points: nothing may be created or written there
+    (folder / link).symlink_to(victim)
+    check("98.1", 5)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Exercise 98.1: correct." and len(out) == 2 and "not recorded" in out[1]
+    assert "link" in out[1] and not victim.exists() and (folder / link).is_symlink()
+
+
+@pytest.mark.skipif(not POSIX, reason="FIFOs are POSIX")
+@pytest.mark.parametrize("fifo", ["p.json.lock", "p.json"])
+def test_a_record_or_lock_that_is_a_fifo_never_hangs_a_check(capsys, record, fifo):
+    folder, path = record
+    os.mkfifo(folder / fifo)
+    finished, out = _check_in_thread(capsys, "98.1", 5)
+    if not finished:  # let the blocked open or read go (a reader and writer come and go), then the thread ends
+        os.close(os.open(folder / fifo, os.O_RDWR | os.O_NONBLOCK))
+    assert finished, "helpers.check hung on a FIFO"
+    out = out.splitlines()
+    assert out[0] == "Exercise 98.1: correct." and len(out) == 2 and "not recorded" in out[1]
+    assert "not a regular file" in out[1]
+
+
+@pytest.mark.skipif(not POSIX, reason="flock is POSIX")
+def test_a_lock_held_by_another_process_is_waited_for_a_bounded_time(capsys, record, monkeypatch):
+    import fcntl
+
+    folder, path = record
+    monkeypatch.setattr(exercises, "LOCK_WAIT", 0.2, raising=False)
+    holder = open(folder / "p.json.lock", "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        finished, out = _check_in_thread(capsys, "98.1", 5)
+    finally:
+        holder.close()  # releases the lock: a check still waiting goes on
+    assert finished, "helpers.check waited for the lock without end"
+    out = out.splitlines()
+    assert out[0] == "Exercise 98.1: correct." and len(out) == 2 and "not recorded" in out[1]
+    assert "locked" in out[1] and not path.exists()
+    check("98.1", 5)  # the lock free again: recorded
+    assert capsys.readouterr().out == "Exercise 98.1: correct.\n"
+    assert json.loads(path.read_text()) == {"98_test": {"98.1": True}}
+
+
+NOT_A_RECORD = {
+    "not JSON": b"{not json",
+    "a list": b"[1, 2]",
+    "a wrong shape": b'{"98_test": {"98.1": "yes"}}',
+    "empty": b"",
+    "a notebook": json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode(),
+}
+
+
+@pytest.mark.parametrize("content", NOT_A_RECORD.values(), ids=list(NOT_A_RECORD))
+def test_a_file_that_is_not_a_progress_record_is_never_rewritten(capsys, record, content):
+    """A record that cannot be read back (or a JSON file that is not one: a notebook) is left byte
+    for byte as it is, and each check says its result was not recorded, and where."""
+    folder, path = record
+    path.write_bytes(content)
+    check("98.1", 5)
+    check("98.1", 4)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Exercise 98.1: correct." and out[2].startswith("Exercise 98.1: not right yet")
+    for line in (out[1], out[3]):
+        assert "not recorded" in line and str(path) in line and "not a progress record" in line
+    assert len(out) == 4 and path.read_bytes() == content
+    assert sorted(p.name for p in folder.iterdir()) == ["p.json", "p.json.lock"]  # no temporary file left

@@ -116,3 +116,17 @@ def test_a_bad_scale_names_the_variable(monkeypatch):
     monkeypatch.setenv("WORKBOOK_SCALE", "huge")
     with pytest.raises(datasets.DatasetError, match="WORKBOOK_SCALE"):
         datasets.lesson_scale(3)
+
+
+def test_a_relative_progress_file_is_the_same_for_a_kernel_and_for_the_progress_command(tmp_path, monkeypatch):
+    """A kernel runs in notebooks/, ``workbook.py progress`` at the repository's root: a relative
+    ``WORKBOOK_PROGRESS`` is taken from the repository's root for both; ``~`` is the home folder."""
+    root = Path(settings.__file__).resolve().parent.parent
+    monkeypatch.setenv("WORKBOOK_PROGRESS", "my_progress/p.json")
+    seen = []
+    for cwd in (root / "notebooks", root, tmp_path):
+        monkeypatch.chdir(cwd)
+        seen.append(settings.progress_file())
+    assert seen == [root / "my_progress" / "p.json"] * 3
+    monkeypatch.setenv("WORKBOOK_PROGRESS", "~/p.json")
+    assert settings.progress_file() == Path.home() / "p.json"

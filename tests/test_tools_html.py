@@ -1,6 +1,9 @@
 """Tests of tools/html.py: the static build."""
 from __future__ import annotations
 
+import nbformat
+import pytest
+
 from tools import html as html_build
 from tools.repo import NOTEBOOKS, notebooks
 
@@ -10,3 +13,69 @@ def test_html_build_has_every_notebook_with_outputs(tmp_path):
     assert pages[0].name == "index.html" and len(pages) == len(notebooks()) + 1
     html = pages[1].read_text()
     assert "Backend: embedded" in html  # the outputs are in: the build executes nothing
+
+
+# --- a small synthetic build: what a notebook holds never becomes markup, a huge output is elided
+
+
+def _notebook(folder, name, title, outputs=()):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# {title}\n\nSome text."),
+                nbformat.v4.new_code_cell("print('x')", outputs=list(outputs), execution_count=1)]
+    nbformat.write(nb, folder / name)
+    return folder / name
+
+
+def _bytes(folder):
+    return {p: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_heading_with_markup_is_escaped_in_the_index(tmp_path):
+    src = tmp_path / "nbs"
+    src.mkdir()
+    _notebook(src, "01_evil.ipynb", "<script>alert('x')</script> & <b>bold</b>")
+    index = html_build.build_html(tmp_path / "site", src)[0].read_text()
+    assert "<script" not in index and "<b>" not in index
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in index
+
+
+def test_a_huge_output_is_elided_with_a_note(tmp_path):
+    src = tmp_path / "nbs"
+    src.mkdir()
+    huge = nbformat.v4.new_output("stream", name="stdout", text="y" * 3_000_000)
+    small = nbformat.v4.new_output("stream", name="stdout", text="a small output stays\n")
+    _notebook(src, "01_big.ipynb", "Big", [small, huge])
+    pages = html_build.build_html(tmp_path / "site", src)
+    page = pages[1].read_text()
+    assert "y" * 1000 not in page and "a small output stays" in page
+    assert "output elided" in page and "2.9 MiB" in page
+    assert len(page.encode()) < 2_000_000 and src.joinpath("01_big.ipynb").stat().st_size > 3_000_000
+
+
+def test_the_build_never_writes_into_a_folder_of_notebooks(tmp_path):
+    import subprocess
+    import sys
+
+    from tools.repo import ROOT
+
+    src = tmp_path / "nbs"
+    src.mkdir()
+    _notebook(src, "01_one.ipynb", "One")
+    before = _bytes(src)
+    (tmp_path / "link").symlink_to(src)
+    for target in (src, tmp_path / "link"):
+        with pytest.raises(html_build.HtmlBuildError, match="is the folder of the notebooks themselves"):
+            html_build.build_html(target, src)
+        assert _bytes(src) == before
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<p>my own page</p>")
+    with pytest.raises(html_build.HtmlBuildError, match=r"index\.html was not written by this build"):
+        html_build.build_html(site, src)
+    assert _bytes(site) == {site / "index.html": b"<p>my own page</p>"}
+    (site / "index.html").unlink()
+    assert len(html_build.build_html(site, src)) == 2 and len(html_build.build_html(site, src)) == 2  # a rebuild
+    done = subprocess.run([sys.executable, "-m", "tools.cli", "html", str(src)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "holds notebooks" in done.stderr
+    assert _bytes(src) == before

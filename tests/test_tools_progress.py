@@ -1,6 +1,7 @@
 """Tests of tools/progress.py (the reader) with helpers/exercises.py's record_progress (the writer)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -127,3 +128,45 @@ def test_class_progress_never_runs_a_learners_view(test_uri):
     finally:
         client.drop_database(name)
         client.close()
+
+
+# --- the reader trusts only a record of the learner's own: never another user's, a link or a FIFO
+
+POSIX = os.name == "posix"
+
+
+def _progress_cli(path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "WORKBOOK_PROGRESS": str(path)}
+    return subprocess.run([sys.executable, "-m", "tools.cli", "progress"], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=30)
+
+
+@pytest.mark.skipif(not POSIX or os.geteuid() != 0, reason="another user's file needs root to make")
+def test_a_record_written_by_another_user_is_not_shown(tmp_path):
+    folder = tmp_path / "private"
+    folder.mkdir(mode=0o700)
+    path = folder / "p.json"
+    path.write_text(json.dumps({"02_outlier_pattern": {"2.1": True, "2.2": True}}))
+    os.chown(path, 65534, 65534)
+    done = _progress_cli(path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "2/2" not in done.stdout
+    assert str(path) in done.stderr and "another user" in done.stderr
+
+
+@pytest.mark.skipif(not POSIX, reason="FIFOs and symlinks are POSIX")
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_record_that_is_a_fifo_or_a_link_is_a_sentence_not_a_hang(tmp_path, kind):
+    folder = tmp_path / "private"
+    folder.mkdir(mode=0o700)
+    path = folder / "p.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        (tmp_path / "elsewhere.json").write_text(json.dumps({"02_outlier_pattern": {"2.1": True}}))
+        path.symlink_to(tmp_path / "elsewhere.json")
+    try:
+        done = _progress_cli(path)
+    except subprocess.TimeoutExpired:
+        pytest.fail("workbook.py progress hung on a FIFO")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "1/1" not in done.stdout
+    assert str(path) in done.stderr and ("not a regular file" if kind == "fifo" else "link") in done.stderr

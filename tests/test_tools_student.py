@@ -254,3 +254,77 @@ def test_an_answer_folded_in_a_details_block_is_refused(summary):
         student.student_copy(nb, "09.ipynb")
     nb["cells"][2] = _cell("markdown", "<details>\n<summary>Why a bucket?</summary>\nFewer documents.\n</details>")
     assert len(student.student_copy(nb)["cells"]) == 3  # a lesson's own folded note stays
+
+
+# --- the target folder: never the source folder, never over a notebook that is not a student copy
+
+
+def _instructors_folder(tmp_path):
+    """A folder of notebooks with solutions and outputs, as notebooks/ is: ``(folder, {path: bytes})``."""
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    for name in ("01_one.ipynb", "02_two.ipynb"):
+        (src / name).write_text(json.dumps(_notebook(_solution_section("## Solutions"))))
+    return src, {p: p.read_bytes() for p in src.iterdir()}
+
+
+def _bytes(folder):
+    return {p: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_the_source_folder_is_never_the_target(tmp_path):
+    src, before = _instructors_folder(tmp_path)
+    (tmp_path / "link").symlink_to(src)
+    for target in (src, tmp_path / "link", tmp_path / "link" / ".." / "notebooks"):
+        with pytest.raises(student.StudentCopyError, match="is the folder of the notebooks themselves"):
+            student.build_student_copies(target, src)
+        assert _bytes(src) == before
+
+
+def test_a_notebook_that_is_not_a_student_copy_is_never_overwritten(tmp_path):
+    src, _ = _instructors_folder(tmp_path)
+    out = tmp_path / "elsewhere"
+    out.mkdir()
+    (out / "02_two.ipynb").write_bytes((src / "02_two.ipynb").read_bytes())  # an instructor's copy, solutions in
+    (out / "notes.txt").write_text("mine")
+    before = _bytes(out)
+    with pytest.raises(student.StudentCopyError, match=r"02_two\.ipynb is not a student copy"):
+        student.build_student_copies(out, src)
+    assert _bytes(out) == before  # nothing written, not even the first copy
+    # student copies are replaced (a learner's run of one is still a student copy: the mark stays)
+    (out / "02_two.ipynb").unlink()
+    written = student.build_student_copies(out, src)
+    run = json.loads(written[0].read_text())
+    run["cells"][2]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "ran"}]
+    written[0].write_text(json.dumps(run))
+    assert [p.name for p in student.build_student_copies(out, src)] == ["01_one.ipynb", "02_two.ipynb"]
+    assert json.loads(written[0].read_text())["cells"][2]["outputs"] == []
+    # without the mark (a copy made by hand, or a link to a notebook) it is not one
+    unmarked = json.loads(written[1].read_text())
+    del unmarked["metadata"][student.MARK_KEY]
+    written[1].write_text(json.dumps(unmarked))
+    before = _bytes(out)
+    with pytest.raises(student.StudentCopyError, match=r"02_two\.ipynb is not a student copy \(without the mark"):
+        student.build_student_copies(out, src)
+    written[1].unlink()
+    written[1].symlink_to(src / "02_two.ipynb")
+    with pytest.raises(student.StudentCopyError, match=r"02_two\.ipynb is not a student copy \(a link"):
+        student.build_student_copies(out, src)
+    assert written[1].is_symlink() and written[0].read_bytes() == before[written[0]]  # nothing written
+
+
+def test_the_command_refuses_a_folder_of_instructors_notebooks_and_writes_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    from tools.repo import ROOT
+
+    out = tmp_path / "backup"
+    out.mkdir()
+    (out / NBS[0].name).write_bytes(NBS[0].read_bytes())  # a copy of the real notebook: outputs, solutions
+    before = _bytes(out)
+    done = subprocess.run([sys.executable, "-m", "tools.cli", "student-copies", str(out)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "is not a student copy" in done.stderr and NBS[0].name in done.stderr
+    assert _bytes(out) == before

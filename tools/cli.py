@@ -126,7 +126,11 @@ def main(argv: list[str]) -> int:
     if args.command == "html":
         from tools import html
 
-        pages = html.build_html(Path(args.dir) if args.dir else ROOT / "site")
+        try:
+            pages = html.build_html(Path(args.dir) if args.dir else ROOT / "site")
+        except html.HtmlBuildError as e:
+            print(e, file=sys.stderr)
+            return 2
         print(f"wrote {len(pages)} pages; open {pages[0]}")
         return 0
     from tools import classdb

@@ -1,43 +1,134 @@
 """A static, executed HTML build of the notebooks, with an index page.
 
     python3 workbook.py html [DIR]      # or: python -m tools.html [DIR]
+
+Each page is the notebook as committed (its outputs as produced; nothing is run). An output over
+:data:`OUTPUT_LIMIT` (its stored size, images included), or any output once a page's outputs
+reach :data:`PAGE_LIMIT`, is replaced by a note saying it was elided and how large it was. The
+index lists each notebook by its first heading, escaped (a heading is text, never markup).
+
+The build writes only into a folder of its own: never into the notebooks' folder (links resolved),
+nor into one that holds notebooks, nor over a file of a page's name that an earlier build did not
+write (each page carries :data:`MARK`); it refuses the whole build first (:class:`HtmlBuildError`).
 """
 from __future__ import annotations
 
+import copy
+import html
+import json
 import sys
+import urllib.parse
 from pathlib import Path
+from typing import Any
 
-from tools.repo import NOTEBOOKS, ROOT, notebooks
+from helpers.sizes import human_bytes
+from tools.repo import NOTEBOOKS, ROOT, notebooks, same_folder
 
-__all__ = ["build_html"]
+__all__ = ["HtmlBuildError", "OUTPUT_LIMIT", "PAGE_LIMIT", "MARK", "build_html", "elide_outputs"]
+
+#: the largest output copied into a page (bytes of its stored JSON; the notebooks' largest figure is about 100 KiB)
+OUTPUT_LIMIT = 512 * 1024
+#: the most output bytes copied into one page; later outputs are elided
+PAGE_LIMIT = 8 * 1024 * 1024
+#: in the first line of every file the build writes (after the doctype): what tells an earlier build's page
+MARK = "<!-- written by workbook.py html (tools/html.py) -->"
+TITLE = "MongoDB schema design, learned by measuring it"
+
+
+class HtmlBuildError(ValueError):
+    """The output folder is not one to write the build into; the message names it and what to do."""
+
+
+def _note(size: int, why: str) -> Any:
+    import nbformat
+
+    return nbformat.v4.new_output("stream", name="stdout", text=(
+        f"[output elided from this page: {human_bytes(size)}, {why}; run the notebook to see it]\n"))
+
+
+def elide_outputs(nb: Any, limit: int = OUTPUT_LIMIT, page_limit: int = PAGE_LIMIT) -> tuple[Any, int]:
+    """A copy of notebook ``nb`` (an nbformat node) whose outputs over ``limit`` bytes, and every
+    output once the page holds ``page_limit`` bytes of them, are a note saying so; and how many were elided."""
+    out = copy.deepcopy(nb)
+    total = elided = 0
+    for cell in out.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        kept = []
+        for output in cell.get("outputs", []):
+            size = len(json.dumps(output, ensure_ascii=False).encode("utf-8"))
+            if size > limit:
+                kept.append(_note(size, f"over the {human_bytes(limit)} an output may take here"))
+                elided += 1
+            elif total + size > page_limit:
+                kept.append(_note(size, f"after {human_bytes(total)} of outputs on this page"))
+                elided += 1
+            else:
+                total += size
+                kept.append(output)
+        cell.outputs = kept
+    return out, elided
+
+
+def _marked(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return MARK.encode() in fh.read(4096)
+    except OSError:
+        return False
+
+
+def _refuse_target(out_dir: Path, src_dir: Path, names: list[str]) -> None:
+    if same_folder(out_dir, src_dir):
+        raise HtmlBuildError(f"{out_dir} is the folder of the notebooks themselves ({src_dir.resolve()}), so "
+                             f"nothing was written; name a folder of the build's own (the default is site/).")
+    held = sorted(p.name for p in out_dir.glob("*.ipynb")) if out_dir.is_dir() else []
+    if held:
+        raise HtmlBuildError(f"{out_dir} holds notebooks ({', '.join(held[:3])}{', ...' if len(held) > 3 else ''}), "
+                             f"so nothing was written; name a folder of the build's own (the default is site/).")
+    for name in names:
+        dest = out_dir / name
+        if (dest.exists() or dest.is_symlink()) and (dest.is_symlink() or not dest.is_file() or not _marked(dest)):
+            raise HtmlBuildError(f"{dest} was not written by this build (a link, a folder, or a page without its "
+                                 f"mark), so nothing was written; name another folder, or move it aside.")
 
 
 def build_html(out_dir: Path | str = ROOT / "site", src_dir: Path | str = NOTEBOOKS) -> list[Path]:
-    """Render every committed (executed) notebook to HTML, with an index page."""
+    """Render every committed (executed) notebook to HTML, with an index page (module docstring)."""
     import nbformat
     from nbconvert import HTMLExporter
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir, src_dir = Path(out_dir), Path(src_dir)
+    sources = notebooks(src_dir)
+    _refuse_target(out_dir, src_dir, ["index.html", *(f"{src.stem}.html" for src in sources)])
     exporter = HTMLExporter()
-    pages = []
+    rendered = []
     items = []
-    for src in notebooks(src_dir):
-        nb = nbformat.read(src, as_version=4)
+    for src in sources:
+        nb, _ = elide_outputs(nbformat.read(src, as_version=4))
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": src.stem}})
+        doctype, newline, rest = body.partition("\n")
+        body = f"{doctype}{MARK}{newline}{rest}" if doctype.lower().startswith("<!doctype") else MARK + body
         dest = out_dir / f"{src.stem}.html"
-        dest.write_text(body, encoding="utf-8")
-        pages.append(dest)
+        rendered.append((dest, body))
         title = next((c.source.splitlines()[0].lstrip("# ").strip() for c in nb.cells
                       if c.cell_type == "markdown" and c.source.strip()), src.stem)
-        items.append(f'<li><a href="{dest.name}">{title}</a></li>')
+        items.append(f'<li><a href="{html.escape(urllib.parse.quote(dest.name))}">{html.escape(title)}</a></li>')
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pages = []
+    for dest, body in rendered:
+        dest.write_text(body, encoding="utf-8")
+        pages.append(dest)
     index = out_dir / "index.html"
-    index.write_text("<!doctype html><meta charset='utf-8'><title>MongoDB schema design, learned by measuring it"
-                     "</title><h1>MongoDB schema design, learned by measuring it</h1>"
+    index.write_text(f"<!doctype html>{MARK}\n<meta charset='utf-8'><title>{TITLE}</title><h1>{TITLE}</h1>"
                      "<p>Executed notebooks, outputs as produced on the embedded backend.</p><ul>"
                      + "".join(items) + "</ul>\n", encoding="utf-8")
     return [index, *pages]
 
 
 if __name__ == "__main__":
-    print(build_html(*sys.argv[1:2])[0])
+    try:
+        print(build_html(*sys.argv[1:2])[0])
+    except HtmlBuildError as err:
+        print(err, file=sys.stderr)
+        sys.exit(2)

@@ -12,42 +12,23 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import sys
 from typing import Any
 
 from helpers import settings
+from helpers.exercises import ProgressRecordError, read_progress
 
 __all__ = ["ProgressError", "progress", "report", "class_progress", "class_report", "class_html"]
 
 
-class ProgressError(ValueError):
-    """The progress record cannot be read; the message names the file and what to do."""
+#: the progress record cannot be read; the message names the file, why and what to do
+ProgressError = ProgressRecordError
 
 
 def progress() -> dict[str, dict[str, bool]]:
-    """Every recorded exercise result, by notebook."""
-    path = settings.progress_file()
-    fix = (f"Move it aside or delete it (`rm {path}`) to start a new record; checking an exercise "
-           f"again records it again.")
-    try:
-        if not path.exists():
-            return {}
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ProgressError(f"{path}: line {e.lineno}: the progress record is not valid JSON ({e.msg}). "
-                            + fix) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProgressError(f"{path}: the progress record cannot be read ({type(e).__name__}: "
-                            f"{getattr(e, 'strerror', None) or e}). " + fix) from None
-    ok = isinstance(data, dict) and all(
-        isinstance(nb, str) and isinstance(r, dict)
-        and all(isinstance(k, str) and isinstance(v, bool) for k, v in r.items())
-        for nb, r in data.items())
-    if not ok:
-        raise ProgressError(f"{path}: the progress record is not {{notebook: {{exercise: true/false}}}} "
-                            f"as helpers.exercises writes it. " + fix)
-    return data
+    """Every recorded exercise result, by notebook: read as ``helpers.check`` writes it (a regular
+    file of the learner's own, in a folder nobody else can write; never a link or a FIFO)."""
+    return read_progress()
 
 
 def report() -> str:

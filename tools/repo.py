@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping
 
-__all__ = ["ROOT", "NOTEBOOKS", "NOTEBOOK_GLOB", "notebooks", "clean_env", "notebook_env", "readme_block"]
+__all__ = ["ROOT", "NOTEBOOKS", "NOTEBOOK_GLOB", "notebooks", "same_folder", "clean_env", "notebook_env", "readme_block"]
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -21,6 +21,16 @@ INLINE = "module://matplotlib_inline.backend_inline"
 def notebooks(folder: Path | str = NOTEBOOKS) -> list[Path]:
     """The numbered notebooks in ``folder``, in reading order."""
     return sorted(Path(folder).glob(NOTEBOOK_GLOB))
+
+
+def same_folder(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one folder (links resolved; one folder under two names too): what the
+    student copies and the HTML build never write into when ``b`` holds the notebooks."""
+    try:
+        return Path(a).resolve() == Path(b).resolve() or (Path(a).exists() and Path(b).exists()
+                                                          and Path(a).samefile(b))
+    except OSError:
+        return False
 
 
 def clean_env(base: Mapping[str, str] | None = None, *, keep: Iterable[str] = ()) -> dict[str, str]:

@@ -15,6 +15,11 @@ A notebook with exercises whose solutions cannot be found is refused (:class:`St
 and so is one with an answer folded into a ``<details>`` block (its ``<summary>`` has the word
 Solution or Answer in it) before the Solutions section: no copy is written, since a copy that might hold the answers
 is worse than none.
+
+A copy's metadata says it is one (``"schema_workbook": {"student_copy": true}``, kept when a learner
+runs and saves it). Nothing is written into the notebooks' own folder (links resolved), nor over a
+file of a copy's name that is not a student copy (an instructor's notebook, a link): the whole
+build is refused first, and only earlier copies are ever replaced.
 """
 from __future__ import annotations
 
@@ -25,9 +30,16 @@ import re
 import sys
 from pathlib import Path
 
-from tools.repo import NOTEBOOKS, ROOT, notebooks
+from tools.repo import NOTEBOOKS, ROOT, notebooks, same_folder
 
-__all__ = ["StudentCopyError", "student_copy", "build_student_copies", "is_solutions_heading", "heading_title"]
+__all__ = ["StudentCopyError", "MARK", "MARK_KEY", "student_copy", "build_student_copies", "is_student_copy",
+           "is_solutions_heading", "heading_title"]
+
+
+#: what a student copy's metadata carries under :data:`MARK_KEY`: how a folder of copies (which a new
+#: build replaces) is told from a folder of notebooks (which it never overwrites)
+MARK_KEY = "schema_workbook"
+MARK = {"student_copy": True}
 
 
 class StudentCopyError(ValueError):
@@ -185,19 +197,59 @@ def student_copy(nb: dict, name: str = "the notebook") -> dict:
             c["outputs"] = []
             c["execution_count"] = None
     out["cells"] = kept
-    out.get("metadata", {}).pop("widgets", None)
+    out.setdefault("metadata", {}).pop("widgets", None)
+    out["metadata"][MARK_KEY] = dict(MARK)
     return out
+
+
+def is_student_copy(nb: object) -> bool:
+    """True for a notebook (parsed JSON) that this tool wrote: its metadata carries :data:`MARK`
+    (kept when a learner opens, runs and saves it)."""
+    meta = nb.get("metadata") if isinstance(nb, dict) else None
+    mark = meta.get(MARK_KEY) if isinstance(meta, dict) else None
+    return isinstance(mark, dict) and mark.get("student_copy") is True
+
+
+def _refuse_target(out_dir: Path, src_dir: Path, names: list[str]) -> None:
+    """:class:`StudentCopyError` when writing the copies into ``out_dir`` would overwrite anything but
+    student copies: ``out_dir`` is the source folder itself, or one of the files it would write is
+    there and is not a student copy (a notebook with its solutions, a link, anything else)."""
+    if same_folder(out_dir, src_dir):
+        raise StudentCopyError(
+            f"{out_dir} is the folder of the notebooks themselves ({src_dir.resolve()}): their student copies "
+            f"would overwrite them (solutions, outputs, edits), so nothing was written; name another folder "
+            f"(the default is student/).")
+    for name in names:
+        dest = out_dir / name
+        if not (dest.exists() or dest.is_symlink()):
+            continue
+        why = None
+        if dest.is_symlink() or not dest.is_file():
+            why = "a link" if dest.is_symlink() else "not a file"
+        else:
+            try:
+                if not is_student_copy(json.loads(dest.read_text(encoding="utf-8"))):
+                    why = f"without the mark this tool writes (metadata {MARK_KEY}: student_copy)"
+            except (OSError, UnicodeDecodeError, ValueError):
+                why = "not a notebook this tool can read"
+        if why:
+            raise StudentCopyError(
+                f"{dest} is not a student copy ({why}), so no copy was written (it would be overwritten); "
+                f"name another folder, or move it aside if it is an old copy.")
 
 
 def build_student_copies(out_dir: Path | str = ROOT / "student", src_dir: Path | str = NOTEBOOKS) -> list[Path]:
     """Write a student copy of every notebook into ``out_dir``; returns their paths.
 
     Every notebook is checked first: if one cannot be copied safely (:class:`StudentCopyError`),
-    none is written.
+    none is written; nor is any when ``out_dir`` is the source folder, or holds a file of a copy's
+    name that is not a student copy (:func:`is_student_copy`): only earlier copies are replaced.
     """
-    out_dir = Path(out_dir)
+    out_dir, src_dir = Path(out_dir), Path(src_dir)
+    sources = notebooks(src_dir)
+    _refuse_target(out_dir, src_dir, [src.name for src in sources])
     copies = []
-    for src in notebooks(src_dir):
+    for src in sources:
         nb = json.loads(src.read_text(encoding="utf-8"))
         copies.append((out_dir / src.name, student_copy(nb, str(src))))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,8 @@ the file's sha256 (verified against ``checksums.sha256`` just before) and by the
   (``~/.schema_workbook/cache.key``, created 0600 on first use). A copy that does not verify
   (damaged, truncated, one document where the file has 139,098, written by anybody or anything
   else) is refused, the file is typed again from the source and the copy rewritten.
-* **Reached without following a link, through folders only the user (or root) controls** (POSIX).
-  The cache folder's path is walked from ``/`` one name at a time, each folder opened relative to
+* **Reached without following a link, through folders only the user (or root) controls** (POSIX;
+  :mod:`helpers.private`, which the progress record uses too). The cache folder's path is walked from ``/`` one name at a time, each folder opened relative to
   the one before with ``O_NOFOLLOW`` (a symlink swapped in meanwhile is never followed by the
   kernel; a link on the way is read and followed only if the user or root owns it, so another
   user's link, even in ``/tmp``, never chooses the folder) and checked on the opened folder itself
@@ -44,12 +44,12 @@ import os
 import re
 import stat
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import settings
+from .. import private, settings
+from ..private import Unsafe
 from .checksums import sha256, verified_digest
 from .csvtyping import Fields, typed_rows, with_ids
 
@@ -62,7 +62,6 @@ CACHE_MIN_ROWS = 20_000
 MAGIC = b"WBTYPED1"
 _MAC_BYTES = 32
 _SUFFIX = ".typed.bson"
-_POSIX = os.name == "posix" and os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 _OWN_NAME = re.compile(r"(?P<file>[A-Za-z0-9_.-]+?)\.[0-9a-f]{16}\.[0-9a-f]{16}(?:\.typed\.bson|\.pickle)"
                        r"(?P<tmp>\.[0-9a-f]{8}\.tmp)?")
 _SOURCE_DIGEST: list[str] = []
@@ -111,138 +110,14 @@ def key_path() -> Path:
 
 
 # ------------------------------------------------------------------------------------------
-# Folders and files reached safely
+# Folders and files reached safely: helpers.private (the progress record uses the same)
 # ------------------------------------------------------------------------------------------
-class _Unsafe(Exception):
-    """A folder or file on the way is not safe to read a copy from (or is missing)."""
-
-
-def _check_folder(st: os.stat_result, last: bool) -> None:
-    uid = os.getuid()
-    if not stat.S_ISDIR(st.st_mode):
-        raise _Unsafe("not a folder")
-    if last:  # the cache folder (or the key's): the user's own, nobody else may add or replace files
-        if st.st_uid != uid or st.st_mode & 0o022:
-            raise _Unsafe("not a private folder of the user's own")
-    elif st.st_uid not in (uid, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
-        # another user could rename what is below (a sticky folder lets them only add their own entries)
-        raise _Unsafe("a folder above it that another user controls")
-
-
-def _open_folder(folder: Path, create: bool) -> int:
-    """A descriptor of ``folder``, reached from ``/`` one name at a time without the kernel following
-    any link, every folder on the way checked (:func:`_check_folder`); missing folders created 0700
-    when ``create``. A link on the way is read and followed here only if the user or root owns it (it
-    then sits in a folder that passed the check): one of another user's, even in a sticky folder
-    such as ``/tmp``, would choose where the copies go, so it means no cache."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    todo = list(Path(os.path.abspath(folder)).parts[1:])
-    fd = os.open("/", flags & ~os.O_NOFOLLOW)
-    links = 0
-    try:
-        _check_folder(os.fstat(fd), last=not todo)
-        while todo:
-            part = todo.pop(0)
-            try:
-                new = os.open(part, flags, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise _Unsafe("missing") from None
-                try:
-                    os.mkdir(part, 0o700, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                new = os.open(part, flags, dir_fd=fd)
-            except OSError as exc:  # ELOOP / ENOTDIR: a link, or a file where a folder should be
-                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
-                if not stat.S_ISLNK(st.st_mode):
-                    raise _Unsafe(f"{part}: {exc.strerror}") from None
-                links += 1
-                if st.st_uid not in (os.getuid(), 0) or links > 40:
-                    raise _Unsafe(f"{part}: a link of another user's (or too many links)") from None
-                target = os.readlink(part, dir_fd=fd)
-                parts = list(Path(target).parts)
-                if os.path.isabs(target):
-                    new = os.open("/", flags & ~os.O_NOFOLLOW)
-                    parts = parts[1:]
-                    os.close(fd)
-                    fd = new
-                todo[:0] = parts
-                _check_folder(os.fstat(fd), last=not todo)
-                continue
-            os.close(fd)
-            fd = new
-            _check_folder(os.fstat(fd), last=not todo)
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _check_file(st: os.stat_result, secret: bool = False) -> None:
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-        raise _Unsafe("not a plain file")
-    if _POSIX and (st.st_uid != os.getuid() or st.st_mode & (0o077 if secret else 0o022)):
-        raise _Unsafe("not a file of the user's own" + (" that only the user may read" if secret else ""))
-
-
-def _read(folder: Path, name: str, secret: bool = False) -> bytes:
-    """The bytes of ``folder/name``, opened safely (module docstring), or :class:`_Unsafe`
-    (``secret``: also when group or others may read it)."""
-    if not _POSIX:  # Windows: by path; a link is refused, the key guards the content
-        path = folder / name
-        if path.is_symlink() or not path.is_file():
-            raise _Unsafe("missing or a link")
-        with open(path, "rb") as fh:
-            _check_file(os.fstat(fh.fileno()), secret)
-            return fh.read()
-    dir_fd = _open_folder(folder, create=False)
-    try:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
-                         dir_fd=dir_fd)
-        except OSError as exc:
-            raise _Unsafe(f"{name}: {exc.strerror}") from None
-        with os.fdopen(fd, "rb") as fh:
-            _check_file(os.fstat(fd), secret)
-            return fh.read()
-    finally:
-        os.close(dir_fd)
-
-
 def _write(folder: Path, name: str, data: bytes, *, data_files: frozenset[str] = frozenset(),
            exclusive: bool = False) -> None:
-    """Write ``folder/name`` (0600) atomically: a temporary file of the cache's pattern, renamed
-    over it (``exclusive``: created, never replaced). Old files of the cache's own are tidied first."""
-    if not _POSIX:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        target = folder / name
-        tmp = folder / f"{name}.{uuid.uuid4().hex[:8]}.tmp"
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-        (os.rename if exclusive else os.replace)(tmp, target)
-        return
-    dir_fd = _open_folder(folder, create=True)
-    try:
-        if data_files:
-            _tidy(dir_fd, name, data_files)
-        tmp = f"{name}.{uuid.uuid4().hex[:8]}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     0o600, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            if exclusive:
-                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-            else:
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # a reader sees all or nothing
-        finally:
-            try:
-                os.unlink(tmp, dir_fd=dir_fd)
-            except FileNotFoundError:
-                pass
-    finally:
-        os.close(dir_fd)
+    """Write ``folder/name`` (0600) atomically (:func:`helpers.private.write`; ``exclusive``:
+    created, never replaced). Old files of the cache's own are tidied first."""
+    tidy = (lambda dir_fd: _tidy(dir_fd, name, data_files)) if data_files else None
+    private.write(folder, name, data, exclusive=exclusive, before=tidy)
 
 
 def _tidy(dir_fd: int, keep: str, data_files: frozenset[str]) -> None:
@@ -268,9 +143,9 @@ def _key() -> bytes | None:
     path = key_path()
     for _ in range(2):
         try:
-            data = _read(path.parent, path.name, secret=True)
+            data = private.read(path.parent, path.name, secret=True)
             return data if len(data) == 32 else None  # another length: not ours to replace
-        except _Unsafe:
+        except Unsafe:
             pass
         except OSError:
             return None
@@ -278,7 +153,7 @@ def _key() -> bytes | None:
             _write(path.parent, path.name, os.urandom(32), exclusive=True)
         except FileExistsError:
             continue  # another kernel made it meanwhile: read that one
-        except (OSError, _Unsafe):
+        except (OSError, Unsafe):
             return None
     return None
 
@@ -314,7 +189,7 @@ def _decode(body: memoryview, as_bson: bool = True) -> TypedCopy:
     docs = bson.decode_all(body[4 + size:], CodecOptions(document_class=RawBSONDocument) if as_bson
                            else bson.DEFAULT_CODEC_OPTIONS)
     if len(docs) != head["n"] or (head["keys"] is not None and len(head["keys"]) != len(docs)):
-        raise _Unsafe("the count does not match")
+        raise Unsafe("the count does not match")
     return TypedCopy(docs, head["keys"])
 
 
@@ -336,12 +211,12 @@ def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = 
     identity = b"\0".join((path.name.encode(), digest.encode(), tag.encode(), b""))
     if key is not None:
         try:
-            data = memoryview(_read(cached.parent, cached.name))
+            data = memoryview(private.read(cached.parent, cached.name))
             if data[:len(MAGIC)] == MAGIC:
                 start = len(MAGIC) + _MAC_BYTES
                 if hmac.compare_digest(_mac(key, identity, data[start:]), data[len(MAGIC):start]):
                     return _decode(data[start:], as_bson)
-        except (_Unsafe, OSError):
+        except (Unsafe, OSError):
             pass
         except Exception:  # noqa: BLE001 - signed but unreadable (another version): type it again
             pass
@@ -355,6 +230,6 @@ def typed_copy(path: Path, fields: Fields, make_id: Callable[..., Any] | None = 
         try:
             _write(cached.parent, cached.name, MAGIC + _mac(key, identity, body) + body,
                    data_files=data_files)
-        except (OSError, _Unsafe):  # an unwritable or unsafe folder only costs the time
+        except (OSError, Unsafe):  # an unwritable or unsafe folder only costs the time
             pass
     return copy
