@@ -188,7 +188,8 @@ def test_class_logins_progress_and_drop_on_a_server_with_authentication(auth_ser
                                     "--html", str(tmp_path / "class.html"))
         assert code == 0, err
         data = json.loads(out)
-        assert set(data) == {"databases"}
+        assert set(data) == {"databases", "untrusted", "ignored"}
+        assert not {ana, ben, cleo} & (set(data["untrusted"]) | set(data["ignored"]))  # all written by helpers.check
         mine = {k: v for k, v in data["databases"].items() if k in (ana, ben, cleo)}
         assert {k: {e: (r["passed"], r["attempts"]) for e, r in v.items()} for k, v in mine.items()} == {
             ana: {"0.1": (True, 2)}, ben: {"0.1": (False, 1)}, cleo: {}}
