@@ -139,7 +139,8 @@ def _uris(out):
             if ": mongodb://" in line and not line.startswith("server:")}
 
 
-def test_class_logins_progress_and_drop_on_a_server_with_authentication(auth_server, monkeypatch, capsys, tmp_path):
+def test_class_logins_progress_and_drop_on_a_server_with_authentication(auth_server, kept_apart, monkeypatch, capsys,
+                                                                       tmp_path):
     import json
 
     import pymongo
@@ -187,7 +188,8 @@ def test_class_logins_progress_and_drop_on_a_server_with_authentication(auth_ser
                                     "--html", str(tmp_path / "class.html"))
         assert code == 0, err
         data = json.loads(out)
-        assert set(data) == {"databases"}
+        assert set(data) == {"databases", "untrusted", "ignored"}
+        assert not {ana, ben, cleo} & (set(data["untrusted"]) | set(data["ignored"]))  # all written by helpers.check
         mine = {k: v for k, v in data["databases"].items() if k in (ana, ben, cleo)}
         assert {k: {e: (r["passed"], r["attempts"]) for e, r in v.items()} for k, v in mine.items()} == {
             ana: {"0.1": (True, 2)}, ben: {"0.1": (False, 1)}, cleo: {}}
@@ -324,8 +326,8 @@ def test_class_logins_refuses_a_server_without_authentication_whatever_the_uris_
         client.close()
 
 
-def test_a_connection_lost_while_logins_are_made_leaves_no_user_whose_password_nobody_saw(auth_server, monkeypatch,
-                                                                                            tmp_path):
+def test_a_connection_lost_while_logins_are_made_leaves_no_user_whose_password_nobody_saw(auth_server, kept_apart,
+                                                                                            monkeypatch, tmp_path):
     import pymongo
     from pymongo.database import Database
 
@@ -334,8 +336,8 @@ def test_a_connection_lost_while_logins_are_made_leaves_no_user_whose_password_n
     names = [f"wbt{tag}a", f"wbt{tag}b", f"wbt{tag}c"]
     real, made = Database.command, []
 
-    def command(self, cmd, *args, **kwargs):  # the network fails on the second createUser, as a lost link does
-        if cmd == "createUser":
+    def command(self, cmd, *args, **kwargs):  # the network fails on the second learner's createUser, as a lost link does
+        if cmd == "createUser" and args[0] in names:  # (the separation proof's throwaway logins before them pass)
             made.append(args[0])
             if len(made) == 2:
                 raise pymongo.errors.AutoReconnect("connection reset by peer")
@@ -356,7 +358,7 @@ def test_a_connection_lost_while_logins_are_made_leaves_no_user_whose_password_n
             admin.drop_database(classdb.login_db_name(n))
 
 
-def test_two_logins_whose_databases_would_coincide_are_refused(auth_server):
+def test_two_logins_whose_databases_would_coincide_are_refused(auth_server, kept_apart):
     from helpers.settings import login_db_name
 
     login, admin = auth_server
@@ -424,3 +426,246 @@ def test_a_database_only_connected_to_is_not_listed(test_uri):
     finally:
         conn.client.drop_database(name)
         conn.close()
+
+
+# --- a learner's login must not reach another learner's database by any command: class logins proves it first
+
+def _no_probe_left(admin):
+    """The separation proof's throwaway logins and databases are gone."""
+    from helpers.settings import DB_PREFIX
+
+    users = [u["user"] for u in admin.admin.command("usersInfo", 1)["users"]]
+    assert not [u for u in users if u.startswith(classdb._SEPARATION)]
+    assert not [n for n in admin.list_database_names() if n.startswith(f"{DB_PREFIX}_{classdb._SEPARATION}")]
+
+
+def test_secantusdb_lets_a_readwrite_login_rename_and_bulkwrite_into_another_learners_database(auth_server):
+    """SecantusDB 0.7.0b3 checks renameCollection and bulkWrite (both sent to ``admin``) against the
+    database they are sent to, not the namespaces they name (docs/ENGINES.md, the upstream report).
+    This documents the engine: once it is fixed, the attacks fail here and this test must say so;
+    until then ``class logins`` refuses the server."""
+    import datetime as dt
+
+    import pymongo
+
+    from helpers.exercises import exercise_ids, record_server_progress
+    from helpers.safety import PROGRESS
+    from helpers.settings import login_db_name
+    from tools import progress
+
+    login, admin = auth_server
+    tag = uuid.uuid4().hex[:6]
+    mallory, victim, newcomer = f"wbt{tag}mal", f"wbt{tag}vic", f"wbt{tag}new"
+    own, theirs = login_db_name(mallory), login_db_name(victim)
+    assert not {own, theirs} & set(admin.list_database_names())
+    attacker = None
+    try:
+        for name in (mallory, victim):
+            admin.admin.command("createUser", name, pwd=f"{name}-Pw-1", roles=[{"role": "readWrite", "db": login_db_name(name)}])
+        record_server_progress(admin[theirs], "0.1", False)  # the victim's honest record: one failed attempt
+        attacker = pymongo.MongoClient(classdb.learner_uri(login("teacher"), mallory, f"{mallory}-Pw-1"))
+        with pytest.raises(pymongo.errors.OperationFailure) as refused:  # what the tests above try: refused
+            attacker[theirs][PROGRESS].find_one()
+        assert refused.value.code == 13
+        # 1. renameCollection, sent to admin: one's own collection over the victim's progress record
+        now = dt.datetime.now(dt.timezone.utc)
+        attacker[own]["junk"].insert_many([{"_id": e, "passed": True, "attempts": 1, "last": now} for e in exercise_ids()])
+        attacker.admin.command("renameCollection", f"{own}.junk", to=f"{theirs}.{PROGRESS}", dropTarget=True)
+        rows = progress.class_progress(admin)["databases"][theirs]
+        assert sorted(rows) == sorted(exercise_ids()) and all(r["passed"] for r in rows.values())  # forged: all passed
+        # 2. bulkWrite (MongoDB 8.0's cluster-wide one) with the victim's namespace in nsInfo
+        ns = [{"ns": f"{theirs}.{PROGRESS}"}]
+        attacker.admin.command({"bulkWrite": 1, "ops": [{"delete": 0, "filter": {}, "multi": True}], "nsInfo": ns})
+        assert admin[theirs][PROGRESS].count_documents({}) == 0
+        attacker.admin.command({"bulkWrite": 1, "ops": [{"insert": 0, "document": {"_id": "0.1", "passed": False}}],
+                                "nsInfo": ns})
+        attacker.admin.command({"bulkWrite": 1, "ops": [{"update": 0, "filter": {"_id": "0.1"}, "multi": False,
+                                                          "updateMods": {"$set": {"passed": True}}}], "nsInfo": ns})
+        assert admin[theirs][PROGRESS].find_one({"_id": "0.1"}) == {"_id": "0.1", "passed": True}
+        # so class logins refuses this server, says which commands got through, and makes no login
+        with pytest.raises(classdb.ClassError) as said:
+            classdb.create_logins(admin, login("teacher"), [newcomer])
+        message = str(said.value)
+        assert "renameCollection" in message and "bulkWrite" in message and "mongod --auth" in message
+        assert "No login was created" in message
+        assert admin.admin.command("usersInfo", newcomer)["users"] == []
+        _no_probe_left(admin)
+    finally:
+        if attacker is not None:
+            attacker.close()
+        for name in (mallory, victim, newcomer):
+            with contextlib.suppress(Exception):
+                admin.admin.command("dropUser", name)
+            admin.drop_database(login_db_name(name))
+
+
+def test_class_logins_refuses_a_server_that_does_not_keep_learners_apart(auth_server, monkeypatch, capsys, tmp_path):
+    login, admin = auth_server
+    names = [f"wbt{uuid.uuid4().hex[:6]}{n}" for n in "ab"]
+    before = admin.list_database_names()
+    code, out, err = _class_cli(monkeypatch, capsys, login("teacher"), "logins", str(_roster(tmp_path, *names)))
+    assert code == 2 and "Traceback" not in err and _uris(out) == {}
+    assert "\n" not in err.strip()  # one sentence
+    assert "renameCollection" in err and "bulkWrite" in err and "No login was created" in err
+    assert "mongod --auth" in err and "MongoDB 7.0" in err
+    assert admin.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in names])["users"] == []
+    assert admin.list_database_names() == before
+    _no_probe_left(admin)
+
+
+class _Refusing:
+    """A database the proof's learner may not touch, as a real ``mongod --auth`` answers a login with
+    ``readWrite`` on another database only: every call refused (code 13) and logged by its command
+    (``interrupt_at``: the call that raises KeyboardInterrupt instead, as a Ctrl-C there would)."""
+
+    def __init__(self, log: list, where: str, interrupt_at: int | None = None):
+        self._log, self._where, self._interrupt_at = log, where, interrupt_at
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Refusing(self._log, f"{self._where}.{name}", self._interrupt_at)
+
+    __getitem__ = __getattr__
+
+    def __call__(self, *args, **kwargs):
+        import pymongo
+
+        method, first = self._where.rsplit(".", 1)[-1], args[0] if args else None
+        if method == "command":  # a command by name, or a document whose first key names it
+            method = next(iter(first)) if isinstance(first, dict) else first
+        self._log.append(method)
+        if self._interrupt_at is not None and len(self._log) >= self._interrupt_at:
+            raise KeyboardInterrupt
+        raise pymongo.errors.OperationFailure(f"not authorized to execute {self._log[-1]}", code=13)
+
+
+class _KeptApart:
+    """The proof's learner client on a server that keeps learners apart: its own database is the real
+    one (so the proof sees it work there); ``admin`` and every other database refuse every call."""
+
+    def __init__(self, uri: str, log: list, interrupt_at: int | None = None):
+        import pymongo
+
+        self._real, self._log, self._interrupt_at = pymongo.MongoClient(uri), log, interrupt_at
+        self._own = uri.split("/")[3].split("?")[0]
+
+    def __getitem__(self, name):
+        return self._real[name] if name == self._own else _Refusing(self._log, name, self._interrupt_at)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    def close(self):
+        self._real.close()
+
+
+class _Lying:
+    """A server that runs the call, then answers 'not authorized' anyway."""
+
+    def __init__(self, target):
+        self._target = target
+
+    def __getattr__(self, name):
+        return _Lying(getattr(self._target, name))
+
+    def __getitem__(self, name):
+        return _Lying(self._target[name])
+
+    def __call__(self, *args, **kwargs):
+        import pymongo
+
+        self._target(*args, **kwargs)
+        raise pymongo.errors.OperationFailure("not authorized", code=13)
+
+
+class _LyingClient(_KeptApart):
+    def __getitem__(self, name):
+        return self._real[name] if name == self._own else _Lying(self._real[name])
+
+
+@pytest.fixture
+def kept_apart(monkeypatch):
+    """``class logins`` on a server that keeps learners apart (SecantusDB does not: see
+    test_secantusdb_lets_a_readwrite_login_...): the separation proof runs for real on the auth server
+    (its throwaway users, databases and the instructor's read-backs), its learner's calls outside its
+    own database refused by :class:`_KeptApart`. Yields the log of the refused calls."""
+    log: list = []
+    monkeypatch.setattr(classdb, "_login_client", lambda uri: _KeptApart(uri, log))
+    yield log
+
+
+def test_the_proof_passes_where_every_attempt_on_another_database_is_refused(auth_server, kept_apart):
+    login, admin = auth_server
+    said = classdb.check_separation(admin, login("teacher"))
+    attempts = classdb._attempts("own", "other")
+    assert said.startswith("learners are kept apart") and f"all {len(attempts)} attempts" in said
+    # every attempt reached the stand-in but the two aggregates run in its own database ($out and
+    # $merge into the other one: the server itself refused those)
+    assert len(kept_apart) == len(attempts) - 2
+    assert {"find_one", "list_collection_names", "insert_one", "update_many", "delete_many", "drop", "create",
+            "create_index", "collMod", "dropDatabase"} <= set(kept_apart)
+    assert kept_apart.count("renameCollection") == 6 and kept_apart.count("bulkWrite") == 3
+    _no_probe_left(admin)
+
+
+def test_a_refusal_that_changed_the_other_learners_data_anyway_is_caught(auth_server, monkeypatch):
+    """Every call answers 'not authorized', yet the renames and bulkWrites ran: the instructor's
+    read-back of the other database, not the error code, decides."""
+    login, admin = auth_server
+    monkeypatch.setattr(classdb, "_login_client", lambda uri: _LyingClient(uri, []))
+    with pytest.raises(classdb.ClassError) as said:
+        classdb.check_separation(admin, login("teacher"))
+    assert "renameCollection" in str(said.value) and "bulkWrite" in str(said.value)
+    assert "find" not in str(said.value)  # refused, and nothing changed
+    _no_probe_left(admin)
+
+
+@pytest.mark.parametrize("when", ["the second throwaway login is made", "the attempts are half done"])
+def test_the_proof_removes_its_logins_and_databases_when_interrupted(auth_server, monkeypatch, when):
+    from pymongo.database import Database
+
+    login, admin = auth_server
+    if when == "the second throwaway login is made":
+        real, made = Database.command, []
+
+        def command(self, cmd, *args, **kwargs):  # the user is made, then Ctrl-C before the call returns
+            reply = real(self, cmd, *args, **kwargs)
+            if cmd == "createUser":
+                made.append(args[0])
+                if len(made) == 2:
+                    raise KeyboardInterrupt
+            return reply
+
+        monkeypatch.setattr(Database, "command", command)
+    else:
+        log: list = []
+        monkeypatch.setattr(classdb, "_login_client", lambda uri: _KeptApart(uri, log, interrupt_at=8))
+    with pytest.raises(KeyboardInterrupt):
+        classdb.check_separation(admin, login("teacher"))
+    monkeypatch.undo()
+    if when == "the second throwaway login is made":
+        assert len(made) == 2 and all(m.startswith(classdb._SEPARATION) for m in made)
+    else:
+        assert len(log) == 8
+    _no_probe_left(admin)
+
+
+def test_the_proof_never_touches_a_database_it_did_not_create(auth_server, monkeypatch, kept_apart):
+    from helpers.settings import login_db_name
+
+    login, admin = auth_server
+    tag = uuid.uuid4().hex[:6]
+    names = (f"{classdb._SEPARATION}{tag}a", f"{classdb._SEPARATION}{tag}b")
+    admin[login_db_name(names[1])]["someones"].insert_one({"_id": 1, "keep": True})
+    monkeypatch.setattr(classdb, "_probe_logins", lambda: names)
+    try:
+        with pytest.raises(classdb.ClassError, match="exist already .* left alone"):
+            classdb.check_separation(admin, login("teacher"))
+        assert list(admin[login_db_name(names[1])]["someones"].find()) == [{"_id": 1, "keep": True}]
+        assert admin.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in names])["users"] == []
+        assert kept_apart == []  # no attempt was made
+    finally:
+        admin.drop_database(login_db_name(names[1]))

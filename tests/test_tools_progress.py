@@ -170,3 +170,109 @@ def test_a_record_that_is_a_fifo_or_a_link_is_a_sentence_not_a_hang(tmp_path, ki
         pytest.fail("workbook.py progress hung on a FIFO")
     assert done.returncode == 2 and "Traceback" not in done.stderr and "1/1" not in done.stdout
     assert str(path) in done.stderr and ("not a regular file" if kind == "fifo" else "link") in done.stderr
+
+
+# --- class progress reads a bounded amount of what learners wrote, and shows nothing it cannot trust as a pass
+
+def test_class_progress_marks_records_it_cannot_trust(test_uri):
+    import datetime as dt
+    import uuid
+
+    import pymongo
+
+    from helpers.exercises import exercise_ids, record_server_progress
+    from helpers.safety import PROGRESS, workbook_collection
+
+    ids = exercise_ids()
+    now = dt.datetime.now(dt.timezone.utc)
+    name = f"schema_workbook_wbtest{uuid.uuid4().hex[:8]}"
+    client = pymongo.MongoClient(test_uri)
+    try:
+        db = client[name]
+        record_server_progress(db, ids[0], True)  # the one honest record
+        good = {"passed": True, "attempts": 1, "last": now - dt.timedelta(hours=1)}
+        forged = {  # a learner writes their own database: each of these claims a pass
+            ids[1]: {**good, "attempts": "3"},
+            ids[2]: {**good, "attempts": 2.5},
+            ids[3]: {**good, "attempts": -4},
+            ids[4]: {**good, "attempts": True},
+            ids[5]: {**good, "last": now + dt.timedelta(days=30)},
+            ids[6]: {**good, "last": "2026-01-05T10:00:00Z"},
+            ids[7]: {**good, "passed": "yes"},
+            ids[8]: {**good, "attempts": 0, "last": None},
+        }
+        workbook_collection(db, PROGRESS).insert_many([{"_id": ex, **d} for ex, d in forged.items()])
+        db[PROGRESS].insert_many([{"_id": "99.1", **good}, {"_id": "not an id", **good}, {"_id": {"ex": ids[9]}, **good}])
+        data = progress.class_progress(client)
+        assert list(data["databases"][name]) == [ids[0]]  # a pass only where the record can be trusted
+        untrusted = data["untrusted"][name]
+        assert sorted(untrusted) == sorted(forged)
+        for ex in (ids[1], ids[2], ids[3], ids[4]):
+            assert "attempts" in untrusted[ex]
+        assert "future" in untrusted[ids[5]] and "not a date" in untrusted[ids[6]]
+        assert "passed" in untrusted[ids[7]]
+        assert "attempts" in untrusted[ids[8]] and "not a date" in untrusted[ids[8]]
+        assert data["ignored"][name] == 3
+        text = progress.class_report(data)
+        line = next(x for x in text.splitlines() if x.startswith(name))
+        assert line.startswith(f"{name}: 1 passed, 0 failed, 8 untrusted, {len(ids) - 9} not attempted")
+        assert "untrusted, not counted: " in text and "3 records of no exercise with a checker ignored" in text
+        page = progress.class_html(data)
+        row = page.split(f'title="{name}"', 1)[1].split("</tr>", 1)[0]
+        assert row.count('class="pass"') == 1 and row.count('class="untrusted"') == 8 and row.count("✓") == 1
+        assert f"<td>1/{len(ids)}</td>" in row
+    finally:
+        client.drop_database(name)
+        client.close()
+
+
+def test_class_progress_reads_a_bounded_amount_of_each_learners_records(test_uri):
+    import datetime as dt
+    import uuid
+
+    import bson
+    import pymongo
+    from pymongo import monitoring
+
+    from helpers.exercises import exercise_ids, record_server_progress
+    from helpers.safety import PROGRESS, workbook_collection
+
+    class Replies(monitoring.CommandListener):
+        def __init__(self):
+            self.database_of, self.bytes, self.documents = {}, 0, 0
+
+        def started(self, event):
+            self.database_of[event.request_id] = event.database_name
+
+        def succeeded(self, event):
+            if self.database_of.get(event.request_id) == name and event.command_name in ("find", "getMore", "aggregate"):
+                self.bytes += len(bson.encode(event.reply))
+                cursor = event.reply.get("cursor", {})
+                self.documents += len(cursor.get("firstBatch", cursor.get("nextBatch", [])))
+
+        def failed(self, event):
+            pass
+
+    ids = exercise_ids()
+    name = f"schema_workbook_wbtest{uuid.uuid4().hex[:8]}"
+    replies = Replies()
+    client = pymongo.MongoClient(test_uri, event_listeners=[replies])
+    try:
+        db = client[name]
+        record_server_progress(db, ids[0], False)
+        last = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+        padding = "x" * (2 * 1024 * 1024)  # one 2 MiB record of a real exercise
+        workbook_collection(db, PROGRESS).insert_one({"_id": ids[1], "passed": True, "attempts": 1, "last": last,
+                                                      "notebook": padding})
+        db[PROGRESS].insert_many([{"_id": f"9{n}.1", "passed": True, "attempts": 1, "last": last, "pad": "y" * 1000}
+                                  for n in range(3000)])  # and 3,000 made-up exercises (3 MB)
+        replies.bytes = replies.documents = 0
+        data = progress.class_progress(client)
+        assert replies.documents <= len(ids) and replies.bytes < 64 * 1024
+        assert list(data["databases"][name]) == [ids[0]] and data["databases"][name][ids[0]]["passed"] is False
+        assert "larger than" in data["untrusted"][name][ids[1]]
+        assert data["ignored"][name] == progress.MAX_IGNORED  # counted up to a cap, never read
+        assert f"at least {progress.MAX_IGNORED} records" in progress.class_report(data)
+    finally:
+        client.drop_database(name)
+        client.close()

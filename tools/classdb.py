@@ -19,16 +19,21 @@ that role is a risk on its own; give each student ``readWrite`` on their databas
 ``MONGODB_URI``. A user is the workbook's when its only role is exactly that one and its ``customData``,
 where the server returns it, is the one ``class logins`` stores (:func:`workbook_users`; SecantusDB
 0.7.0b3 returns none, so there the role alone decides); ``class drop --yes`` removes those users with
-their databases.
+their databases. Before it makes any, it proves that the server keeps learners apart
+(:func:`check_separation`: a throwaway learner's login tries every command it knows on another
+throwaway learner's database), and refuses a server where one gets through: SecantusDB 0.7.0b3
+(``secantusd-py --auth``) lets ``renameCollection`` and ``bulkWrite``, sent to ``admin``, reach
+another database (docs/ENGINES.md).
 """
 from __future__ import annotations
 
 import csv
+import datetime as _dt
 import re
 import secrets
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from helpers.datasets import is_staging_name
 from helpers.safety import PROGRESS, REGISTRY, create_registry, recorded, reset_workbook, retire_registry
@@ -36,7 +41,8 @@ from helpers.settings import DB_PREFIX, login_db_name
 
 __all__ = ["ClassError", "is_workbook_database_name", "workbook_database_names", "workbook_databases",
            "drop_plan", "check_instructor", "instructor_privileges", "drop_workbook_databases", "read_roster",
-           "workbook_users", "create_logins", "drop_users", "learner_uri", "is_denied", "collection_kinds"]
+           "workbook_users", "create_logins", "check_separation", "drop_users", "learner_uri", "is_denied",
+           "collection_kinds"]
 
 _PROBE = "workbook_probe_"
 _UNAUTHORIZED = 13
@@ -330,9 +336,257 @@ def _check_access_control(uri: str) -> None:
     raise ClassError("This server does not require authentication: anyone who can reach it may read, "
                      "change or drop every learner's database, whatever logins exist, so per-student "
                      "logins would protect nothing. Start the server with access control (mongod "
-                     "--auth, or security.authorization: enabled; secantusd-py --auth), create the "
+                     "--auth, or security.authorization: enabled), create the "
                      "instructor's user, and run `class logins` with that user in MONGODB_URI. "
                      "No login was created.")
+
+
+# ---------------------------------------------------------------------------------------------
+# the separation proof: before any learner's login is made, one throwaway learner's login tries to
+# reach another throwaway learner's database by every command below, and must be refused each time
+
+#: the proof's two throwaway logins are named ``wbprobe<8 hex>a`` and ``...b``; their databases
+#: ``login_db_name`` of those (``schema_workbook_wbprobe..._<4 hex>``), made and dropped by the proof
+_SEPARATION = "wbprobe"
+_THEIRS, _MINE = PROGRESS, "junk"  # the other learner's collection aimed at; the own collection moved
+#: what the other learner's database holds while the proof runs (the instructor reads it back after each try)
+_SEED = [{"_id": "0.1", "notebook": "proof", "passed": False, "attempts": 1,
+          "last": _dt.datetime(2026, 1, 5, 10, 0, 0)},
+         {"_id": "their_note", "text": "only its owner may read or change this"}]
+#: a forged record of one's own, to be moved over the other's (a renameCollection with dropTarget)
+_FORGED = {"_id": "0.1", "notebook": "proof", "passed": True, "attempts": 1, "last": _dt.datetime(2026, 1, 5, 11, 0, 0)}
+
+
+def _login_client(uri: str) -> Any:
+    """A client logged in as ``uri``'s user: the proof's throwaway learner (tests put a stand-in here)."""
+    import pymongo
+
+    return pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
+
+
+def _probe_logins() -> tuple[str, str]:
+    """The proof's two throwaway logins: fresh names each run."""
+    tag = uuid.uuid4().hex[:8]
+    return f"{_SEPARATION}{tag}a", f"{_SEPARATION}{tag}b"
+
+
+def _attempts(own: str, other: str) -> list[tuple[str, str, Callable[[Any], Any]]]:
+    """What a learner's login (readWrite on ``own``) tries on another learner's database ``other``:
+    ``(command, what it does, the call)``. A real MongoDB refuses each (code 13): it checks the
+    privileges on every namespace a command names, wherever the command is sent."""
+    theirs, mine = f"{other}.{_THEIRS}", f"{own}.{_MINE}"
+
+    def bulk(op: dict) -> Callable[[Any], Any]:
+        return lambda a: a.admin.command({"bulkWrite": 1, "ops": [op], "nsInfo": [{"ns": theirs}]})
+
+    return [
+        ("find", "reading their records", lambda a: a[other][_THEIRS].find_one()),
+        ("listCollections", "listing their collections", lambda a: a[other].list_collection_names()),
+        ("insert", "adding a record", lambda a: a[other][_THEIRS].insert_one({"_id": "intruder"})),
+        ("update", "changing their records", lambda a: a[other][_THEIRS].update_many({}, {"$set": {"passed": True}})),
+        ("delete", "deleting their records", lambda a: a[other][_THEIRS].delete_many({})),
+        ("drop", "dropping their collection", lambda a: a[other].command("drop", _THEIRS)),
+        ("create", "creating a collection", lambda a: a[other].command("create", "intruder")),
+        ("createIndexes", "indexing their collection", lambda a: a[other][_THEIRS].create_index("passed")),
+        ("collMod", "setting a validator on their collection",
+         lambda a: a[other].command("collMod", _THEIRS, validator={"passed": True})),
+        ("dropDatabase", "dropping their database", lambda a: a[other].command("dropDatabase")),
+        ("aggregate", "$out from one's own collection over theirs",
+         lambda a: list(a[own][_MINE].aggregate([{"$out": {"db": other, "coll": _THEIRS}}]))),
+        ("aggregate", "$merge from one's own collection into theirs",
+         lambda a: list(a[own][_MINE].aggregate([{"$merge": {"into": {"db": other, "coll": _THEIRS}}}]))),
+        ("renameCollection", "one's own collection over theirs with dropTarget: true",
+         lambda a: a.admin.command("renameCollection", mine, to=theirs, dropTarget=True)),
+        ("renameCollection", "one's own collection over theirs without dropTarget",
+         lambda a: a.admin.command("renameCollection", mine, to=theirs)),
+        ("renameCollection", "one's own collection to a new one in their database",
+         lambda a: a.admin.command("renameCollection", mine, to=f"{other}.intruder")),
+        ("renameCollection", "the same with dropTarget: true",
+         lambda a: a.admin.command("renameCollection", mine, to=f"{other}.intruder", dropTarget=True)),
+        ("renameCollection", "their collection into one's own database",
+         lambda a: a.admin.command("renameCollection", theirs, to=f"{own}.stolen")),
+        ("renameCollection", "their collection within their database",
+         lambda a: a.admin.command("renameCollection", theirs, to=f"{other}.moved")),
+        ("bulkWrite", "insert", bulk({"insert": 0, "document": {"_id": "intruder"}})),
+        ("bulkWrite", "update", bulk({"update": 0, "filter": {}, "multi": True, "updateMods": {"$set": {"passed": True}}})),
+        ("bulkWrite", "delete", bulk({"delete": 0, "filter": {}, "multi": True})),
+    ]
+
+
+#: how the refusal names what got through: the command, then what it did
+_THROUGH = {"renameCollection": ("renameCollection (sent to admin: {})", "; "),
+            "bulkWrite": ("bulkWrite (sent to admin, their namespace in nsInfo: {})", ", ")}
+
+
+def _state(db: Any) -> dict[str, Any]:
+    """Everything of ``db`` an attempt could change, as the instructor reads it: each collection's
+    kind and options, its indexes and its documents."""
+    out = {}
+    for info in db.list_collections():
+        name = info["name"]
+        out[name] = (info.get("type"), info.get("options", {}),
+                     sorted(ix["name"] for ix in db[name].list_indexes()),
+                     sorted((repr(d.get("_id")), repr(sorted(d.items()))) for d in db[name].find()))
+    return out
+
+
+def _stage(client: Any, own: str, other: str) -> None:
+    """Before each attempt, as the instructor: the other learner's database holds exactly the seed,
+    the learner's own exactly its forged record (both databases are the proof's own)."""
+    for name, docs in ((other, _SEED), (own, [_FORGED])):
+        db = client[name]
+        for coll in db.list_collection_names():
+            db.drop_collection(coll)
+        db[_THEIRS if name == other else _MINE].insert_many([dict(d) for d in docs])
+
+
+def _refused_per_operation(reply: Any) -> bool:
+    """A bulkWrite reply whose one operation failed (``nErrors``): refused, unless the data changed."""
+    return isinstance(reply, dict) and int(reply.get("nErrors", 0) or 0) > 0
+
+
+def _try_to_cross(client: Any, a: Any, own: str, other: str) -> tuple[int, list[tuple[str, str]]]:
+    """Run every attempt as the learner ``a``; ``(attempts, those that got through)``: an attempt
+    gets through when the server answers it, or when the other database is not what it was, read
+    back by the instructor (a refusal that changed it anyway is caught too)."""
+    from pymongo.errors import OperationFailure
+
+    through = []
+    attempts = _attempts(own, other)
+    _stage(client, own, other)
+    expected = _state(client[other])
+    for command, what, attempt in attempts:
+        _stage(client, own, other)
+        try:
+            answered = not _refused_per_operation(attempt(a))
+        except OperationFailure:
+            answered = False
+        if answered or _state(client[other]) != expected:
+            through.append((command, what))
+    return len(attempts), through
+
+
+def _remove_probe(client: Any, users: list[str], databases: list[str]) -> list[str]:
+    """Drop the proof's users and databases, each one whatever happened to the others; what is left."""
+    from pymongo.errors import OperationFailure, PyMongoError
+
+    left = []
+    for login in users:
+        try:
+            client.admin.command("dropUser", login)
+        except OperationFailure as e:
+            if getattr(e, "code", None) != 11:  # UserNotFound: it was never made
+                left.append(f"user {login}")
+        except PyMongoError:
+            left.append(f"user {login}")
+    for name in databases:
+        try:
+            client.drop_database(name)
+        except PyMongoError:
+            left.append(f"database {name}")
+    return left
+
+
+def check_separation(client: Any, uri: str) -> str:
+    """Prove that this server keeps learners apart before ``class logins`` gives anyone a login.
+
+    Two throwaway logins (:data:`_SEPARATION`), each with ``readWrite`` on a throwaway database of its
+    own that did not exist before (:func:`~helpers.settings.login_db_name`); as the first, every
+    attempt of :func:`_attempts` on the second's database (find, insert, update, delete, drop, ...;
+    ``renameCollection`` to and over its collection, with and without ``dropTarget``; ``bulkWrite``
+    on its namespace), each followed by the instructor reading that database back. Both users and
+    both databases are removed afterwards whatever happens (an interrupt included). Nothing else is
+    touched. Raises :class:`ClassError` naming each command that got through, and what to use instead.
+    """
+    from pymongo.errors import OperationFailure, PyMongoError
+
+    login_a, login_b = _probe_logins()
+    own, other = login_db_name(login_a), login_db_name(login_b)
+    try:
+        taken = [n for n in (own, other) if client[n].list_collection_names()]
+    except OperationFailure as e:
+        if is_denied(e):
+            raise ClassError(_MAY_NOT_CREATE) from None
+        raise
+    try:
+        existing = _users(client, [login_a, login_b])
+    except ClassError as e:
+        raise ClassError(f"{e} No login was created.") from None
+    if taken or existing:  # never touched: another run's, or somebody's
+        raise ClassError(f"The separation proof's throwaway names exist already "
+                         f"({', '.join([*taken, *(u['user'] for u in existing)])}) and were left alone; run "
+                         f"`class logins` again (it picks new names). No login was created.")
+    tried: list[str] = []
+    error: ClassError | None = None
+    a = None
+    count, through = 0, []
+    try:
+        try:
+            password = secrets.token_urlsafe(18)  # never shown: the throwaway login is removed at the end
+            for login, db_name in ((login_a, own), (login_b, other)):
+                tried.append(login)  # before the call: a user made by a call cut short is removed too
+                client.admin.command("createUser", login, pwd=password if login == login_a else secrets.token_urlsafe(18),
+                                     roles=[{"role": "readWrite", "db": db_name}],
+                                     customData={"workbook": DB_PREFIX, "database": db_name, "proof": "separation"})
+            _stage(client, own, other)
+            a = _login_client(learner_uri(uri, login_a, password))
+            try:  # the login works in its own database: else every refusal below would prove nothing
+                a[own]["mine"].insert_one({"_id": "mine"})
+                works = a[own]["mine"].find_one({"_id": "mine"}) is not None
+            except OperationFailure as e:
+                works = False
+                why = f"{type(e).__name__}, code {getattr(e, 'code', None)}"
+            else:
+                why = "its own record could not be read back"
+            if not works:
+                raise ClassError(f"The separation proof's throwaway learner login could not work in its own "
+                                 f"database ({why}), so nothing it is refused elsewhere proves anything: check "
+                                 f"the server's authentication options in MONGODB_URI. No login was created.")
+            count, through = _try_to_cross(client, a, own, other)
+        except ClassError as e:
+            error = e
+        except OperationFailure as e:
+            if not is_denied(e):
+                raise
+            error = ClassError(_MAY_NOT_CREATE)
+        except PyMongoError as e:
+            error = ClassError(f"The proof that this server keeps learners apart could not finish "
+                               f"({type(e).__name__}: the server stopped answering, or refused the throwaway "
+                               f"login's connection): run `class logins` again when it answers. No login was "
+                               f"created.")
+    finally:  # whatever happened, an interrupt included: the proof's users and databases go
+        if a is not None:
+            try:
+                a.close()
+            except Exception:  # a stand-in, or a client already gone: nothing of it is kept
+                pass
+        left = _remove_probe(client, tried, [own, other])
+    if left:
+        raise ClassError(f"{error or 'No login was created.'} The separation proof's throwaway {', '.join(left)} "
+                         f"could not be removed: remove them (dropUser, dropDatabase) when the server answers.")
+    if error is not None:
+        raise error
+    if through:
+        grouped: dict[str, list[str]] = {}
+        for command, what in through:
+            grouped.setdefault(command, []).append(what)
+        named = []
+        for command, whats in grouped.items():
+            form, sep = _THROUGH.get(command, (command + " ({})", "; "))
+            named.append(form.format(sep.join(whats)))
+        raise ClassError(f"No login was created: this server does not keep learners apart, for a throwaway "
+                         f"learner's login (readWrite on its own database only) got through to another "
+                         f"learner's database with {', '.join(named[:-1]) + ' and ' if len(named) > 1 else ''}"
+                         f"{named[-1]}; run the class on a real MongoDB with access control instead (mongod "
+                         f"--auth, MongoDB 7.0 or later), which checks the privileges on every namespace a "
+                         f"command names.")
+    return (f"learners are kept apart: a throwaway learner's login was refused all {count} attempts on another "
+            f"learner's database, whose data the instructor's login read back unchanged after each")
+
+
+_MAY_NOT_CREATE = ("This login may not create users (the createUser and grantRole actions) or the learners' "
+                   "databases: run `class logins` with a login that has the root role (or userAdminAnyDatabase "
+                   "and readWriteAnyDatabase). No login was created.")
 
 
 #: the instructor's authentication options, never passed on (a learner logs in as themselves)
@@ -372,8 +626,10 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
 
     Returns ``(login, URI with the password or None when the user existed already, database)``.
     All or nothing: the server must enforce authentication, every existing user of a roster name must
-    be the workbook's (same role), and if the server refuses one creation, every user and database
-    this call created is removed again before the refusal is raised (:class:`ClassError`).
+    be the workbook's (same role), the server must keep learners apart (:func:`check_separation`: a
+    throwaway learner's login is refused every attempt on another's database), and if the server
+    refuses one creation, every user and database this call created is removed again before the
+    refusal is raised (:class:`ClassError`).
     """
     from pymongo.errors import OperationFailure, PyMongoError
 
@@ -396,6 +652,7 @@ def create_logins(client: Any, uri: str, logins: list[str]) -> list[tuple[str, s
     if shared:
         raise ClassError(f"These logins would share one database: {'; '.join(shared)}. Change one of each "
                          f"pair in the roster (another spelling); no login was created.")
+    check_separation(client, uri)  # a server that lets one learner reach another's database gets no login
     made_users: list[str] = []
     made_dbs: list[str] = []
     out: list[tuple[str, str | None, str]] = []

@@ -6,7 +6,10 @@
 ``helpers.exercises.check`` writes the record (a JSON file, ``{notebook: {exercise: passed}}``) at
 ``helpers.settings.progress_file()`` and, on a server, one document per exercise in the learner's
 own database (``workbook_progress``); this tool only reads them. ``class progress`` needs only the
-rights to list the server's databases and read the workbook's (the readAnyDatabase role).
+rights to list the server's databases and read the workbook's (the readAnyDatabase role). A learner
+may write anything into their own database, so it reads a bounded amount of each (one record per
+exercise with a checker, three typed values of each; other records only counted) and shows a record
+whose values are not the workbook's as untrusted, never as a pass (:func:`class_progress`).
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from typing import Any
 from helpers import settings
 from helpers.exercises import ProgressRecordError, read_progress
 
-__all__ = ["ProgressError", "progress", "report", "class_progress", "class_report", "class_html"]
+__all__ = ["ProgressError", "progress", "report", "class_progress", "class_report", "class_html", "MAX_RECORD_BYTES",
+           "MAX_IGNORED", "CLOCK_SKEW"]
 
 
 #: the progress record cannot be read; the message names the file, why and what to do
@@ -55,15 +59,56 @@ def _iso(value: Any) -> str | None:
     return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def class_progress(client: Any) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """``{"databases": {database: {exercise id: {"passed", "attempts", "last"}}}}`` for every
-    workbook database on the server (as ``class list`` finds them; one with no attempts is ``{}``).
+#: the largest record believed (the workbook writes about 120 bytes); a larger one is never read, only measured
+MAX_RECORD_BYTES = 4096
+#: records of no exercise with a checker are counted up to this many, never read
+MAX_IGNORED = 1000
+#: ``last`` is the learner's machine's clock: this far ahead of this machine's is still believed
+CLOCK_SKEW = _dt.timedelta(minutes=10)
+
+
+def _of_type(field: str, *types: str) -> dict:
+    """A projection of ``field``: its value when its BSON type is one of ``types``, else the type's
+    name (a short string): a value of the wrong type never leaves the server, whatever its size."""
+    return {"$cond": [{"$in": [{"$type": f"${field}"}, list(types)]}, f"${field}", {"$type": f"${field}"}]}
+
+
+#: what ``class progress`` reads of a record: three typed values and the record's size, nothing else
+_PROJECTION = {"passed": _of_type("passed", "bool"), "attempts": _of_type("attempts", "int", "long"),
+               "last": _of_type("last", "date"), "bytes": {"$bsonSize": "$$ROOT"}}
+
+
+def _distrust(doc: dict, now: _dt.datetime) -> str | None:
+    """Why a record of a known exercise cannot be shown (None: it can)."""
+    reasons = []
+    size, passed, attempts, last = doc.get("bytes"), doc.get("passed"), doc.get("attempts"), doc.get("last")
+    if not isinstance(size, int) or size > MAX_RECORD_BYTES:
+        reasons.append(f"the record is larger than {MAX_RECORD_BYTES} bytes")
+    if not isinstance(passed, bool):
+        reasons.append("passed is not true or false")
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        reasons.append("attempts is not a whole number of at least 1")
+    if not isinstance(last, _dt.datetime):
+        reasons.append("last is not a date")
+    elif (last if last.tzinfo else last.replace(tzinfo=_dt.timezone.utc)) > now + CLOCK_SKEW:
+        reasons.append("last is in the future")
+    return "; ".join(reasons) or None
+
+
+def class_progress(client: Any) -> dict[str, dict[str, Any]]:
+    """``{"databases": {database: {exercise id: {"passed", "attempts", "last"}}}, "untrusted":
+    {database: {exercise id: why}}, "ignored": {database: count}}`` for every workbook database on
+    the server (as ``class list`` finds them; one with no attempts is ``{}`` in ``databases``).
 
     ``passed`` is the latest attempt's result, ``attempts`` how many answers were checked, ``last``
-    the latest attempt's time (ISO 8601, UTC). A record that is not the workbook's shape, or not of an
-    exercise with a checker (``helpers.exercises.exercise_ids``: the only ones ``helpers.check`` records),
-    is left out: a learner writes their own database, and made-up exercises must not fill the class's page.
-    Raises ``tools.classdb.ClassError`` naming the right the login lacks.
+    the latest attempt's time (ISO 8601, UTC). A learner writes their own database, so what is read
+    is bounded and checked: only the records of exercises with a checker (``helpers.exercises.exercise_ids``:
+    the only ones ``helpers.check`` records), at most one each, and of each only its three values, each
+    of the right type or its type's name, and its size. A record whose values are not the workbook's
+    (not a boolean ``passed``, not a whole number of ``attempts`` of at least 1, a ``last`` that is not
+    a date or is in the future, a record over :data:`MAX_RECORD_BYTES`) is listed under ``untrusted``
+    with why, never under ``databases``; the records of any other ``_id`` are only counted (up to
+    :data:`MAX_IGNORED`) under ``ignored``. Raises ``tools.classdb.ClassError`` naming the right the login lacks.
     """
     from pymongo.errors import OperationFailure
 
@@ -71,29 +116,41 @@ def class_progress(client: Any) -> dict[str, dict[str, dict[str, dict[str, Any]]
     from helpers.safety import PROGRESS
     from tools import classdb
 
-    known = set(exercise_ids())
-
+    known = exercise_ids()
+    now = _dt.datetime.now(_dt.timezone.utc)
     out: dict[str, dict[str, dict[str, Any]]] = {}
+    untrusted: dict[str, dict[str, str]] = {}
+    ignored: dict[str, int] = {}
     for name in classdb.workbook_database_names(client):
         try:
             if classdb.collection_kinds(client[name]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
                 out[name] = {}
                 continue
-            docs = list(client[name][PROGRESS].find({}, sort=[("_id", 1)]))
+            coll = client[name][PROGRESS]
+            docs = list(coll.find({"_id": {"$in": known}}, _PROJECTION, sort=[("_id", 1)], limit=len(known)))
+            others = coll.count_documents({"_id": {"$nin": known}}, limit=MAX_IGNORED)
         except OperationFailure as e:
             if classdb.is_denied(e):
                 raise classdb.ClassError(f"This login may not read the database {name!r} (the find action): "
                                          f"class progress needs read on every learner's database (the "
                                          f"readAnyDatabase or root role) in MONGODB_URI.") from None
             raise
-        rows = {}
+        rows, doubtful = {}, {}
         for d in docs:
-            ex, passed, attempts, last = d.get("_id"), d.get("passed"), d.get("attempts"), _iso(d.get("last"))
-            if isinstance(ex, str) and ex in known and isinstance(passed, bool) \
-                    and isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 0 and last:
-                rows[ex] = {"passed": passed, "attempts": attempts, "last": last}
+            ex = d.get("_id")
+            if not isinstance(ex, str) or ex not in known:  # the server's $in, checked again
+                continue
+            why = _distrust(d, now)
+            if why:
+                doubtful[ex] = why
+            else:
+                rows[ex] = {"passed": d["passed"], "attempts": d["attempts"], "last": _iso(d["last"])}
         out[name] = dict(sorted(rows.items(), key=lambda kv: _order(kv[0])))
-    return {"databases": out}
+        if doubtful:
+            untrusted[name] = dict(sorted(doubtful.items(), key=lambda kv: _order(kv[0])))
+        if others:
+            ignored[name] = others
+    return {"databases": out, "untrusted": untrusted, "ignored": ignored}
 
 
 def _order(exercise_id: str) -> tuple[int, ...]:
@@ -118,27 +175,47 @@ def _attempts(n: int) -> str:
     return f"{n} attempt" + ("" if n == 1 else "s")
 
 
+def _ignored(n: int) -> str:
+    return (f"{'at least ' if n >= MAX_IGNORED else ''}{n} record{'' if n == 1 else 's'} of no exercise "
+            f"with a checker ignored")
+
+
+def _untrusted(data: dict, database: str, columns: list[str]) -> dict[str, str]:
+    """The untrusted records of ``database`` shown in its row: ``{exercise: why}``, in column order."""
+    doubtful = data.get("untrusted", {}).get(database, {})
+    rows = data["databases"].get(database, {})
+    return {e: doubtful[e] for e in columns if e in doubtful and e not in rows}
+
+
 def class_report(data: dict) -> str:
-    """The class's progress as text: per learner, passed, failed (with attempts) and not attempted."""
+    """The class's progress as text: per learner, passed, failed (with attempts), untrusted (never
+    counted as anything) and not attempted."""
     columns = _columns(data)
     lines = []
     for database, rows in data["databases"].items():
         passed = [e for e in columns if rows.get(e, {}).get("passed") is True]
         failed = [e for e in columns if rows.get(e, {}).get("passed") is False]
+        doubtful = _untrusted(data, database, columns)
         lines.append(f"{database}: {len(passed)} passed, {len(failed)} failed, "
-                     f"{len(columns) - len(passed) - len(failed)} not attempted"
+                     + (f"{len(doubtful)} untrusted, " if doubtful else "")
+                     + f"{len(columns) - len(passed) - len(failed) - len(doubtful)} not attempted"
                      + (f" (last {max(r['last'] for r in rows.values())})" if rows else ""))
         if passed:
             lines.append("   passed: " + ", ".join(passed))
         if failed:
             lines.append("   failed: " + ", ".join(f"{e} ({_attempts(rows[e]['attempts'])})" for e in failed))
+        if doubtful:
+            lines.append("   untrusted, not counted: " + ", ".join(f"{e} ({why})" for e, why in doubtful.items()))
+        if data.get("ignored", {}).get(database):
+            lines.append(f"   {_ignored(data['ignored'][database])}")
     lines.append(f"{len(data['databases'])} workbook databases, {len(columns)} exercises")
     return "\n".join(lines)
 
 
 def class_html(data: dict) -> str:
     """One self-contained page (no script, no file or address outside it): a grid of learners by
-    exercises, large enough for a projector. ✓ passed, ✗ failed (the number of attempts), blank not attempted."""
+    exercises, large enough for a projector. ✓ passed, ✗ failed (the number of attempts), ? an untrusted
+    record (never counted), blank not attempted."""
     columns = _columns(data)
     notebooks: dict[str, int] = {}
     for e in columns:
@@ -147,11 +224,17 @@ def class_html(data: dict) -> str:
     head = "".join(f'<th colspan="{n}">notebook {int(nb):02d}</th>' for nb, n in notebooks.items())
     sub = "".join(f"<th>{esc(e)}</th>" for e in columns)
     body = []
+    ignored = []
     for database, rows in data["databases"].items():
         cells = []
+        doubtful = _untrusted(data, database, columns)
+        if data.get("ignored", {}).get(database):
+            ignored.append(f"{esc(_learner(database))}: {_ignored(data['ignored'][database])}")
         for e in columns:
             r = rows.get(e)
-            if r is None:
+            if r is None and e in doubtful:
+                cells.append(f'<td class="untrusted" title="untrusted record, not counted: {esc(doubtful[e])}">?</td>')
+            elif r is None:
                 cells.append('<td class="none" title="not attempted"></td>')
             elif r["passed"]:
                 cells.append(f'<td class="pass" title="passed, {_attempts(r["attempts"])}, last {esc(r["last"])}">✓</td>')
@@ -166,11 +249,13 @@ def class_html(data: dict) -> str:
             "body{font:20px/1.3 system-ui,sans-serif;margin:1em;color:#111;background:#fff}"
             "table{border-collapse:collapse}th,td{border:1px solid #999;padding:.2em .4em;text-align:center}"
             "th.who{text-align:left;white-space:nowrap}td.pass{background:#b7e4b0}td.fail{background:#f4b6b6}"
-            "td.none{background:#f2f2f2}</style>"
+            "td.none{background:#f2f2f2}td.untrusted{background:#ffe08a}</style>"
             f"<h1>Class progress</h1><p>{len(data['databases'])} learners, {len(columns)} exercises; "
-            f"✓ passed, ✗n failed after n attempts, blank not attempted. As of {when}.</p>"
+            f"✓ passed, ✗n failed after n attempts, ? a record that is not the workbook's (not counted), "
+            f"blank not attempted. As of {when}.</p>"
             f"<table><tr><th rowspan='2'>learner</th>{head}<th rowspan='2'>passed</th></tr><tr>{sub}</tr>"
-            + "".join(body) + "</table></html>\n")
+            + "".join(body) + "</table>"
+            + (f"<p>{'; '.join(ignored)}.</p>" if ignored else "") + "</html>\n")
 
 
 if __name__ == "__main__":
