@@ -99,8 +99,9 @@ def _registered(exercise_id: str) -> _Registered:
     return _CHECKERS[exercise_id]
 
 
-#: a lesson face's first docstring line names its notebook: "... (notebook 04)."
-_NOTEBOOK_OF_FACE = re.compile(r'^\s*(?:[rRuU]?)"""[^\n]*?\bnotebook (\d\d)\b')
+#: a lesson face's first docstring line names its notebook, in brackets: "... (notebook 04)." (the rule
+#: scripts/layout.py reads too)
+_NOTEBOOK_OF_FACE = re.compile(r'^\s*[rRuU]?"""[^\n]*?\(notebook (\d\d)\)')
 
 
 @functools.lru_cache(maxsize=1)
@@ -184,11 +185,14 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
 
 
 def exercise_ids() -> list[str]:
-    """Every exercise that has a checker (each lesson's ``checks.py``), in notebook and exercise order."""
+    """Every exercise that has a checker in a lesson's ``checks.py``, in notebook and exercise order (a
+    checker registered from elsewhere, as the tests do, is not a lesson's exercise)."""
+    modules = set()
     for _, lesson in sorted(lesson_folders().items()):
         if (lesson / "checks.py").is_file():
-            importlib.import_module(f"{__package__}.{lesson.name}.checks")
-    return sorted(_CHECKERS, key=lambda e: tuple(int(x) for x in e.split(".")))
+            modules.add(importlib.import_module(f"{__package__}.{lesson.name}.checks").__name__)
+    ours = [e for e, reg in _CHECKERS.items() if getattr(reg.fn, "__module__", None) in modules]
+    return sorted(ours, key=lambda e: tuple(int(x) for x in e.split(".")))
 
 
 # ---------------------------------------------------------------------------------------------

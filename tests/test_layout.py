@@ -4,9 +4,10 @@
   benchmark code, nothing imported from ``tools/`` or ``bench/``;
 * ``helpers/`` is a small flat core (:data:`CORE`) beside one folder per lesson, whose face
   (``__init__.py``) names its notebook first: the lessons are found in the tree, never listed here;
-* the import graph (every import, at the top or inside a function) has no circle and runs only
-  down the layers: engines, then the core, then the lessons in notebook order (a lesson's parts
-  below its face, its ``checks`` above it), then tools, scripts and benchmarks;
+* the import graph of helpers/, engines/ and tools/ (every import, at the top or inside a function,
+  and the parent packages an import runs) has no circle and runs only down the layers: engines, then
+  the core, then the lessons in notebook order (a lesson's parts below its face, its ``checks`` above
+  it), then tools; helpers/ imports no tools, scripts or benchmarks;
 * only ``helpers/settings.py`` reads the environment (in ``helpers/`` and ``engines/``);
 * every module of a lesson names its notebook in its first docstring line;
 * no module of ``helpers/`` is over 800 lines (one job each);
@@ -67,7 +68,7 @@ def test_the_learners_package_has_no_tools_or_benchmarks(path):
             imported |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             imported.add(node.module.split(".")[0])
-    assert not imported & {"tools", "bench", "pytest", "nbclient", "nbformat", "nbconvert", "subprocess"}, (
+    assert not imported & {"tools", "bench", "scripts", "pytest", "nbclient", "nbformat", "nbconvert", "subprocess"}, (
         f"{path.relative_to(ROOT)} imports maintainers' tooling: it belongs in tools/ or bench/")
     assert path.stem not in {"testrun", "cli", "student", "html", "classdb", "bench", "simulate"}
 
@@ -360,6 +361,12 @@ def _import_edges(path: Path) -> list[tuple[str, str, int, bool]]:
             for a in node.names:
                 sub = f"{module}.{a.name}"
                 out.append((sub, "", node.lineno, inner) if _is_module(sub) else (module, a.name, node.lineno, inner))
+                # importing a.b.c runs a/__init__ and a/b/__init__ first: edges to the parents outside ``here``
+                parents = module.split(".")
+                for k in range(1, len(parents)):
+                    parent = ".".join(parents[:k])
+                    if not (here == parent or here.startswith(parent + ".")) and _is_module(parent):
+                        out.append((parent, "", node.lineno, inner))
     return out
 
 
@@ -408,7 +415,10 @@ def _place(module: str) -> tuple[str, str | None, str | None]:
     first = rest.partition(".")[0]
     if not first or first in CORE:
         return "core", None, None
-    notebook = next(nb for nb, folder in _lessons().items() if folder.name == first)
+    notebook = next((nb for nb, folder in _lessons().items() if folder.name == first), None)
+    if notebook is None:
+        raise AssertionError(f"{module}: helpers/{first} is neither in CORE nor a lesson's folder (a face whose "
+                             f"first docstring line ends '(notebook NN).')")
     sub = rest.partition(".")[2]
     return "lesson", notebook, "face" if not sub else "checks" if sub == "checks" else "part"
 
@@ -453,6 +463,41 @@ def test_every_import_runs_down_the_layers():
              for src, edges in _graph().items() for dst, name, line, _ in edges
              if (why := _wrong_way(src, dst, name)) is not None]
     assert wrong == [], "\n".join(wrong)
+
+
+def test_a_lesson_reaches_another_lesson_only_through_its_faces_public_names():
+    """``from .. import aerodata as ad`` then ``ad.keys`` or ``ad._airline_doc``: another lesson's part
+    or private name, reached by attribute (the import graph sees only the import)."""
+    wrong = []
+    for path in _lesson_modules():
+        here = _place(_dotted(path))[1]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level and node.module is None:
+                for a in node.names:
+                    target = _dotted(path.parent.parent if node.level == 2 else path.parent) + "." + a.name
+                    if _is_module(target) and _place(target)[0] == "lesson" and _place(target)[1] != here:
+                        aliases[a.asname or a.name] = target
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                target = aliases[node.value.id]
+                if node.attr.startswith("_") or _is_module(f"{target}.{node.attr}"):
+                    wrong.append(f"{path.relative_to(ROOT)} line {node.lineno}: {node.value.id}.{node.attr}")
+    assert wrong == [], f"another lesson's part or private name: {wrong}"
+
+
+def test_scripts_layout_finds_the_lessons_the_package_finds():
+    """scripts/layout.py reads the faces without importing them: its lessons are helpers.exercises'."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("layout_script", ROOT / "scripts" / "layout.py")
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    rows = "\n".join(layout.rows())
+    for nb, folder in _lessons().items():
+        assert f"| `helpers/{folder.name}/` | [{nb}](" in rows, f"scripts/layout.py misses lesson {folder.name} ({nb})"
+    assert rows.count("](notebooks/") == len(_lessons())
 
 
 def test_the_learners_package_imports_its_own_modules_at_the_top():

@@ -192,6 +192,22 @@ def test_show_source_shows_public_names(path):
                     assert not any(n.startswith("_") for n in names), f"show_source of a private name: {ast.unparse(arg)}"
 
 
+
+@nb_param
+def test_every_listing_is_displayed(path):
+    """A ``helpers.show_source(...)`` that is not its cell's last expression shows nothing (IPython
+    displays only the last one): it is the last, or is passed to ``display(...)``."""
+    nb = _read(path)
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != "code" or "show_source" not in c.source:
+            continue
+        body = ast.parse(c.source).body
+        for k, stmt in enumerate(body):
+            if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                    and getattr(stmt.value.func, "attr", "") == "show_source"):
+                assert k == len(body) - 1, (f"cell {i}: show_source(...) is not the cell's last expression, so its "
+                                            f"listing is never shown: wrap it in display(...) or end the cell with it")
+
 @nb_param
 def test_drawing_cells_carry_the_one_mark(path):
     nb = _read(path)
