@@ -441,6 +441,20 @@ def test_flagged_cut_over_loses_nothing_written_during_it(db):
         e.add_review(products, reviews, 99, {"t": "x"})
 
 
+def test_first_copy_of_a_batch_without_reviews(db):
+    """A first copy whose batch holds only products with ``reviews: []`` has nothing to write there."""
+    products = workbook_collection(db, "products_m")
+    products.insert_many([{"_id": 1, "reviews": []}, {"_id": 2, "reviews": []}, {"_id": 3, "reviews": [{"t": "a"}]}])
+    reviews = workbook_collection(db, "reviews_m")
+    report = e.migrate_reviews(products, reviews, batch_size=2)
+    assert (report.products, report.reviews_copied, report.bulk_writes) == (3, 1, 1)
+    assert e.verify_migration(products, reviews) == []
+    report = e.migrate_reviews(workbook_collection(db, "products_m"), workbook_collection(db, "empty_m"),
+                               only=[1, 2])
+    assert (report.products, report.reviews_copied, report.bulk_writes) == (2, 0, 0)
+    assert "product_id_1_n_1" in db["empty_m"].index_information()
+
+
 def test_product_page_work_counts_the_product_and_the_joined_reviews(backend, db):
     if not backend.info.caps.explain:
         pytest.skip(f"{backend.info.engine} cannot explain faithfully (docs/ENGINES.md)")

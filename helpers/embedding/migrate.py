@@ -96,8 +96,8 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
     report = MigrationReport()
 
     def flush(pids: list[Any], ops: list[Any]) -> None:
-        if pids:
-            deletes = [] if first_copy else [DeleteMany({"product_id": {"$in": pids}})]
+        deletes = [] if first_copy or not pids else [DeleteMany({"product_id": {"$in": pids}})]
+        if deletes or ops:  # a first copy's batch of products with ``reviews: []`` has nothing to write
             reviews.bulk_write([*deletes, *ops], ordered=True)
             report.bulk_writes += 1
 
