@@ -441,6 +441,168 @@ def test_flagged_cut_over_loses_nothing_written_during_it(db):
         e.add_review(products, reviews, 99, {"t": "x"})
 
 
+class _Crash(Exception):
+    """The injected failure: the migration killed right after one of its steps."""
+
+
+def _step(method, args):
+    """Which step of ``migrate_reviews_flagged`` a collection call is (None: another call)."""
+    if method == "bulk_write":
+        return "upsert"
+    if method == "update_many":
+        return "unset" if "$unset" in args[1] else "flag"
+    return "read" if method == "find" and "reviews" in args[0] else None
+
+
+class _Watched:
+    """A collection whose migration steps call ``hook(step)`` right after they complete: the hook
+    raises :class:`_Crash` to kill the migration there, or writes and reads as the application would."""
+
+    def __init__(self, collection, hook):
+        self._collection, self._hook = collection, hook
+
+    def __getattr__(self, name):
+        attr = getattr(self._collection, name)
+        if name not in ("update_many", "find", "bulk_write"):
+            return attr
+
+        def then_hook(*args, **kwargs):
+            out = attr(*args, **kwargs)
+            if _step(name, args):
+                self._hook(_step(name, args))
+            return out
+        return then_hook
+
+
+def _assert_migrated(products, reviews, truth):
+    """Every review acknowledged is in ``reviews`` once, in order; no array left; counts right."""
+    assert e.review_digests(reviews, embedded=False) == e.review_digests_of(truth)
+    assert reviews.count_documents({}) == sum(len(rs) for rs in truth.values())  # no duplicate
+    assert products.count_documents({"reviews": {"$exists": True}}) == 0
+    assert {p["_id"]: (p["reviews_in"], p["review_count"]) for p in products.find({})} == {
+        pid: ("collection", len(rs)) for pid, rs in truth.items()}
+
+
+@pytest.mark.parametrize("batch", [1, 2, 4])  # of the 4 batches of 3 products
+@pytest.mark.parametrize("step", ["flag", "read", "upsert", "unset"])
+def test_flagged_cut_over_finishes_after_a_crash_at_any_step(db, step, batch):
+    """Killed after any step, then a review written to every product, then run again: nothing lost."""
+    products, reviews = _catalogue(db)
+    truth = {d["_id"]: list(d["reviews"]) for d in products.find({})}
+    seen = []
+
+    def crash(done):
+        seen.append(done)
+        if done == step and seen.count(step) == batch:
+            raise _Crash(f"killed after {step} of batch {batch}")
+
+    with pytest.raises(_Crash):
+        e.migrate_reviews_flagged(_Watched(products, crash), _Watched(reviews, crash), batch_size=3)
+    for pid in truth:  # the application writes on between the crash and the rerun
+        review = {"t": f"between-{pid}"}
+        e.add_review(products, reviews, pid, review)
+        truth[pid].append(review)
+    e.migrate_reviews_flagged(products, reviews, batch_size=3)
+    _assert_migrated(products, reviews, truth)
+    e.migrate_reviews_flagged(products, reviews, batch_size=3)  # and once more: nothing changes
+    _assert_migrated(products, reviews, truth)
+
+
+@pytest.mark.parametrize("step", ["flag", "read", "upsert", "unset"])
+def test_product_reviews_shows_every_review_at_every_step_and_after_a_crash(db, step):
+    products, reviews = _catalogue(db)
+    truth = {d["_id"]: list(d["reviews"]) for d in products.find({})}
+    crashed = []
+
+    def write_and_read(done):  # a review for a product moved first and one for the last, then every page
+        for pid in (1, 10):
+            review = {"t": f"{done}-{pid}-{len(truth[pid])}"}
+            e.add_review(products, reviews, pid, review)
+            truth[pid].append(review)
+        assert {pid: e.product_reviews(products, reviews, pid) for pid in truth} == truth, f"after {done}"
+        if done == step and not crashed and products.count_documents({"reviews_in": "collection"}) >= 6:
+            crashed.append(done)
+            raise _Crash(f"killed after {step}")  # in the second batch, once
+
+    with pytest.raises(_Crash):
+        e.migrate_reviews_flagged(_Watched(products, write_and_read), _Watched(reviews, write_and_read),
+                                  batch_size=3)
+    assert {pid: e.product_reviews(products, reviews, pid) for pid in truth} == truth  # while it is down
+    e.migrate_reviews_flagged(_Watched(products, write_and_read), _Watched(reviews, write_and_read), batch_size=3)
+    _assert_migrated(products, reviews, truth)
+    assert {pid: e.product_reviews(products, reviews, pid) for pid in truth} == truth
+
+
+class _MigratesAfterFirstRead:
+    """Products and reviews (``.products``, ``.reviews``) whose first query, once it has read
+    what it returns, lets the whole migration run: between a page's two reads, whichever is first."""
+
+    def __init__(self, products, reviews):
+        self._real, self.migrated = {"products": products, "reviews": reviews}, False
+        self.products, self.reviews = self._wrap("products", "find_one"), self._wrap("reviews", "find")
+
+    def _then_migrate(self, out):
+        if not self.migrated:
+            self.migrated = True
+            e.migrate_reviews_flagged(self._real["products"], self._real["reviews"])
+        return out
+
+    def _wrap(self, which, method):
+        run = self
+
+        class Wrapped:
+            def __getattr__(self, name):
+                attr = getattr(run._real[which], name)
+                if name != method:
+                    return attr
+                if method == "find_one":
+                    return lambda *a, **kw: run._then_migrate(attr(*a, **kw))
+                return lambda *a, **kw: _ReadOnSort(attr(*a, **kw), run._then_migrate)
+        return Wrapped()
+
+
+class _ReadOnSort:
+    """A cursor read to the end by ``sort`` (or iteration), before ``then`` runs."""
+
+    def __init__(self, cursor, then):
+        self._cursor, self._then = cursor, then
+
+    def sort(self, *args):
+        return self._then(list(self._cursor.sort(*args)))
+
+    def __iter__(self):
+        return iter(self._then(list(self._cursor)))
+
+
+def test_product_reviews_reads_the_array_before_the_collection(db):
+    """The migration copies then unsets between the page's two reads: the page still shows each review once."""
+    products, reviews = _catalogue(db)
+    e.add_review(products, reviews, 3, {"t": "late"})
+    expected = products.find_one({"_id": 3})["reviews"]
+    assert len(expected) == 4
+    racing = _MigratesAfterFirstRead(products, reviews)
+    assert e.product_reviews(racing.products, racing.reviews, 3) == expected
+    assert racing.migrated and products.find_one({"_id": 3}, {"reviews": 1}) == {"_id": 3}  # it ran in between
+    assert e.product_reviews(products, reviews, 3) == expected
+    assert e.product_reviews(products, reviews, "no such product") is None
+    with pytest.raises(TypeError, match="reviews must be a collection"):
+        e.product_reviews(products, "reviews", 3)
+
+
+def test_first_copy_of_a_batch_without_reviews(db):
+    """A first copy whose batch holds only products with ``reviews: []`` has nothing to write there."""
+    products = workbook_collection(db, "products_m")
+    products.insert_many([{"_id": 1, "reviews": []}, {"_id": 2, "reviews": []}, {"_id": 3, "reviews": [{"t": "a"}]}])
+    reviews = workbook_collection(db, "reviews_m")
+    report = e.migrate_reviews(products, reviews, batch_size=2)
+    assert (report.products, report.reviews_copied, report.bulk_writes) == (3, 1, 1)
+    assert e.verify_migration(products, reviews) == []
+    report = e.migrate_reviews(workbook_collection(db, "products_m"), workbook_collection(db, "empty_m"),
+                               only=[1, 2])
+    assert (report.products, report.reviews_copied, report.bulk_writes) == (2, 0, 0)
+    assert "product_id_1_n_1" in db["empty_m"].index_information()
+
+
 def test_product_page_work_counts_the_product_and_the_joined_reviews(backend, db):
     if not backend.info.caps.explain:
         pytest.skip(f"{backend.info.engine} cannot explain faithfully (docs/ENGINES.md)")

@@ -11,6 +11,7 @@ from .migrate import (
     drop_embedded_reviews,
     migrate_reviews,
     migrate_reviews_flagged,
+    product_reviews,
     review_digests,
     review_digests_of,
     verify_migration,
@@ -91,4 +92,5 @@ __all__ = [
     "product_page",
     "add_review",
     "migrate_reviews_flagged",
+    "product_reviews",
 ]

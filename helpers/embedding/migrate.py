@@ -4,7 +4,8 @@ Moving a product's embedded reviews to a collection of their own, with nothing l
 :func:`migrate_reviews` copies them in batches, :func:`review_digests` and :func:`verify_migration`
 prove every review arrived intact, :func:`drop_embedded_reviews` removes the arrays afterwards; and
 the cut-over that loses no review written meanwhile: :func:`add_review` (the application's write
-path, steered by a flag per product) with :func:`migrate_reviews_flagged`. Re-exported by
+path, steered by a flag per product) with :func:`migrate_reviews_flagged`, and
+:func:`product_reviews` (the read path while it runs). Re-exported by
 :mod:`helpers.embedding`, the lesson module.
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pymongo import DeleteMany, InsertOne, ReplaceOne, ReturnDocument, UpdateOne
 
 from ..safety import track_collection
 
-__all__ = ["migrate_reviews", "MigrationReport", "review_digests", "verify_migration", "review_digests_of", "drop_embedded_reviews", "add_review", "migrate_reviews_flagged"]
+__all__ = ["migrate_reviews", "MigrationReport", "review_digests", "verify_migration", "review_digests_of",
+           "drop_embedded_reviews", "add_review", "migrate_reviews_flagged", "product_reviews"]
 
 Document = dict[str, Any]
 REVIEW_META = ("_id", "product_id", "n")  # fields a review gets when it moves to its own collection
@@ -43,11 +45,16 @@ class MigrationReport:
     per_product: dict[Any, int] = field(default_factory=dict, repr=False)
 
 
-def _check_arguments_and_record(products: Any, reviews: Any, batch_size: int) -> None:
-    """:func:`migrate_reviews`'s arguments checked (``TypeError``, ``ValueError``; nothing written),
-    then ``reviews`` recorded as the workbook's (``track_collection``: ``reset_workbook`` drops it)."""
+def _check_collections(products: Any, reviews: Any) -> None:
+    """Both arguments are collections (``TypeError`` naming the one that is not)."""
     _check_collection(products, "products")
     _check_collection(reviews, "reviews")
+
+
+def _check_arguments_and_record(products: Any, reviews: Any, batch_size: int) -> None:
+    """A migration's arguments checked (``TypeError``, ``ValueError``; nothing written), then
+    ``reviews`` recorded as the workbook's (``track_collection``: ``reset_workbook`` drops it)."""
+    _check_collections(products, reviews)
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
     track_collection(reviews.database, reviews.name)
@@ -96,8 +103,8 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
     report = MigrationReport()
 
     def flush(pids: list[Any], ops: list[Any]) -> None:
-        if pids:
-            deletes = [] if first_copy else [DeleteMany({"product_id": {"$in": pids}})]
+        deletes = [] if first_copy or not pids else [DeleteMany({"product_id": {"$in": pids}})]
+        if deletes or ops:  # a first copy's batch of products with ``reviews: []`` has nothing to write
             reviews.bulk_write([*deletes, *ops], ordered=True)
             report.bulk_writes += 1
 
@@ -206,8 +213,7 @@ def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -
     position from ``review_count`` (``$inc``, atomic) and insert the review as its own document.
     Returns ``"array"`` or ``"collection"``. Notebook 01, section 8.
     """
-    _check_collection(products, "products")
-    _check_collection(reviews, "reviews")
+    _check_collections(products, reviews)
     pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"}},
                                  {"$push": {"reviews": review}})
     if pushed.matched_count:
@@ -227,21 +233,21 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
     """Move every product's reviews to ``reviews`` without losing one written meanwhile.
 
     Per batch of products: (1) one ``update_many`` sets ``reviews_in: "collection"`` and
-    ``review_count`` (the array's size) in each product, atomically per product, so from then on
-    :func:`add_review` writes that product's new reviews to the collection; (2) read the arrays,
-    which can no longer change; (3) upsert them by ``_id`` (``<product>-<n>``: safe to run again,
-    and a review a writer inserted meanwhile is never deleted); (4) ``$unset`` the arrays.
-    ``after_batch(product_ids)`` is called after each batch (the notebook uses it to write a
-    review in the middle of the migration). Notebook 01, section 8.
+    ``review_count`` (the array's size) in each product not yet flagged, atomically per product, so
+    from then on :func:`add_review` writes that product's new reviews to the collection; (2) read
+    the arrays, which can no longer change; (3) upsert them by ``_id`` (``<product>-<n>``: a review
+    a writer inserted meanwhile is never deleted); (4) ``$unset`` the arrays. Safe to run again
+    after a crash at any step: a rerun takes every product not flagged or still holding an array,
+    flagged or not, and leaves the ``review_count`` of a flagged one alone (it counts the reviews
+    :func:`add_review` inserted since). While it runs or after a crash, read a product's reviews
+    with :func:`product_reviews`. ``after_batch(product_ids)`` is called after each batch (the
+    notebook uses it to write a review in the middle of the migration). Notebook 01, section 8.
     """
-    _check_collection(products, "products")
-    _check_collection(reviews, "reviews")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
-    track_collection(reviews.database, reviews.name)
+    _check_arguments_and_record(products, reviews, batch_size)
     reviews.create_index([("product_id", 1), ("n", 1)])
     report = MigrationReport()
-    ids = [p["_id"] for p in products.find({"reviews_in": {"$ne": "collection"}}, {"_id": 1}).sort("_id", 1)]
+    unfinished = {"$or": [{"reviews_in": {"$ne": "collection"}}, {"reviews": {"$exists": True}}]}
+    ids = [p["_id"] for p in products.find(unfinished, {"_id": 1}).sort("_id", 1)]
     for start in range(0, len(ids), batch_size):
         batch = ids[start:start + batch_size]
         products.update_many({"_id": {"$in": batch}, "reviews_in": {"$ne": "collection"}},
@@ -252,9 +258,7 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
             for n, review in enumerate(p["reviews"]):
                 ops.append(ReplaceOne({"_id": f"{p['_id']}-{n}"},
                                       {"product_id": p["_id"], "n": n, **review}, upsert=True))
-            report.products += 1
-            report.reviews_copied += len(p["reviews"])
-            report.per_product[p["_id"]] = len(p["reviews"])
+            _count_product(report, p["_id"], len(p["reviews"]))
         if ops:
             reviews.bulk_write(ops, ordered=True)
             report.bulk_writes += 1
@@ -262,3 +266,21 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
         if after_batch is not None:
             after_batch(batch)
     return report
+
+
+def product_reviews(products: Any, reviews: Any, product_id: Any) -> list[Document] | None:
+    """The read path during the cut-over: a product's reviews, from its array and the collection.
+
+    Reads the product first, then its reviews in the collection: a migration that copies and
+    unsets the array in between leaves the copies in the collection, so no review is missed. The
+    array's review ``n`` and the collection's ``<product>-<n>`` are one review, shown once, in
+    order of ``n``. ``None``: no such product. Notebook 01, section 8.
+    """
+    _check_collections(products, reviews)
+    product = products.find_one({"_id": product_id}, {"reviews": 1})
+    if product is None:
+        return None
+    by_n = dict(enumerate(product.get("reviews", [])))
+    for r in reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0}).sort("n", 1):
+        by_n.setdefault(r.pop("n"), r)
+    return [by_n[n] for n in sorted(by_n)]

@@ -21,7 +21,8 @@ What the lesson measures, one small function per idea:
   :func:`push_reviews_until_limit`;
 * "start embedded, pivot later": :func:`migrate_reviews`, :func:`review_digests`,
   :func:`verify_migration`, :func:`drop_embedded_reviews`, :func:`product_page`; and the cut-over
-  that loses no review written meanwhile: :func:`add_review`, :func:`migrate_reviews_flagged`.
+  that loses no review written meanwhile: :func:`add_review`, :func:`migrate_reviews_flagged`,
+  :func:`product_reviews` (the read path while it runs).
 """
 from __future__ import annotations
 
