@@ -10,7 +10,7 @@ line endings), then rewrites ``checksums.sha256`` in ``sha256sum`` format.
     python datasets/provenance.py --check      # only verify checksums.sha256 against the files
 
 Sources (pinned): see ``SOURCES`` below and ``datasets/README.md`` for licences and attribution.
-Used by: ``helpers/datasets.py`` (the loader verifies ``checksums.sha256`` before loading).
+Used by: ``helpers/datasets/checksums.py`` (the loader verifies ``checksums.sha256`` before loading).
 """
 
 from __future__ import annotations

@@ -188,6 +188,6 @@ def is_counting() -> bool:
     return bool(_ACTIVE)
 
 
-#: :func:`record` and :func:`is_counting` together, for an engine adapter (``engines.mock.MockDatabase``;
-#: ``helpers.counting`` the module is shadowed by the function :func:`counting` in ``helpers``)
+#: :func:`record` and :func:`is_counting` together: what an engine adapter reports to
+#: (``engines.mock.MockDatabase``), one object the adapter is handed instead of this module
 recorder = SimpleNamespace(record=record, is_counting=is_counting)

@@ -176,6 +176,16 @@ def notebook(nn: str, topic: str, title: str) -> Any:
     return nb
 
 
+def _exported_names(init: Path) -> set[str]:
+    """The names ``helpers/__init__.py`` exports (its ``__all__``), read without importing it."""
+    import ast
+
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    return set()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scripts/new_notebook.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("number", help="two digits, the next notebook's number (e.g. 09)")
@@ -199,6 +209,15 @@ def main(argv: list[str]) -> int:
         "checks": ROOT / "helpers" / topic / "checks.py",
         "test": ROOT / "tests" / f"test_{topic}.py",
     }
+    exported = _exported_names(ROOT / "helpers" / "__init__.py")
+    if topic in exported:
+        parser.error(f"helpers.{topic} is a name every notebook uses (helpers/__init__.py): a lesson folder of that "
+                     f"name would hide it; pick another topic")
+    entries = sorted(p.stem for p in (ROOT / "helpers").iterdir() if p.suffix == ".py" or p.is_dir())
+    prefixed = [e for e in entries if e != topic and (e.startswith(topic + "_") or topic.startswith(e + "_"))]
+    if prefixed:
+        parser.error(f"the topic shares a name prefix with helpers/{prefixed[0]}: a lesson's parts go in its "
+                     f"folder, so top-level names differ before their first '_'; pick another topic")
     clashes = [ROOT / "helpers" / f"{topic}.py", ROOT / "helpers" / topic, *paths.values()]
     existing = [str(p.relative_to(ROOT)) + ("/" if p.is_dir() else "") for p in clashes if p.exists()]
     if existing:

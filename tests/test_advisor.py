@@ -21,9 +21,9 @@ from helpers.advisor import (
     ObservedOperation,
     ObservedWorkload,
     Thresholds,
+    observed,
 )
 from helpers.advisor import cases as advisor_cases
-from helpers.advisor import observed as advisor_workload
 from helpers.advisor import rules as advisor_rules
 from helpers.counting import count_commands
 
@@ -270,7 +270,7 @@ def test_regexes_in_every_spelling():
         {"find": "c", "filter": {"f": {"$regex": "^AB-"}}},  # anchored, case-sensitive: fine
     ]
     regexes = [r for op in ObservedWorkload.from_commands(commands).operations for p in op.all_predicates
-               for r in advisor_workload._regexes(p)]
+               for r in observed._regexes(p)]
     assert [(r.field, r.case_insensitive, r.anchored) for r in regexes] == [
         ("a", True, True), ("b", True, False), ("c", False, False), ("d", False, False), ("e", True, True),
         ("f", False, True)]
@@ -285,7 +285,7 @@ def test_a_lookup_pipeline_runs_on_the_foreign_collection():
     by_collection = {op.collection: op for op in workload.operations}
     assert by_collection["orders"].all_predicates == ({"status": "open"},)
     assert by_collection["items"].filters[0] == {"_id": 0}  # the foreign field: an index there serves the join
-    assert [r.field for p in by_collection["items"].all_predicates for r in advisor_workload._regexes(p)] == ["name"]
+    assert [r.field for p in by_collection["items"].all_predicates for r in observed._regexes(p)] == ["name"]
 
 
 def test_pushes_with_and_without_slice():

@@ -243,7 +243,7 @@ def test_answers_live_only_in_solution_cells(path):
     kept = [c for c in nb.cells if "solution" not in _tags(c)]
     kept_code = "\n".join(c.source for c in kept if c.cell_type == "code")
     assert not re.search(r"^\s*def _?check\w*\(|_EXPECTED\b|^\s*want\s*=", kept_code, re.M), \
-        "a checker or an expected value in a notebook cell: checkers live in helpers/checks/"
+        "a checker or an expected value in a notebook cell: checkers live in their lesson's helpers/<lesson>/checks.py"
     kept_lines = {line.strip() for line in kept_code.splitlines()}
     for sol in (c for c in nb.cells if c.cell_type == "code" and "solution" in _tags(c)):
         answer = "\n".join(ast.get_source_segment(sol.source, n) for n in ast.parse(sol.source).body[:-1])

@@ -72,7 +72,9 @@ def test_it_refuses_what_would_clash_and_writes_nothing(copy):
     nn = _free(copy)
     for args, says in ((["9", "x"], "two digits"), ([nn, "Not-Snake"], "snake_case"),
                        (["00", "again"], "notebook 00 exists already"),
-                       ([nn, "counting"], "already there: helpers/counting.py")):
+                       ([nn, "counting"], "already there: helpers/counting.py"),
+                       ([nn, "compare"], "helpers.compare is a name every notebook uses"),
+                       ([nn, "sizes_over_time"], "shares a name prefix with helpers/sizes")):
         done = _run(copy, "scripts/new_notebook.py", *args, "--no-run")
         assert done.returncode == 2 and says in done.stderr, done.stderr
     assert files() == before

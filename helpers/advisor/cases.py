@@ -1,4 +1,4 @@
-"""Lesson module of notebooks/06_schema_advisor.ipynb (notebook 06): the cases the advisor is checked on.
+"""The cases the advisor is checked on, and notebook 06's designs (notebook 06).
 
 :func:`plant_fixtures` plants one case and one near miss per code, and per finding beyond Atlas, at the
 edge of the thresholds;

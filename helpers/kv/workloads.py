@@ -1,4 +1,4 @@
-"""Lesson module of notebooks/07_mongodb_vs_redis.ipynb (notebook 07): six ADS-B workloads, in MongoDB and Redis.
+"""Six ADS-B workloads, each written for MongoDB and for Redis (notebook 07).
 
 Every workload is written twice, ``mongo_*`` on a pymongo database and ``redis_*`` on the workbook's
 Redis keys (:class:`helpers.kv.redis_backend.KeySpace`), over the same real reports: the ADS-B sample of
