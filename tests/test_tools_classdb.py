@@ -718,3 +718,36 @@ def test_the_proof_never_touches_a_database_it_did_not_create(auth_server, monke
         assert kept_apart == []  # no attempt was made
     finally:
         admin.drop_database(login_db_name(names[1]))
+
+
+class _FilteringServer:
+    """A real MongoDB (4.0.5+) answering a learner's login: ``listDatabases`` without the action on the
+    cluster lists only the databases the login has privileges on; asked with ``authorizedDatabases:
+    false`` it refuses (code 13)."""
+
+    def list_database_names(self):
+        return ["schema_workbook_ana_1a2b"]
+
+    def list_databases(self, **kwargs):
+        import pymongo
+
+        if kwargs.get("authorizedDatabases") is False:
+            raise pymongo.errors.OperationFailure("not authorized on admin to execute command", code=13)
+        return iter([{"name": "schema_workbook_ana_1a2b"}])
+
+
+def test_a_login_shown_only_its_own_databases_is_not_taken_for_the_class():
+    """A learner's login on a real MongoDB sees its own database in listDatabases: class list and
+    class progress must say the login may not list the server's databases, not show one database."""
+    with pytest.raises(classdb.ClassError, match="may not list the server's databases"):
+        classdb.workbook_database_names(_FilteringServer())
+
+
+def test_the_full_listing_of_databases_is_asked_for_on_a_real_server(test_uri):
+    import pymongo
+
+    client = pymongo.MongoClient(test_uri)
+    try:
+        assert classdb._list_databases(client) == sorted(client.list_database_names())
+    finally:
+        client.close()

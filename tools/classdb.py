@@ -60,14 +60,24 @@ def is_denied(exc: Exception) -> bool:
     return code == _UNAUTHORIZED or (code is None and "not authorized" in str(exc).lower())
 
 
+def _all_database_names(client: Any) -> list[str]:
+    """Every database of the server, or OperationFailure code 13. A real MongoDB (4.0.5+) answers a
+    login without the listDatabases action with only the databases it has privileges on (a learner's
+    login: its own), unless asked ``authorizedDatabases: false``, which it then refuses."""
+    if not hasattr(client, "list_databases"):  # mongomock-ng: no access control, no filtered list
+        return list(client.list_database_names())
+    return [d["name"] for d in client.list_databases(nameOnly=True, authorizedDatabases=False)]
+
+
 def _list_databases(client: Any) -> list[str]:
     from pymongo.errors import OperationFailure
 
     try:
-        return sorted(client.list_database_names())
+        return sorted(_all_database_names(client))
     except OperationFailure as e:
         if is_denied(e):
-            raise ClassError("This login may not list the server's databases (the listDatabases action), "
+            raise ClassError("This login may not list the server's databases (the listDatabases action; "
+                             "a learner's login is shown its own database only), "
                              "so it cannot see the class. Run class commands with the instructor's login "
                              "(a user with the root role; readAnyDatabase is enough for class list and class "
                              "progress) in MONGODB_URI.") from None
@@ -189,7 +199,7 @@ def check_instructor(client: Any) -> str:
             raise refuse
         return f"login {who}: may list and drop every database"
     try:
-        client.list_database_names()
+        _all_database_names(client)
     except OperationFailure as e:
         if is_denied(e):
             raise refuse from None
