@@ -276,3 +276,24 @@ def test_class_progress_reads_a_bounded_amount_of_each_learners_records(test_uri
     finally:
         client.drop_database(name)
         client.close()
+
+
+@pytest.mark.parametrize("ms", [2 ** 62, -2 ** 62])
+def test_a_date_outside_pythons_years_in_a_raw_record_is_untrusted(ms):
+    """A real MongoDB stores any int64 date (a learner's ``bson.DatetimeMS(2**62)``): it passes
+    ``$type: "date"``, and pymongo's default decoding raises InvalidBSON, which crashed the whole class
+    report. (SecantusDB 0.7.0b3 refuses to store such a date, code 2, so the record is built here.)"""
+    import datetime as dt
+
+    import bson
+    from bson.errors import InvalidBSON
+
+    raw = bson.encode({"_id": "0.1", "passed": True, "attempts": 1, "last": bson.DatetimeMS(ms), "bytes": 90})
+    with pytest.raises(InvalidBSON):
+        bson.decode(raw)  # what class progress read with before
+    doc = bson.decode(raw, codec_options=progress._read_options())
+    assert "years 1 to 9999" in progress._distrust(doc, dt.datetime.now(dt.timezone.utc))
+    honest = bson.encode({"passed": True, "attempts": 1, "bytes": 90,
+                          "last": dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)})
+    assert progress._distrust(bson.decode(honest, codec_options=progress._read_options()),
+                              dt.datetime.now(dt.timezone.utc)) is None
