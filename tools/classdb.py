@@ -100,15 +100,18 @@ def workbook_database_names(client: Any) -> list[str]:
     holding the registry as a collection (a database that merely shares the prefix is never listed,
     nor one whose registry a learner replaced with a view: its pipeline is never run)."""
     return [name for name in _list_databases(client)
-            if is_workbook_database_name(name) and collection_kinds(client[name]).get(REGISTRY) == "collection"]
+            if is_workbook_database_name(name) and collection_kinds(client[name], [REGISTRY]).get(REGISTRY) == "collection"]
 
 
-def collection_kinds(db: Any) -> dict[str, str]:
-    """``{name: type}`` of a database's collections (``collection``, ``view``, ``timeseries``)."""
+def collection_kinds(db: Any, names: list[str]) -> dict[str, str]:
+    """``{name: type}`` of those of ``names`` that are a database's collections (``collection``,
+    ``view``, ``timeseries``): asked by name, names and types only (a learner's database may hold
+    thousands of collections, or a validator of megabytes, that are never read)."""
     from pymongo.errors import OperationFailure
 
     try:
-        return {c["name"]: c.get("type", "collection") for c in db.list_collections()}
+        return {c["name"]: c.get("type", "collection")
+                for c in db.list_collections(filter={"name": {"$in": list(names)}}, nameOnly=True)}
     except OperationFailure as e:
         if is_denied(e):
             raise ClassError(f"This login may not read the database {db.name!r} (the listCollections and "

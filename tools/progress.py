@@ -136,7 +136,7 @@ def class_progress(client: Any) -> dict[str, dict[str, Any]]:
     ignored: dict[str, int] = {}
     for name in classdb.workbook_database_names(client):
         try:
-            if classdb.collection_kinds(client[name]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
+            if classdb.collection_kinds(client[name], [PROGRESS]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
                 out[name] = {}
                 continue
             coll = client[name].get_collection(PROGRESS, codec_options=_read_options())
