@@ -507,7 +507,7 @@ def test_class_logins_refuses_a_server_that_does_not_keep_learners_apart(auth_se
     assert code == 2 and "Traceback" not in err and _uris(out) == {}
     assert "\n" not in err.strip()  # one sentence
     assert "renameCollection" in err and "bulkWrite" in err and "No login was created" in err
-    assert "mongod --auth" in err and "MongoDB 7.0" in err
+    assert "mongod --auth" in err and "MongoDB 8.0 or 7.0" in err
     assert admin.admin.command("usersInfo", [{"user": n, "db": "admin"} for n in names])["users"] == []
     assert admin.list_database_names() == before
     _no_probe_left(admin)
@@ -518,13 +518,13 @@ class _Refusing:
     ``readWrite`` on another database only: every call refused (code 13) and logged by its command
     (``interrupt_at``: the call that raises KeyboardInterrupt instead, as a Ctrl-C there would)."""
 
-    def __init__(self, log: list, where: str, interrupt_at: int | None = None):
-        self._log, self._where, self._interrupt_at = log, where, interrupt_at
+    def __init__(self, log: list, where: str, interrupt_at: int | None = None, codes: dict | None = None):
+        self._log, self._where, self._interrupt_at, self._codes = log, where, interrupt_at, codes or {}
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Refusing(self._log, f"{self._where}.{name}", self._interrupt_at)
+        return _Refusing(self._log, f"{self._where}.{name}", self._interrupt_at, self._codes)
 
     __getitem__ = __getattr__
 
@@ -537,21 +537,25 @@ class _Refusing:
         self._log.append(method)
         if self._interrupt_at is not None and len(self._log) >= self._interrupt_at:
             raise KeyboardInterrupt
-        raise pymongo.errors.OperationFailure(f"not authorized to execute {self._log[-1]}", code=13)
+        code, name = self._codes.get(method, (13, "Unauthorized"))  # codes: what else a server may answer
+        raise pymongo.errors.OperationFailure(f"{name}: {self._log[-1]}", code=code,
+                                              details={"ok": 0, "code": code, "codeName": name,
+                                                       "errmsg": f"not authorized on {self._where}" if code == 13
+                                                       else f"{name} on {self._where}"})
 
 
 class _KeptApart:
     """The proof's learner client on a server that keeps learners apart: its own database is the real
     one (so the proof sees it work there); ``admin`` and every other database refuse every call."""
 
-    def __init__(self, uri: str, log: list, interrupt_at: int | None = None):
+    def __init__(self, uri: str, log: list, interrupt_at: int | None = None, codes: dict | None = None):
         import pymongo
 
         self._real, self._log, self._interrupt_at = pymongo.MongoClient(uri), log, interrupt_at
-        self._own = uri.split("/")[3].split("?")[0]
+        self._own, self._codes = uri.split("/")[3].split("?")[0], codes
 
     def __getitem__(self, name):
-        return self._real[name] if name == self._own else _Refusing(self._log, name, self._interrupt_at)
+        return self._real[name] if name == self._own else _Refusing(self._log, name, self._interrupt_at, self._codes)
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -606,9 +610,54 @@ def test_the_proof_passes_where_every_attempt_on_another_database_is_refused(aut
     # $merge into the other one: the server itself refused those)
     assert len(kept_apart) == len(attempts) - 2
     assert {"find_one", "list_collection_names", "insert_one", "update_many", "delete_many", "drop", "create",
-            "create_index", "collMod", "dropDatabase"} <= set(kept_apart)
-    assert kept_apart.count("renameCollection") == 6 and kept_apart.count("bulkWrite") == 3
+            "create_index", "applyOps", "find_one_and_update", "list_indexes", "count", "distinct",
+            "aggregate"} <= set(kept_apart)
+    assert kept_apart.count("renameCollection") == 6 and kept_apart.count("bulkWrite") == 4
     _no_probe_left(admin)
+
+
+@pytest.mark.parametrize("method, code, name", [("distinct", 26, "NamespaceNotFound"),
+                                                ("renameCollection", 48, "NamespaceExists")])
+def test_an_attempt_answered_by_an_error_other_than_unauthorized_proves_nothing(auth_server, monkeypatch,
+                                                                                 method, code, name):
+    """An error other than code 13 means the server got past its authorization check (SecantusDB
+    answers 48 to a rename over an existing collection without dropTarget): the proof refuses."""
+    login, admin = auth_server
+    monkeypatch.setattr(classdb, "_login_client", lambda uri: _KeptApart(uri, [], codes={method: (code, name)}))
+    with pytest.raises(classdb.ClassError) as said:
+        classdb.check_separation(admin, login("teacher"))
+    message = str(said.value)
+    assert method in message and name in message and str(code) in message and "No login was created" in message
+    assert "\n" not in message
+    _no_probe_left(admin)
+
+
+def test_a_server_without_bulkwrite_passes_and_says_those_attempts_were_not_offered(auth_server, monkeypatch):
+    """MongoDB 7.0 has no bulkWrite command (code 59, CommandNotFound): neither proof nor failure."""
+    login, admin = auth_server
+    log: list = []
+    monkeypatch.setattr(classdb, "_login_client",
+                        lambda uri: _KeptApart(uri, log, codes={"bulkWrite": (59, "CommandNotFound")}))
+    said = classdb.check_separation(admin, login("teacher"))
+    attempts = classdb._attempts("own", "other")
+    offered = len([a for a in attempts if a[0] != "bulkWrite"])
+    assert said.startswith("learners are kept apart") and f"all {offered} attempts" in said
+    assert "bulkWrite" in said and "not offer" in said
+    assert log.count("bulkWrite") == len(attempts) - offered > 0
+    _no_probe_left(admin)
+
+
+def test_the_attempts_prove_only_what_a_readwrite_login_could_do_on_its_own_database():
+    """collMod and dropDatabase are not readWrite's actions even on one's own database: a refusal of
+    them proves nothing (removed); the attempts the review found missing are there."""
+    attempts = classdb._attempts("own", "other")
+    names = [c for c, _, _ in attempts]
+    assert "collMod" not in names and "dropDatabase" not in names
+    assert {"applyOps", "findAndModify", "listIndexes", "count", "distinct"} <= set(names)
+    whats = " | ".join(f"{c}: {w}" for c, w, _ in attempts)
+    for needed in ("$documents then $out", "$documents then $merge", "their namespace second",
+                   "$out from their collection into one's own", "$merge from their collection into one's own"):
+        assert needed in whats, needed
 
 
 def test_a_refusal_that_changed_the_other_learners_data_anyway_is_caught(auth_server, monkeypatch):
@@ -669,3 +718,36 @@ def test_the_proof_never_touches_a_database_it_did_not_create(auth_server, monke
         assert kept_apart == []  # no attempt was made
     finally:
         admin.drop_database(login_db_name(names[1]))
+
+
+class _FilteringServer:
+    """A real MongoDB (4.0.5+) answering a learner's login: ``listDatabases`` without the action on the
+    cluster lists only the databases the login has privileges on; asked with ``authorizedDatabases:
+    false`` it refuses (code 13)."""
+
+    def list_database_names(self):
+        return ["schema_workbook_ana_1a2b"]
+
+    def list_databases(self, **kwargs):
+        import pymongo
+
+        if kwargs.get("authorizedDatabases") is False:
+            raise pymongo.errors.OperationFailure("not authorized on admin to execute command", code=13)
+        return iter([{"name": "schema_workbook_ana_1a2b"}])
+
+
+def test_a_login_shown_only_its_own_databases_is_not_taken_for_the_class():
+    """A learner's login on a real MongoDB sees its own database in listDatabases: class list and
+    class progress must say the login may not list the server's databases, not show one database."""
+    with pytest.raises(classdb.ClassError, match="may not list the server's databases"):
+        classdb.workbook_database_names(_FilteringServer())
+
+
+def test_the_full_listing_of_databases_is_asked_for_on_a_real_server(test_uri):
+    import pymongo
+
+    client = pymongo.MongoClient(test_uri)
+    try:
+        assert classdb._list_databases(client) == sorted(client.list_database_names())
+    finally:
+        client.close()

@@ -33,6 +33,7 @@ import re
 import secrets
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from helpers.datasets import is_staging_name
@@ -53,18 +54,30 @@ class ClassError(ValueError):
 
 
 def is_denied(exc: Exception) -> bool:
-    """The server refused ``exc``'s command for want of a privilege (code 13, or its message says so)."""
-    return getattr(exc, "code", None) == _UNAUTHORIZED or "not authorized" in str(exc).lower()
+    """The server refused ``exc``'s command for want of a privilege: code 13 (Unauthorized), or, from
+    a server that gives no code at all, a message saying so (never another code's message)."""
+    code = getattr(exc, "code", None)
+    return code == _UNAUTHORIZED or (code is None and "not authorized" in str(exc).lower())
+
+
+def _all_database_names(client: Any) -> list[str]:
+    """Every database of the server, or OperationFailure code 13. A real MongoDB (4.0.5+) answers a
+    login without the listDatabases action with only the databases it has privileges on (a learner's
+    login: its own), unless asked ``authorizedDatabases: false``, which it then refuses."""
+    if not hasattr(client, "list_databases"):  # mongomock-ng: no access control, no filtered list
+        return list(client.list_database_names())
+    return [d["name"] for d in client.list_databases(nameOnly=True, authorizedDatabases=False)]
 
 
 def _list_databases(client: Any) -> list[str]:
     from pymongo.errors import OperationFailure
 
     try:
-        return sorted(client.list_database_names())
+        return sorted(_all_database_names(client))
     except OperationFailure as e:
         if is_denied(e):
-            raise ClassError("This login may not list the server's databases (the listDatabases action), "
+            raise ClassError("This login may not list the server's databases (the listDatabases action; "
+                             "a learner's login is shown its own database only), "
                              "so it cannot see the class. Run class commands with the instructor's login "
                              "(a user with the root role; readAnyDatabase is enough for class list and class "
                              "progress) in MONGODB_URI.") from None
@@ -87,15 +100,18 @@ def workbook_database_names(client: Any) -> list[str]:
     holding the registry as a collection (a database that merely shares the prefix is never listed,
     nor one whose registry a learner replaced with a view: its pipeline is never run)."""
     return [name for name in _list_databases(client)
-            if is_workbook_database_name(name) and collection_kinds(client[name]).get(REGISTRY) == "collection"]
+            if is_workbook_database_name(name) and collection_kinds(client[name], [REGISTRY]).get(REGISTRY) == "collection"]
 
 
-def collection_kinds(db: Any) -> dict[str, str]:
-    """``{name: type}`` of a database's collections (``collection``, ``view``, ``timeseries``)."""
+def collection_kinds(db: Any, names: list[str]) -> dict[str, str]:
+    """``{name: type}`` of those of ``names`` that are a database's collections (``collection``,
+    ``view``, ``timeseries``): asked by name, names and types only (a learner's database may hold
+    thousands of collections, or a validator of megabytes, that are never read)."""
     from pymongo.errors import OperationFailure
 
     try:
-        return {c["name"]: c.get("type", "collection") for c in db.list_collections()}
+        return {c["name"]: c.get("type", "collection")
+                for c in db.list_collections(filter={"name": {"$in": list(names)}}, nameOnly=True)}
     except OperationFailure as e:
         if is_denied(e):
             raise ClassError(f"This login may not read the database {db.name!r} (the listCollections and "
@@ -186,7 +202,7 @@ def check_instructor(client: Any) -> str:
             raise refuse
         return f"login {who}: may list and drop every database"
     try:
-        client.list_database_names()
+        _all_database_names(client)
     except OperationFailure as e:
         if is_denied(e):
             raise refuse from None
@@ -373,28 +389,49 @@ def _probe_logins() -> tuple[str, str]:
 def _attempts(own: str, other: str) -> list[tuple[str, str, Callable[[Any], Any]]]:
     """What a learner's login (readWrite on ``own``) tries on another learner's database ``other``:
     ``(command, what it does, the call)``. A real MongoDB refuses each (code 13): it checks the
-    privileges on every namespace a command names, wherever the command is sent."""
+    privileges on every namespace a command names, wherever the command is sent.
+
+    Only commands that ``readWrite`` allows on one's own database are tried: a refusal of one it
+    does not allow even there (``collMod``, ``dropDatabase``: neither is a readWrite action) would be
+    refused for that reason alone and prove nothing about keeping learners apart."""
     theirs, mine = f"{other}.{_THEIRS}", f"{own}.{_MINE}"
 
-    def bulk(op: dict) -> Callable[[Any], Any]:
-        return lambda a: a.admin.command({"bulkWrite": 1, "ops": [op], "nsInfo": [{"ns": theirs}]})
+    def bulk(op: dict, ns_info: list[str] | None = None) -> Callable[[Any], Any]:
+        ns = [{"ns": n} for n in (ns_info or [theirs])]
+        return lambda a: a.admin.command({"bulkWrite": 1, "ops": [op], "nsInfo": ns})
+
+    def documents_into(stage: dict) -> Callable[[Any], Any]:  # a pipeline that reads no collection at all
+        return lambda a: a.admin.command({"aggregate": 1, "cursor": {},
+                                          "pipeline": [{"$documents": [{"_id": "intruder"}]}, stage]})
 
     return [
         ("find", "reading their records", lambda a: a[other][_THEIRS].find_one()),
         ("listCollections", "listing their collections", lambda a: a[other].list_collection_names()),
+        ("listIndexes", "listing their collection's indexes", lambda a: list(a[other][_THEIRS].list_indexes())),
+        ("count", "counting their records", lambda a: a[other].command("count", _THEIRS)),
+        ("distinct", "reading their records' values", lambda a: a[other][_THEIRS].distinct("passed")),
         ("insert", "adding a record", lambda a: a[other][_THEIRS].insert_one({"_id": "intruder"})),
         ("update", "changing their records", lambda a: a[other][_THEIRS].update_many({}, {"$set": {"passed": True}})),
+        ("findAndModify", "changing one of their records",
+         lambda a: a[other][_THEIRS].find_one_and_update({}, {"$set": {"passed": True}})),
         ("delete", "deleting their records", lambda a: a[other][_THEIRS].delete_many({})),
         ("drop", "dropping their collection", lambda a: a[other].command("drop", _THEIRS)),
         ("create", "creating a collection", lambda a: a[other].command("create", "intruder")),
         ("createIndexes", "indexing their collection", lambda a: a[other][_THEIRS].create_index("passed")),
-        ("collMod", "setting a validator on their collection",
-         lambda a: a[other].command("collMod", _THEIRS, validator={"passed": True})),
-        ("dropDatabase", "dropping their database", lambda a: a[other].command("dropDatabase")),
+        ("applyOps", "an insert into their collection (sent to admin)",
+         lambda a: a.admin.command("applyOps", [{"op": "i", "ns": theirs, "o": {"_id": "intruder"}}])),
         ("aggregate", "$out from one's own collection over theirs",
          lambda a: list(a[own][_MINE].aggregate([{"$out": {"db": other, "coll": _THEIRS}}]))),
         ("aggregate", "$merge from one's own collection into theirs",
          lambda a: list(a[own][_MINE].aggregate([{"$merge": {"into": {"db": other, "coll": _THEIRS}}}]))),
+        ("aggregate", "$documents then $out over theirs (aggregate: 1, sent to admin)",
+         documents_into({"$out": {"db": other, "coll": _THEIRS}})),
+        ("aggregate", "$documents then $merge into theirs (aggregate: 1, sent to admin)",
+         documents_into({"$merge": {"into": {"db": other, "coll": _THEIRS}}})),
+        ("aggregate", "$out from their collection into one's own database",
+         lambda a: list(a[other][_THEIRS].aggregate([{"$out": {"db": own, "coll": "stolen"}}]))),
+        ("aggregate", "$merge from their collection into one's own database",
+         lambda a: list(a[other][_THEIRS].aggregate([{"$merge": {"into": {"db": own, "coll": "stolen"}}}]))),
         ("renameCollection", "one's own collection over theirs with dropTarget: true",
          lambda a: a.admin.command("renameCollection", mine, to=theirs, dropTarget=True)),
         ("renameCollection", "one's own collection over theirs without dropTarget",
@@ -410,12 +447,36 @@ def _attempts(own: str, other: str) -> list[tuple[str, str, Callable[[Any], Any]
         ("bulkWrite", "insert", bulk({"insert": 0, "document": {"_id": "intruder"}})),
         ("bulkWrite", "update", bulk({"update": 0, "filter": {}, "multi": True, "updateMods": {"$set": {"passed": True}}})),
         ("bulkWrite", "delete", bulk({"delete": 0, "filter": {}, "multi": True})),
+        # a server that checks only nsInfo's first namespace (one's own) is caught by this one
+        ("bulkWrite", "delete with one's own namespace first and their namespace second",
+         bulk({"delete": 1, "filter": {}, "multi": True}, [mine, theirs])),
     ]
 
 
 #: how the refusal names what got through: the command, then what it did
 _THROUGH = {"renameCollection": ("renameCollection (sent to admin: {})", "; "),
             "bulkWrite": ("bulkWrite (sent to admin, their namespace in nsInfo: {})", ", ")}
+#: the server has no such command (MongoDB 7.0 has no bulkWrite): the attempt proves nothing either way
+_COMMAND_NOT_FOUND = 59
+
+
+def _named(pairs: list[tuple[str, str]]) -> str:
+    """``[(command, what), ...]`` as one phrase: each command once, what it did in brackets."""
+    grouped: dict[str, list[str]] = {}
+    for command, what in pairs:
+        grouped.setdefault(command, []).append(what)
+    named = []
+    for command, whats in grouped.items():
+        form, sep = _THROUGH.get(command, (command + " ({})", "; "))
+        named.append(form.format(sep.join(whats)))
+    return ", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0]
+
+
+def _code_name(e: Any) -> str:
+    """``code 48 (NamespaceExists)``: the server's error code and its name, where it gave one."""
+    details = getattr(e, "details", None) or {}
+    name = details.get("codeName") if isinstance(details, dict) else None
+    return f"code {getattr(e, 'code', None)}" + (f" ({name})" if name else "")
 
 
 def _state(db: Any) -> dict[str, Any]:
@@ -440,30 +501,55 @@ def _stage(client: Any, own: str, other: str) -> None:
         db[_THEIRS if name == other else _MINE].insert_many([dict(d) for d in docs])
 
 
-def _refused_per_operation(reply: Any) -> bool:
-    """A bulkWrite reply whose one operation failed (``nErrors``): refused, unless the data changed."""
-    return isinstance(reply, dict) and int(reply.get("nErrors", 0) or 0) > 0
+def _operation_errors(reply: Any) -> list[dict]:
+    """A bulkWrite reply's failed operations (``nErrors``, their errors in the first batch), else []."""
+    if not isinstance(reply, dict) or not int(reply.get("nErrors", 0) or 0):
+        return []
+    batch = (reply.get("cursor") or {}).get("firstBatch") or []
+    errors = [r for r in batch if isinstance(r, dict) and not r.get("ok", 1)]
+    return errors or [{"code": None}]
 
 
-def _try_to_cross(client: Any, a: Any, own: str, other: str) -> tuple[int, list[tuple[str, str]]]:
-    """Run every attempt as the learner ``a``; ``(attempts, those that got through)``: an attempt
-    gets through when the server answers it, or when the other database is not what it was, read
-    back by the instructor (a refusal that changed it anyway is caught too)."""
+class _Crossing:
+    """What the attempts came to: how many were made, those that got through (the server answered,
+    or the other database changed), those the server does not offer (code 59) and those answered by
+    another error (past the server's authorization check: they prove nothing)."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self.through: list[tuple[str, str]] = []
+        self.not_offered: list[tuple[str, str]] = []
+        self.inconclusive: list[tuple[str, str, str]] = []  # (command, what, code and its name)
+
+
+def _try_to_cross(client: Any, a: Any, own: str, other: str) -> _Crossing:
+    """Run every attempt as the learner ``a``. An attempt is refused only when the server denies it
+    for authorization (:func:`is_denied`: code 13) and neither database is what it was before, read
+    back by the instructor (a refusal that changed it anyway is caught too); it gets through when the
+    server answers it or either database changed; code 59 (CommandNotFound) is not offered by this
+    server; any other error is inconclusive (the server got past authorization, then failed)."""
     from pymongo.errors import OperationFailure
 
-    through = []
     attempts = _attempts(own, other)
+    out = _Crossing(len(attempts))
     _stage(client, own, other)
-    expected = _state(client[other])
+    expected = (_state(client[other]), _state(client[own]))
     for command, what, attempt in attempts:
         _stage(client, own, other)
         try:
-            answered = not _refused_per_operation(attempt(a))
-        except OperationFailure:
-            answered = False
-        if answered or _state(client[other]) != expected:
-            through.append((command, what))
-    return len(attempts), through
+            errors = [SimpleNamespace(code=e.get("code"), details=e) for e in _operation_errors(attempt(a))]
+        except OperationFailure as e:
+            errors = [e]
+        if not errors or (_state(client[other]), _state(client[own])) != expected:
+            out.through.append((command, what))
+        elif all(is_denied(e) for e in errors):
+            continue
+        elif all(getattr(e, "code", None) == _COMMAND_NOT_FOUND for e in errors):
+            out.not_offered.append((command, what))
+        else:
+            first = next(e for e in errors if not is_denied(e))
+            out.inconclusive.append((command, what, _code_name(first)))
+    return out
 
 
 def _remove_probe(client: Any, users: list[str], databases: list[str]) -> list[str]:
@@ -519,7 +605,7 @@ def check_separation(client: Any, uri: str) -> str:
     tried: list[str] = []
     error: ClassError | None = None
     a = None
-    count, through = 0, []
+    crossing = _Crossing(0)
     try:
         try:
             password = secrets.token_urlsafe(18)  # never shown: the throwaway login is removed at the end
@@ -542,7 +628,7 @@ def check_separation(client: Any, uri: str) -> str:
                 raise ClassError(f"The separation proof's throwaway learner login could not work in its own "
                                  f"database ({why}), so nothing it is refused elsewhere proves anything: check "
                                  f"the server's authentication options in MONGODB_URI. No login was created.")
-            count, through = _try_to_cross(client, a, own, other)
+            crossing = _try_to_cross(client, a, own, other)
         except ClassError as e:
             error = e
         except OperationFailure as e:
@@ -566,22 +652,26 @@ def check_separation(client: Any, uri: str) -> str:
                          f"could not be removed: remove them (dropUser, dropDatabase) when the server answers.")
     if error is not None:
         raise error
-    if through:
-        grouped: dict[str, list[str]] = {}
-        for command, what in through:
-            grouped.setdefault(command, []).append(what)
-        named = []
-        for command, whats in grouped.items():
-            form, sep = _THROUGH.get(command, (command + " ({})", "; "))
-            named.append(form.format(sep.join(whats)))
+    if crossing.through:
         raise ClassError(f"No login was created: this server does not keep learners apart, for a throwaway "
                          f"learner's login (readWrite on its own database only) got through to another "
-                         f"learner's database with {', '.join(named[:-1]) + ' and ' if len(named) > 1 else ''}"
-                         f"{named[-1]}; run the class on a real MongoDB with access control instead (mongod "
-                         f"--auth, MongoDB 7.0 or later), which checks the privileges on every namespace a "
-                         f"command names.")
-    return (f"learners are kept apart: a throwaway learner's login was refused all {count} attempts on another "
-            f"learner's database, whose data the instructor's login read back unchanged after each")
+                         f"learner's database with {_named(crossing.through)}; run the class on a real "
+                         f"MongoDB with access control instead (mongod --auth, MongoDB 8.0 or 7.0), which "
+                         f"checks the privileges on every namespace a command names.")
+    if crossing.inconclusive:
+        failed = "; ".join(f"{c} ({w}): {code}" for c, w, code in crossing.inconclusive)
+        raise ClassError(f"No login was created: the proof that this server keeps learners apart is "
+                         f"inconclusive, for a throwaway learner's login was answered with an error other "
+                         f"than Unauthorized (code 13) on another learner's database, so the server got "
+                         f"past its authorization check, by {failed}; run the class on a real MongoDB with "
+                         f"access control instead (mongod --auth, MongoDB 8.0 or 7.0).")
+    refused = crossing.count - len(crossing.not_offered)
+    said = (f"learners are kept apart: a throwaway learner's login was refused all {refused} attempts on "
+            f"another learner's database, whose data the instructor's login read back unchanged after each")
+    if crossing.not_offered:
+        said += (f" (this server does not offer {len(crossing.not_offered)} more, code 59 CommandNotFound, "
+                 f"so they prove nothing either way: {_named(crossing.not_offered)})")
+    return said
 
 
 _MAY_NOT_CREATE = ("This login may not create users (the createUser and grantRole actions) or the learners' "

@@ -78,6 +78,14 @@ _PROJECTION = {"passed": _of_type("passed", "bool"), "attempts": _of_type("attem
                "last": _of_type("last", "date"), "bytes": {"$bsonSize": "$$ROOT"}}
 
 
+def _read_options() -> Any:
+    """How a learner's records are decoded: a BSON date outside Python's years 1 to 9999 (a real
+    MongoDB stores any int64 date) becomes a ``bson.DatetimeMS`` instead of raising InvalidBSON."""
+    from bson.codec_options import CodecOptions, DatetimeConversion
+
+    return CodecOptions(tz_aware=True, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+
+
 def _distrust(doc: dict, now: _dt.datetime) -> str | None:
     """Why a record of a known exercise cannot be shown (None: it can)."""
     reasons = []
@@ -88,7 +96,11 @@ def _distrust(doc: dict, now: _dt.datetime) -> str | None:
         reasons.append("passed is not true or false")
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         reasons.append("attempts is not a whole number of at least 1")
-    if not isinstance(last, _dt.datetime):
+    from bson import DatetimeMS
+
+    if isinstance(last, DatetimeMS):  # a date no clock of the learner's wrote
+        reasons.append("last is a date outside the years 1 to 9999")
+    elif not isinstance(last, _dt.datetime):
         reasons.append("last is not a date")
     elif (last if last.tzinfo else last.replace(tzinfo=_dt.timezone.utc)) > now + CLOCK_SKEW:
         reasons.append("last is in the future")
@@ -106,7 +118,8 @@ def class_progress(client: Any) -> dict[str, dict[str, Any]]:
     the only ones ``helpers.check`` records), at most one each, and of each only its three values, each
     of the right type or its type's name, and its size. A record whose values are not the workbook's
     (not a boolean ``passed``, not a whole number of ``attempts`` of at least 1, a ``last`` that is not
-    a date or is in the future, a record over :data:`MAX_RECORD_BYTES`) is listed under ``untrusted``
+    a date, is a date outside the years 1 to 9999 (decoded, never raised) or is in the future, a record
+    over :data:`MAX_RECORD_BYTES`) is listed under ``untrusted``
     with why, never under ``databases``; the records of any other ``_id`` are only counted (up to
     :data:`MAX_IGNORED`) under ``ignored``. Raises ``tools.classdb.ClassError`` naming the right the login lacks.
     """
@@ -123,10 +136,10 @@ def class_progress(client: Any) -> dict[str, dict[str, Any]]:
     ignored: dict[str, int] = {}
     for name in classdb.workbook_database_names(client):
         try:
-            if classdb.collection_kinds(client[name]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
+            if classdb.collection_kinds(client[name], [PROGRESS]).get(PROGRESS, "collection") != "collection":  # a learner's view: its pipeline is not run
                 out[name] = {}
                 continue
-            coll = client[name][PROGRESS]
+            coll = client[name].get_collection(PROGRESS, codec_options=_read_options())
             docs = list(coll.find({"_id": {"$in": known}}, _PROJECTION, sort=[("_id", 1)], limit=len(known)))
             others = coll.count_documents({"_id": {"$nin": known}}, limit=MAX_IGNORED)
         except OperationFailure as e:
