@@ -613,3 +613,21 @@ def test_product_page_work_counts_the_product_and_the_joined_reviews(backend, db
     assert k > 0
     assert e.product_page_work(products, 5) == {"keys examined": 1, "docs examined": 1}
     assert e.product_page_work(products, 5, reviews=reviews) == {"keys examined": 1 + k, "docs examined": 1 + k}
+
+
+def test_flagged_cut_over_after_an_earlier_migration_keeps_review_count(db):
+    """A product already moved by migrate_reviews + drop_embedded_reviews keeps its review_count when
+    the flagged migration flags it, so the next add_review takes a new position (no E11000)."""
+    products, reviews = _catalogue(db)
+    truth = {d["_id"]: list(d["reviews"]) for d in products.find({})}
+    report = e.migrate_reviews(products, reviews, only=[2, 3])
+    e.drop_embedded_reviews(products, report.per_product)
+    assert products.find_one({"_id": 3}) == {"_id": 3, "review_count": 3}
+    e.migrate_reviews_flagged(products, reviews, batch_size=4)
+    for pid in truth:
+        review = {"t": f"after-{pid}"}
+        assert e.add_review(products, reviews, pid, review) == "collection"
+        truth[pid].append(review)
+    _assert_migrated(products, reviews, truth)
+    assert {pid: e.product_reviews(products, reviews, pid) for pid in truth} == truth
+

@@ -233,7 +233,8 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
     """Move every product's reviews to ``reviews`` without losing one written meanwhile.
 
     Per batch of products: (1) one ``update_many`` sets ``reviews_in: "collection"`` and
-    ``review_count`` (the array's size) in each product not yet flagged, atomically per product, so
+    ``review_count`` (the array's size; a product with no array keeps the count
+    :func:`drop_embedded_reviews` left) in each product not yet flagged, atomically per product, so
     from then on :func:`add_review` writes that product's new reviews to the collection; (2) read
     the arrays, which can no longer change; (3) upsert them by ``_id`` (``<product>-<n>``: a review
     a writer inserted meanwhile is never deleted); (4) ``$unset`` the arrays. Safe to run again
@@ -252,7 +253,8 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
         batch = ids[start:start + batch_size]
         products.update_many({"_id": {"$in": batch}, "reviews_in": {"$ne": "collection"}},
                              [{"$set": {"reviews_in": "collection",
-                                        "review_count": {"$size": {"$ifNull": ["$reviews", []]}}}}])
+                                        "review_count": {"$cond": [{"$isArray": "$reviews"}, {"$size": "$reviews"},
+                                                                   {"$ifNull": ["$review_count", 0]}]}}}])
         ops: list[Any] = []
         for p in products.find({"_id": {"$in": batch}, "reviews": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
             for n, review in enumerate(p["reviews"]):
