@@ -270,19 +270,32 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
     return report
 
 
+def _reviews_after(reviews: Any, products: Any) -> Document:
+    """The ``$lookup`` stage of :func:`product_reviews`: from ``reviews`` (in ``products``'s database),
+    the product's reviews from position ``k`` (its array's size) on, in order of ``n``, without the
+    meta fields. The correlated form (``localField`` with ``let`` and ``pipeline``) needs MongoDB 5.0+."""
+    if reviews.database.name != products.database.name:
+        raise ValueError(f"reviews must be in the products' database {products.database.name!r} "
+                         f"($lookup reads only there), not {reviews.database.name!r}")
+    return {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",
+                        "let": {"k": {"$size": "$reviews"}}, "as": "moved",
+                        "pipeline": [{"$match": {"$expr": {"$gte": ["$n", "$$k"]}}}, {"$sort": {"n": 1}},
+                                     {"$project": {"_id": 0, "product_id": 0, "n": 0}}]}}
+
+
 def product_reviews(products: Any, reviews: Any, product_id: Any) -> list[Document] | None:
     """The read path during the cut-over: a product's reviews, from its array and the collection.
 
-    Reads the product first, then its reviews in the collection: a migration that copies and
-    unsets the array in between leaves the copies in the collection, so no review is missed. The
-    array's review ``n`` and the collection's ``<product>-<n>`` are one review, shown once, in
+    One aggregate on ``products`` (one round trip, one node): the product's array (``k`` reviews,
+    positions 0 to k-1), then its reviews in the collection from position ``k`` on. The ``$lookup``
+    reads the collection after the product, so a migration that copies and unsets the array in
+    between leaves the copies there (``k`` is then 0): no review is missed, none shown twice, all in
     order of ``n``. ``None``: no such product. Notebook 01, section 8.
     """
     _check_collections(products, reviews)
-    product = products.find_one({"_id": product_id}, {"reviews": 1})
-    if product is None:
-        return None
-    by_n = dict(enumerate(product.get("reviews", [])))
-    for r in reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0}).sort("n", 1):
-        by_n.setdefault(r.pop("n"), r)
-    return [by_n[n] for n in sorted(by_n)]
+    found = list(products.aggregate([
+        {"$match": {"_id": product_id}},
+        {"$project": {"reviews": {"$ifNull": ["$reviews", []]}}},
+        _reviews_after(reviews, products),
+        {"$project": {"_id": 0, "reviews": {"$concatArrays": ["$reviews", "$moved"]}}}]))
+    return found[0]["reviews"] if found else None
