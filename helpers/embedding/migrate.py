@@ -270,17 +270,11 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
     return report
 
 
-def _reviews_after(reviews: Any, products: Any) -> Document:
-    """The ``$lookup`` stage of :func:`product_reviews`: from ``reviews`` (in ``products``'s database),
-    the product's reviews from position ``k`` (its array's size) on, in order of ``n``, without the
-    meta fields. The correlated form (``localField`` with ``let`` and ``pipeline``) needs MongoDB 5.0+."""
+def _check_same_database(products: Any, reviews: Any) -> None:
+    """``reviews`` is in ``products``'s database, the only one a ``$lookup`` reads (``ValueError``)."""
     if reviews.database.name != products.database.name:
         raise ValueError(f"reviews must be in the products' database {products.database.name!r} "
                          f"($lookup reads only there), not {reviews.database.name!r}")
-    return {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",
-                        "let": {"k": {"$size": "$reviews"}}, "as": "moved",
-                        "pipeline": [{"$match": {"$expr": {"$gte": ["$n", "$$k"]}}}, {"$sort": {"n": 1}},
-                                     {"$project": {"_id": 0, "product_id": 0, "n": 0}}]}}
 
 
 def product_reviews(products: Any, reviews: Any, product_id: Any) -> list[Document] | None:
@@ -293,9 +287,13 @@ def product_reviews(products: Any, reviews: Any, product_id: Any) -> list[Docume
     order of ``n``. ``None``: no such product. Notebook 01, section 8.
     """
     _check_collections(products, reviews)
+    _check_same_database(products, reviews)
     found = list(products.aggregate([
         {"$match": {"_id": product_id}},
         {"$project": {"reviews": {"$ifNull": ["$reviews", []]}}},
-        _reviews_after(reviews, products),
+        {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",  # MongoDB 5.0+
+                     "let": {"k": {"$size": "$reviews"}}, "as": "moved",  # k: the array's size
+                     "pipeline": [{"$match": {"$expr": {"$gte": ["$n", "$$k"]}}}, {"$sort": {"n": 1}},
+                                  {"$project": {"_id": 0, "product_id": 0, "n": 0}}]}},
         {"$project": {"_id": 0, "reviews": {"$concatArrays": ["$reviews", "$moved"]}}}]))
     return found[0]["reviews"] if found else None
