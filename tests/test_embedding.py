@@ -633,3 +633,18 @@ def test_product_reviews_is_one_round_trip(db):
         assert e.product_reviews(products, reviews, "no such product") is None
     assert sent.round_trips == 1, sent.commands
 
+
+def test_a_review_cannot_override_the_meta_fields(db):
+    """A review holding ``product_id`` or ``n`` keeps the collection's own: the meta fields win."""
+    products = workbook_collection(db, "products_m")
+    bad = {"t": "a", "product_id": "forged", "n": 99}
+    products.insert_many([{"_id": 1, "reviews": [bad]}, {"_id": 2, "reviews": [bad]}, {"_id": 3}])
+    reviews = workbook_collection(db, "reviews_m")
+    e.migrate_reviews(products, reviews, only=[1])
+    e.migrate_reviews_flagged(workbook_collection(db, "products_m"), workbook_collection(db, "reviews_f"))
+    e.add_review(products, reviews, 1, bad)  # flagged now: into the collection
+    e.add_review(products, db["reviews_f"], 2, bad)
+    got = sorted((c.name, r["_id"], r["product_id"], r["n"], r["t"]) for c in (reviews, db["reviews_f"])
+                 for r in c.find({}))
+    assert got == [("reviews_f", "1-0", 1, 0, "a"), ("reviews_f", "2-0", 2, 0, "a"), ("reviews_f", "2-1", 2, 1, "a"),
+                   ("reviews_m", "1-0", 1, 0, "a"), ("reviews_m", "1-1", 1, 1, "a")]

@@ -88,8 +88,9 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
                     only: Iterable[Any] | None = None) -> MigrationReport:
     """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
 
-    Each review becomes ``{"_id": "<product>-<n>", "product_id", "n", **review}`` (``n`` = its
-    position in the array). Safe to run again: when ``reviews`` already holds reviews, each batch
+    Each review becomes ``{"_id": "<product>-<n>", **review, "product_id", "n"}`` (``n`` = its
+    position in the array; the meta fields last, so a review's own ``product_id`` or ``n`` cannot
+    override them; the ``_id`` of product ``1`` and of product ``"1"`` would collide: keep one type). Safe to run again: when ``reviews`` already holds reviews, each batch
     first deletes that batch's products' reviews, then inserts them, in one ordered ``bulk_write``.
     A first copy (``reviews`` empty when it starts) has nothing to delete, and builds the
     ``(product_id, n)`` index once at the end instead of updating it on every insert; it assumes
@@ -114,7 +115,7 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
         pid = p["_id"]
         pids.append(pid)
         for n, review in enumerate(p["reviews"]):
-            ops.append(InsertOne({"_id": f"{pid}-{n}", "product_id": pid, "n": n, **review}))
+            ops.append(InsertOne({"_id": f"{pid}-{n}", **review, "product_id": pid, "n": n}))
         _count_product(report, pid, len(p["reviews"]))
         if len(pids) >= batch_size:
             flush(pids, ops)
@@ -224,7 +225,7 @@ def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -
     if after is None:
         raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
     n = int(after["review_count"]) - 1
-    reviews.insert_one({"_id": f"{product_id}-{n}", "product_id": product_id, "n": n, **review})
+    reviews.insert_one({"_id": f"{product_id}-{n}", **review, "product_id": product_id, "n": n})
     return "collection"
 
 
@@ -259,7 +260,7 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
         for p in products.find({"_id": {"$in": batch}, "reviews": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
             for n, review in enumerate(p["reviews"]):
                 ops.append(ReplaceOne({"_id": f"{p['_id']}-{n}"},
-                                      {"product_id": p["_id"], "n": n, **review}, upsert=True))
+                                      {**review, "product_id": p["_id"], "n": n}, upsert=True))
             _count_product(report, p["_id"], len(p["reviews"]))
         if ops:
             reviews.bulk_write(ops, ordered=True)
