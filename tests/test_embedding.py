@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import bson
 import pytest
@@ -533,60 +534,47 @@ def test_product_reviews_shows_every_review_at_every_step_and_after_a_crash(db, 
     assert {pid: e.product_reviews(products, reviews, pid) for pid in truth} == truth
 
 
-class _MigratesAfterFirstRead:
-    """Products and reviews (``.products``, ``.reviews``) whose first query, once it has read
-    what it returns, lets the whole migration run: between a page's two reads, whichever is first."""
+class _MigratesAfterTheProductRead:
+    """Products whose ``aggregate`` reads the product with the pipeline's first stage (its ``$match``),
+    then lets the whole migration run, then runs the whole pipeline on the product as it was read (a
+    copy in a scratch collection of the same database) against the migrated reviews: the pipeline's
+    own read order, with the migration in between, deterministically."""
 
-    def __init__(self, products, reviews):
-        self._real, self.migrated = {"products": products, "reviews": reviews}, False
-        self.products, self.reviews = self._wrap("products", "find_one"), self._wrap("reviews", "find")
+    def __init__(self, products, reviews, stale):
+        self._products, self._reviews, self._stale, self.migrated = products, reviews, stale, False
 
-    def _then_migrate(self, out):
-        if not self.migrated:
-            self.migrated = True
-            e.migrate_reviews_flagged(self._real["products"], self._real["reviews"])
-        return out
+    def __getattr__(self, name):
+        return getattr(self._products, name)
 
-    def _wrap(self, which, method):
-        run = self
-
-        class Wrapped:
-            def __getattr__(self, name):
-                attr = getattr(run._real[which], name)
-                if name != method:
-                    return attr
-                if method == "find_one":
-                    return lambda *a, **kw: run._then_migrate(attr(*a, **kw))
-                return lambda *a, **kw: _ReadOnSort(attr(*a, **kw), run._then_migrate)
-        return Wrapped()
-
-
-class _ReadOnSort:
-    """A cursor read to the end by ``sort`` (or iteration), before ``then`` runs."""
-
-    def __init__(self, cursor, then):
-        self._cursor, self._then = cursor, then
-
-    def sort(self, *args):
-        return self._then(list(self._cursor.sort(*args)))
-
-    def __iter__(self):
-        return iter(self._then(list(self._cursor)))
+    def aggregate(self, pipeline):
+        assert next(iter(pipeline[0])) == "$match"  # the product is read first, by itself
+        read = list(self._products.aggregate(pipeline[:1]))
+        e.migrate_reviews_flagged(self._products, self._reviews)
+        self.migrated = True
+        if read:
+            self._stale.insert_many(read)
+        return self._stale.aggregate(pipeline)
 
 
 def test_product_reviews_reads_the_array_before_the_collection(db):
-    """The migration copies then unsets between the page's two reads: the page still shows each review once."""
+    """The migration copies then unsets between the product read and the collection read: the page
+    still shows each review once."""
     products, reviews = _catalogue(db)
     e.add_review(products, reviews, 3, {"t": "late"})
     expected = products.find_one({"_id": 3})["reviews"]
     assert len(expected) == 4
-    racing = _MigratesAfterFirstRead(products, reviews)
-    assert e.product_reviews(racing.products, racing.reviews, 3) == expected
+    stale = workbook_collection(db, "products_stale")
+    racing = _MigratesAfterTheProductRead(products, reviews, stale)
+    assert e.product_reviews(racing, reviews, 3) == expected
     assert racing.migrated and products.find_one({"_id": 3}, {"reviews": 1}) == {"_id": 3}  # it ran in between
+    assert len(stale.find_one({"_id": 3})["reviews"]) == 4  # and the page used the array as read before
     assert e.product_reviews(products, reviews, 3) == expected
     assert e.product_reviews(products, reviews, "no such product") is None
     with pytest.raises(TypeError, match="reviews must be a collection"):
         e.product_reviews(products, "reviews", 3)
+    elsewhere = SimpleNamespace(find=None, insert_one=None, name="reviews_m", database=SimpleNamespace(name="other"))
+    with pytest.raises(ValueError, match="reviews must be in the products' database"):
+        e.product_reviews(products, elsewhere, 3)
 
 
 def test_first_copy_of_a_batch_without_reviews(db):
@@ -613,3 +601,50 @@ def test_product_page_work_counts_the_product_and_the_joined_reviews(backend, db
     assert k > 0
     assert e.product_page_work(products, 5) == {"keys examined": 1, "docs examined": 1}
     assert e.product_page_work(products, 5, reviews=reviews) == {"keys examined": 1 + k, "docs examined": 1 + k}
+
+
+def test_flagged_cut_over_after_an_earlier_migration_keeps_review_count(db):
+    """A product already moved by migrate_reviews + drop_embedded_reviews keeps its review_count when
+    the flagged migration flags it, so the next add_review takes a new position (no E11000)."""
+    products, reviews = _catalogue(db)
+    truth = {d["_id"]: list(d["reviews"]) for d in products.find({})}
+    report = e.migrate_reviews(products, reviews, only=[2, 3])
+    e.drop_embedded_reviews(products, report.per_product)
+    assert products.find_one({"_id": 3}) == {"_id": 3, "review_count": 3}
+    e.migrate_reviews_flagged(products, reviews, batch_size=4)
+    for pid in truth:
+        review = {"t": f"after-{pid}"}
+        assert e.add_review(products, reviews, pid, review) == "collection"
+        truth[pid].append(review)
+    _assert_migrated(products, reviews, truth)
+    assert {pid: e.product_reviews(products, reviews, pid) for pid in truth} == truth
+
+
+def test_product_reviews_is_one_round_trip(db):
+    products, reviews = _catalogue(db)
+    e.migrate_reviews_flagged(products, reviews, batch_size=4,
+                              after_batch=lambda batch: batch[0] == 1 and e.add_review(products, reviews, 9, {"t": "x"}))
+    e.add_review(products, reviews, 3, {"t": "late"})
+    with count_commands() as sent:
+        got = e.product_reviews(products, reviews, 3)
+    assert got == [{"t": "3-0"}, {"t": "3-1"}, {"t": "3-2"}, {"t": "late"}]
+    assert sent.round_trips == 1, sent.commands
+    with count_commands() as sent:
+        assert e.product_reviews(products, reviews, "no such product") is None
+    assert sent.round_trips == 1, sent.commands
+
+
+def test_a_review_cannot_override_the_meta_fields(db):
+    """A review holding ``product_id`` or ``n`` keeps the collection's own: the meta fields win."""
+    products = workbook_collection(db, "products_m")
+    bad = {"t": "a", "product_id": "forged", "n": 99}
+    products.insert_many([{"_id": 1, "reviews": [bad]}, {"_id": 2, "reviews": [bad]}, {"_id": 3}])
+    reviews = workbook_collection(db, "reviews_m")
+    e.migrate_reviews(products, reviews, only=[1])
+    e.migrate_reviews_flagged(workbook_collection(db, "products_m"), workbook_collection(db, "reviews_f"))
+    e.add_review(products, reviews, 1, bad)  # flagged now: into the collection
+    e.add_review(products, db["reviews_f"], 2, bad)
+    got = sorted((c.name, r["_id"], r["product_id"], r["n"], r["t"]) for c in (reviews, db["reviews_f"])
+                 for r in c.find({}))
+    assert got == [("reviews_f", "1-0", 1, 0, "a"), ("reviews_f", "2-0", 2, 0, "a"), ("reviews_f", "2-1", 2, 1, "a"),
+                   ("reviews_m", "1-0", 1, 0, "a"), ("reviews_m", "1-1", 1, 1, "a")]

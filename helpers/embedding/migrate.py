@@ -88,8 +88,9 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
                     only: Iterable[Any] | None = None) -> MigrationReport:
     """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
 
-    Each review becomes ``{"_id": "<product>-<n>", "product_id", "n", **review}`` (``n`` = its
-    position in the array). Safe to run again: when ``reviews`` already holds reviews, each batch
+    Each review becomes ``{"_id": "<product>-<n>", **review, "product_id", "n"}`` (``n`` = its
+    position in the array; the meta fields last, so a review's own ``product_id`` or ``n`` cannot
+    override them; the ``_id`` of product ``1`` and of product ``"1"`` would collide: keep one type). Safe to run again: when ``reviews`` already holds reviews, each batch
     first deletes that batch's products' reviews, then inserts them, in one ordered ``bulk_write``.
     A first copy (``reviews`` empty when it starts) has nothing to delete, and builds the
     ``(product_id, n)`` index once at the end instead of updating it on every insert; it assumes
@@ -114,7 +115,7 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
         pid = p["_id"]
         pids.append(pid)
         for n, review in enumerate(p["reviews"]):
-            ops.append(InsertOne({"_id": f"{pid}-{n}", "product_id": pid, "n": n, **review}))
+            ops.append(InsertOne({"_id": f"{pid}-{n}", **review, "product_id": pid, "n": n}))
         _count_product(report, pid, len(p["reviews"]))
         if len(pids) >= batch_size:
             flush(pids, ops)
@@ -224,7 +225,7 @@ def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -
     if after is None:
         raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
     n = int(after["review_count"]) - 1
-    reviews.insert_one({"_id": f"{product_id}-{n}", "product_id": product_id, "n": n, **review})
+    reviews.insert_one({"_id": f"{product_id}-{n}", **review, "product_id": product_id, "n": n})
     return "collection"
 
 
@@ -233,7 +234,8 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
     """Move every product's reviews to ``reviews`` without losing one written meanwhile.
 
     Per batch of products: (1) one ``update_many`` sets ``reviews_in: "collection"`` and
-    ``review_count`` (the array's size) in each product not yet flagged, atomically per product, so
+    ``review_count`` (the array's size; a product with no array keeps the count
+    :func:`drop_embedded_reviews` left) in each product not yet flagged, atomically per product, so
     from then on :func:`add_review` writes that product's new reviews to the collection; (2) read
     the arrays, which can no longer change; (3) upsert them by ``_id`` (``<product>-<n>``: a review
     a writer inserted meanwhile is never deleted); (4) ``$unset`` the arrays. Safe to run again
@@ -252,12 +254,13 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
         batch = ids[start:start + batch_size]
         products.update_many({"_id": {"$in": batch}, "reviews_in": {"$ne": "collection"}},
                              [{"$set": {"reviews_in": "collection",
-                                        "review_count": {"$size": {"$ifNull": ["$reviews", []]}}}}])
+                                        "review_count": {"$cond": [{"$isArray": "$reviews"}, {"$size": "$reviews"},
+                                                                   {"$ifNull": ["$review_count", 0]}]}}}])
         ops: list[Any] = []
         for p in products.find({"_id": {"$in": batch}, "reviews": {"$exists": True}}, {"reviews": 1}).sort("_id", 1):
             for n, review in enumerate(p["reviews"]):
                 ops.append(ReplaceOne({"_id": f"{p['_id']}-{n}"},
-                                      {"product_id": p["_id"], "n": n, **review}, upsert=True))
+                                      {**review, "product_id": p["_id"], "n": n}, upsert=True))
             _count_product(report, p["_id"], len(p["reviews"]))
         if ops:
             reviews.bulk_write(ops, ordered=True)
@@ -268,19 +271,30 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
     return report
 
 
+def _check_same_database(products: Any, reviews: Any) -> None:
+    """``reviews`` is in ``products``'s database, the only one a ``$lookup`` reads (``ValueError``)."""
+    if reviews.database.name != products.database.name:
+        raise ValueError(f"reviews must be in the products' database {products.database.name!r} "
+                         f"($lookup reads only there), not {reviews.database.name!r}")
+
+
 def product_reviews(products: Any, reviews: Any, product_id: Any) -> list[Document] | None:
     """The read path during the cut-over: a product's reviews, from its array and the collection.
 
-    Reads the product first, then its reviews in the collection: a migration that copies and
-    unsets the array in between leaves the copies in the collection, so no review is missed. The
-    array's review ``n`` and the collection's ``<product>-<n>`` are one review, shown once, in
+    One aggregate on ``products`` (one round trip, one node): the product's array (``k`` reviews,
+    positions 0 to k-1), then its reviews in the collection from position ``k`` on. The ``$lookup``
+    reads the collection after the product, so a migration that copies and unsets the array in
+    between leaves the copies there (``k`` is then 0): no review is missed, none shown twice, all in
     order of ``n``. ``None``: no such product. Notebook 01, section 8.
     """
     _check_collections(products, reviews)
-    product = products.find_one({"_id": product_id}, {"reviews": 1})
-    if product is None:
-        return None
-    by_n = dict(enumerate(product.get("reviews", [])))
-    for r in reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0}).sort("n", 1):
-        by_n.setdefault(r.pop("n"), r)
-    return [by_n[n] for n in sorted(by_n)]
+    _check_same_database(products, reviews)
+    found = list(products.aggregate([
+        {"$match": {"_id": product_id}},
+        {"$project": {"reviews": {"$ifNull": ["$reviews", []]}}},
+        {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",  # MongoDB 5.0+
+                     "let": {"k": {"$size": "$reviews"}}, "as": "moved",  # k: the array's size
+                     "pipeline": [{"$match": {"$expr": {"$gte": ["$n", "$$k"]}}}, {"$sort": {"n": 1}},
+                                  {"$project": {"_id": 0, "product_id": 0, "n": 0}}]}},
+        {"$project": {"_id": 0, "reviews": {"$concatArrays": ["$reviews", "$moved"]}}}]))
+    return found[0]["reviews"] if found else None
