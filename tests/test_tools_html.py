@@ -79,3 +79,41 @@ def test_the_build_never_writes_into_a_folder_of_notebooks(tmp_path):
                           cwd=ROOT, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "holds notebooks" in done.stderr
     assert _bytes(src) == before
+
+
+# --- the output folder is opened once, the caller's own, and each page written inside it without a link
+# followed: another user who can write the folder cannot plant a link between the check and the write
+
+
+def test_an_output_folder_other_users_may_write_is_refused_and_nothing_is_written(tmp_path):
+    src = tmp_path / "nbs"
+    src.mkdir()
+    _notebook(src, "01_one.ipynb", "One")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(html_build.HtmlBuildError, match=r"shared.*may be written by other users"):
+        html_build.build_html(shared, src)
+    assert list(shared.iterdir()) == []
+
+
+def test_a_link_planted_at_a_pages_name_during_the_render_is_never_followed(tmp_path, monkeypatch):
+    src = tmp_path / "nbs"
+    src.mkdir()
+    _notebook(src, "01_one.ipynb", "One")
+    before = _bytes(src)
+    site = tmp_path / "site"
+    elide = html_build.elide_outputs
+
+    def elide_then_plant(nb, *args, **kwargs):  # runs after the target was checked, before any write
+        site.mkdir(exist_ok=True)
+        for name, victim in (("index.html", "01_one.ipynb"), ("01_one.html", "01_one.ipynb")):
+            if not (site / name).is_symlink():
+                (site / name).symlink_to(src / victim)
+        return elide(nb, *args, **kwargs)
+
+    monkeypatch.setattr(html_build, "elide_outputs", elide_then_plant)
+    pages = html_build.build_html(site, src)
+    assert _bytes(src) == before  # the notebook the links point at is untouched
+    assert [p.is_symlink() for p in pages] == [False, False]
+    assert all(html_build.MARK in p.read_text() for p in pages)
