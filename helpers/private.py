@@ -165,18 +165,18 @@ def _open_file(dir_fd: int, name: str, where: str, flags: int, secret: bool = Fa
         raise
 
 
-def read_in(dir_fd: int, name: str, where: str, secret: bool = False) -> bytes:
+def read_in(dir_fd: int, name: str, where: str, secret: bool = False, limit: int = -1) -> bytes:
     """The bytes of ``name`` in the folder :func:`open_folder` opened (``where``: the path its messages
     name), opened without following a link and checked as the module docstring says, or
-    :class:`Unsafe` (:class:`Missing`). POSIX only."""
+    :class:`Unsafe` (:class:`Missing`); at most ``limit`` bytes when it is given. POSIX only."""
     fd = _open_file(dir_fd, name, where, os.O_RDONLY, secret)
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+        return fh.read(limit)
 
 
-def read(folder: Path, name: str, secret: bool = False) -> bytes:
-    """The bytes of ``folder/name``, reached and checked as the module docstring says, or
-    :class:`Unsafe` (:class:`Missing`)."""
+def read(folder: Path, name: str, secret: bool = False, limit: int = -1) -> bytes:
+    """The bytes of ``folder/name`` (at most ``limit`` when it is given), reached and checked as the
+    module docstring says, or :class:`Unsafe` (:class:`Missing`)."""
     where = str(Path(folder) / name)
     if not POSIX:  # Windows: by path; a link is refused
         path = Path(folder) / name
@@ -186,10 +186,10 @@ def read(folder: Path, name: str, secret: bool = False) -> bytes:
             raise Missing(f"{where} does not exist")
         with open(path, "rb") as fh:
             _check_file(os.fstat(fh.fileno()), where, secret)
-            return fh.read()
+            return fh.read(limit)
     dir_fd = open_folder(folder, create=False)
     try:
-        return read_in(dir_fd, name, where, secret)
+        return read_in(dir_fd, name, where, secret, limit)
     finally:
         os.close(dir_fd)
 
