@@ -3,8 +3,9 @@
     python3 workbook.py html [DIR]      # or: python -m tools.html [DIR]
 
 Each page is the notebook as committed (its outputs as produced; nothing is run). An output over
-:data:`OUTPUT_LIMIT` (its stored size, images included), or any output once a page's outputs
-reach :data:`PAGE_LIMIT`, is replaced by a note saying it was elided and how large it was. The
+:data:`OUTPUT_LIMIT` (its size on the page: its JSON, images included, escaped as the page holds it, so
+``&`` counts five bytes), or any output once a page's outputs reach :data:`PAGE_LIMIT`, is replaced by a
+note saying it was elided and how large it was; so is a markdown cell over :data:`MARKDOWN_LIMIT`. The
 index lists each notebook by its first heading, escaped (a heading is text, never markup).
 
 The build writes only into a folder of its own: never into the notebooks' folder (links resolved),
@@ -28,12 +29,15 @@ from helpers import private
 from helpers.sizes import human_bytes
 from tools.repo import NOTEBOOKS, ROOT, OutFolder, notebooks, same_folder
 
-__all__ = ["HtmlBuildError", "OUTPUT_LIMIT", "PAGE_LIMIT", "MARK", "build_html", "elide_outputs"]
+__all__ = ["HtmlBuildError", "OUTPUT_LIMIT", "PAGE_LIMIT", "MARKDOWN_LIMIT", "MARK", "build_html", "elide_outputs"]
 
-#: the largest output copied into a page (bytes of its stored JSON; the notebooks' largest figure is about 100 KiB)
+#: the largest output copied into a page (bytes of its JSON once escaped for the page; the notebooks' largest
+#: figure is about 100 KiB)
 OUTPUT_LIMIT = 512 * 1024
 #: the most output bytes copied into one page; later outputs are elided
 PAGE_LIMIT = 8 * 1024 * 1024
+#: the largest markdown cell copied into a page (bytes, escaped, its attachments included); a larger one is a note
+MARKDOWN_LIMIT = 512 * 1024
 #: in the first line of every file the build writes (after the doctype): what tells an earlier build's page
 MARK = "<!-- written by workbook.py html (tools/html.py) -->"
 TITLE = "MongoDB schema design, learned by measuring it"
@@ -50,17 +54,41 @@ def _note(size: int, why: str) -> Any:
         f"[output elided from this page: {human_bytes(size)}, {why}; run the notebook to see it]\n"))
 
 
-def elide_outputs(nb: Any, limit: int = OUTPUT_LIMIT, page_limit: int = PAGE_LIMIT) -> tuple[Any, int]:
+def _page_size(text: str) -> int:
+    """What ``text`` takes on a page, escaped as the page holds text (``&`` is ``&amp;``), in UTF-8 bytes."""
+    return len(html.escape(text).encode("utf-8"))
+
+
+def _markdown_note(size: int, limit: int) -> str:
+    return (f"*[markdown cell elided from this page: {human_bytes(size)}, over the {human_bytes(limit)} a cell "
+            f"may take here; open the notebook to read it]*")
+
+
+def elide_outputs(nb: Any, limit: int | None = None, page_limit: int | None = None,
+                  markdown_limit: int | None = None) -> tuple[Any, int]:
     """A copy of notebook ``nb`` (an nbformat node) whose outputs over ``limit`` bytes, and every
-    output once the page holds ``page_limit`` bytes of them, are a note saying so; and how many were elided."""
+    output once the page holds ``page_limit`` bytes of them, are a note saying so, as is a markdown cell
+    over ``markdown_limit``; and how many were elided. Sizes are as on the page: the output's or the
+    cell's JSON, escaped (:func:`_page_size`). The limits default to :data:`OUTPUT_LIMIT`,
+    :data:`PAGE_LIMIT` and :data:`MARKDOWN_LIMIT`."""
+    limit = OUTPUT_LIMIT if limit is None else limit
+    page_limit = PAGE_LIMIT if page_limit is None else page_limit
+    markdown_limit = MARKDOWN_LIMIT if markdown_limit is None else markdown_limit
     out = copy.deepcopy(nb)
     total = elided = 0
     for cell in out.cells:
+        if cell.get("cell_type") == "markdown":
+            size = _page_size(json.dumps([cell.get("source", ""), cell.get("attachments", {})], ensure_ascii=False))
+            if size > markdown_limit:
+                cell.source = _markdown_note(size, markdown_limit)
+                cell.pop("attachments", None)
+                elided += 1
+            continue
         if cell.get("cell_type") != "code":
             continue
         kept = []
         for output in cell.get("outputs", []):
-            size = len(json.dumps(output, ensure_ascii=False).encode("utf-8"))
+            size = _page_size(json.dumps(output, ensure_ascii=False))
             if size > limit:
                 kept.append(_note(size, f"over the {human_bytes(limit)} an output may take here"))
                 elided += 1
