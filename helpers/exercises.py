@@ -265,40 +265,67 @@ def _unsafe(path: Path, err: private.Unsafe) -> ProgressRecordError:
                                f"in a folder only you can write (unset, it is {settings.DEFAULT_PROGRESS}).")
 
 
+#: the most bytes of a progress record read (a real one is a few KiB); a larger file is not one
+MAX_RECORD_BYTES = 1024 * 1024
+#: a notebook's name as :func:`_notebook_name` gives it: a notebook file's stem (no folder in it) or "notebook NN"
+_NOTEBOOK_KEY = re.compile(r"^[^/\\\x00-\x1f]{1,255}$")
+
+
 def _is_record(data: Any) -> bool:
+    """``data`` has the shape :func:`record_progress` writes, strictly: ``{notebook: {exercise id: bool}}``,
+    every notebook a name as :func:`_notebook_name` gives it with at least one result, every exercise id
+    ``N.k``. ``{}`` is a record with nothing in it yet (any other key or value: not a record)."""
     return isinstance(data, dict) and all(
-        isinstance(nb, str) and isinstance(r, dict)
-        and all(isinstance(k, str) and isinstance(v, bool) for k, v in r.items())
+        isinstance(nb, str) and _NOTEBOOK_KEY.match(nb) and nb.strip() == nb and nb not in (".", "..")
+        and isinstance(r, dict) and r
+        and all(isinstance(k, str) and _ID.match(k) and isinstance(v, bool) for k, v in r.items())
         for nb, r in data.items())
 
 
+def _read_record(path: Path) -> bytes:
+    """The bytes of the record (:mod:`helpers.private`), at most one over :data:`MAX_RECORD_BYTES`."""
+    return private.read(path.parent, path.name, limit=MAX_RECORD_BYTES + 1)
+
+
 def _parse(path: Path, raw: bytes) -> dict[str, dict[str, bool]]:
-    """The record in ``raw`` (the bytes of ``path``), or :class:`ProgressRecordError` saying why not."""
+    """The record in ``raw`` (the bytes of ``path``), or :class:`ProgressRecordError` saying why not:
+    not UTF-8, not JSON (nested too deeply, an integer too long), over :data:`MAX_RECORD_BYTES`, or not
+    of the record's shape (:func:`_is_record`)."""
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ProgressRecordError(f"{path} is not a progress record (it is over the {MAX_RECORD_BYTES // (1024 * 1024)} MiB "
+                                  f"a record may take; a real one is a few KiB), so it is left as it is; if it is "
+                                  f"an old record, {_fix(path)}.")
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         why = f"it cannot be read as UTF-8 text: {e.reason} at byte {e.start}"
     except json.JSONDecodeError as e:
         why = f"line {e.lineno} is not valid JSON: {e.msg}"
+    except RecursionError:
+        why = "its JSON is nested too deeply to be a record"
+    except ValueError as e:  # an integer of thousands of digits
+        why = f"it is not valid JSON: {e}"
     else:
         if _is_record(data):
             return data
         if isinstance(data, dict) and "cells" in data and "nbformat" in data:
             raise ProgressRecordError(f"{path} is a notebook, not a progress record, so it is left as it is; "
                                       f"point WORKBOOK_PROGRESS at a file of its own (e.g. progress.json).")
-        why = "not {notebook: {exercise: true/false}} as helpers.check writes it"
+        why = "not {notebook: {exercise N.k: true/false}} as helpers.check writes it"
     raise ProgressRecordError(f"{path} is not a progress record ({why}), so it is left as it is; if it is an "
                               f"old record, {_fix(path)}.")
 
 
 def read_progress() -> dict[str, dict[str, bool]]:
-    """Every recorded result, by notebook (``{}`` before the first); the record is read as
+    """Every recorded result, by notebook (``{}`` before the first, or from a file holding ``{}``); only a
+    file of the record's shape is one (:func:`_is_record`: notebook names, exercise ids ``N.k``, true or
+    false; at most :data:`MAX_RECORD_BYTES`); the record is read as
     :func:`record_progress` writes it (:mod:`helpers.private`: a regular file of the user's own, in a
     folder nobody else can write). Raises :class:`ProgressRecordError`, whose message names the file,
     why it is not used and what to do."""
     path = progress_file()
     try:
-        return _parse(path, private.read(path.parent, path.name))
+        return _parse(path, _read_record(path))
     except private.Missing:
         return {}
     except private.Unsafe as e:
@@ -321,7 +348,7 @@ def record_progress(exercise_id: str, passed: bool) -> str | None:
     try:
         with private.locked(path.parent, path.name + ".lock", wait=LOCK_WAIT):
             try:
-                data = _parse(path, private.read(path.parent, path.name))
+                data = _parse(path, _read_record(path))
             except private.Missing:
                 data = {}
             data.setdefault(_notebook_name(exercise_id), {})[exercise_id] = bool(passed)

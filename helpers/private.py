@@ -40,7 +40,7 @@ try:  # POSIX: a lock file
 except ImportError:  # Windows: no lock
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["POSIX", "Unsafe", "Missing", "Busy", "open_folder", "read", "write", "locked"]
+__all__ = ["POSIX", "Unsafe", "Missing", "Busy", "open_folder", "read", "write", "read_in", "write_in", "locked"]
 
 POSIX = os.name == "posix" and os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -165,9 +165,18 @@ def _open_file(dir_fd: int, name: str, where: str, flags: int, secret: bool = Fa
         raise
 
 
-def read(folder: Path, name: str, secret: bool = False) -> bytes:
-    """The bytes of ``folder/name``, reached and checked as the module docstring says, or
-    :class:`Unsafe` (:class:`Missing`)."""
+def read_in(dir_fd: int, name: str, where: str, secret: bool = False, limit: int = -1) -> bytes:
+    """The bytes of ``name`` in the folder :func:`open_folder` opened (``where``: the path its messages
+    name), opened without following a link and checked as the module docstring says, or
+    :class:`Unsafe` (:class:`Missing`); at most ``limit`` bytes when it is given. POSIX only."""
+    fd = _open_file(dir_fd, name, where, os.O_RDONLY, secret)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit)
+
+
+def read(folder: Path, name: str, secret: bool = False, limit: int = -1) -> bytes:
+    """The bytes of ``folder/name`` (at most ``limit`` when it is given), reached and checked as the
+    module docstring says, or :class:`Unsafe` (:class:`Missing`)."""
     where = str(Path(folder) / name)
     if not POSIX:  # Windows: by path; a link is refused
         path = Path(folder) / name
@@ -177,23 +186,42 @@ def read(folder: Path, name: str, secret: bool = False) -> bytes:
             raise Missing(f"{where} does not exist")
         with open(path, "rb") as fh:
             _check_file(os.fstat(fh.fileno()), where, secret)
-            return fh.read()
+            return fh.read(limit)
     dir_fd = open_folder(folder, create=False)
     try:
-        fd = _open_file(dir_fd, name, where, os.O_RDONLY, secret)
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read()
+        return read_in(dir_fd, name, where, secret, limit)
     finally:
         os.close(dir_fd)
 
 
+def write_in(dir_fd: int, name: str, data: bytes, *, exclusive: bool = False, mode: int = 0o600) -> None:
+    """Write ``name`` in the folder :func:`open_folder` opened, atomically: a temporary file
+    (``<name>.<8 hex>.tmp``, ``mode`` less the umask, created with ``O_EXCL | O_NOFOLLOW``) renamed over
+    it (``exclusive``: created, never replaced: :class:`FileExistsError`). A link standing at ``name``
+    is replaced itself, its target never written. POSIX only."""
+    tmp = f"{name}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        if exclusive:
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        else:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # a reader sees all or nothing
+    finally:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+
+
 def write(folder: Path, name: str, data: bytes, *, exclusive: bool = False,
-          before: Callable[[int], None] | None = None) -> None:
-    """Write ``folder/name`` (0600) atomically: a temporary file renamed over it (``exclusive``:
-    created, never replaced: :class:`FileExistsError`). The folder is created 0700 if missing; a
-    link standing there is replaced itself, its target never written (:func:`read` what stands
-    there first to refuse it instead). ``before(folder descriptor)`` runs first (the cache tidies
-    its old files there)."""
+          before: Callable[[int], None] | None = None, mode: int = 0o600) -> None:
+    """Write ``folder/name`` (``mode``, 0600 unless told) atomically: a temporary file renamed over it
+    (``exclusive``: created, never replaced: :class:`FileExistsError`). The folder is created 0700 if
+    missing; a link standing there is replaced itself, its target never written (:func:`read` what
+    stands there first to refuse it instead). ``before(folder descriptor)`` runs first (the cache
+    tidies its old files there)."""
     if not POSIX:
         folder = Path(folder)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -207,20 +235,7 @@ def write(folder: Path, name: str, data: bytes, *, exclusive: bool = False,
     try:
         if before is not None:
             before(dir_fd)
-        tmp = f"{name}.{uuid.uuid4().hex[:8]}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            if exclusive:
-                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-            else:
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # a reader sees all or nothing
-        finally:
-            try:
-                os.unlink(tmp, dir_fd=dir_fd)
-            except FileNotFoundError:
-                pass
+        write_in(dir_fd, name, data, exclusive=exclusive, mode=mode)
     finally:
         os.close(dir_fd)
 

@@ -436,6 +436,14 @@ NOT_A_RECORD = {
     "not JSON": b"{not json",
     "a list": b"[1, 2]",
     "a wrong shape": b'{"98_test": {"98.1": "yes"}}',
+    "a tsconfig": b'{"compilerOptions": {"strict": true}}',
+    "an inner key not an exercise id": b'{"98_test": {"98.1": true, "strict": true}}',
+    "a notebook with no result": b'{"98_test": {}}',
+    "a notebook name with a slash": b'{"../98_test": {"98.1": true}}',
+    "nested lists": b"[" * 200_000,
+    "nested objects": b'{"a":' * 100_000,
+    "a 5000-digit integer": b'{"98_test": {"98.1": ' + b"9" * 5000 + b"}}",
+    "over the size cap": b'{"98_test": {"98.1": true}}' + b" " * (1024 * 1024),
     "empty": b"",
     "a notebook": json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode(),
 }
@@ -455,3 +463,12 @@ def test_a_file_that_is_not_a_progress_record_is_never_rewritten(capsys, record,
         assert "not recorded" in line and str(path) in line and "not a progress record" in line
     assert len(out) == 4 and path.read_bytes() == content
     assert sorted(p.name for p in folder.iterdir()) == ["p.json", "p.json.lock"]  # no temporary file left
+
+
+def test_an_empty_record_is_nothing_recorded_yet_and_is_written_to(capsys, record):
+    """``{}`` is a record with nothing in it yet (the shape allows it): the next check is recorded."""
+    _folder, path = record
+    path.write_bytes(b"{}")
+    assert exercises.read_progress() == {}
+    check("98.1", 5)
+    assert json.loads(path.read_bytes()) == {"98_test": {"98.1": True}}

@@ -37,7 +37,12 @@ def test_no_progress_yet_says_where_it_is_kept(tmp_path, monkeypatch):
 @pytest.mark.parametrize("content, says", [("{\"02_outlier\": {\"2.1\": tru", "line 1"),
                                            ("[1, 2]", "not {notebook"),
                                            ("{\"02\": {\"2.1\": \"yes\"}}", "not {notebook"),
-                                           (b"\xff\xfe garbage", "cannot be read")])
+                                           (b"\xff\xfe garbage", "cannot be read"),
+                                           ('{"compilerOptions": {"strict": true}}', "not {notebook"),
+                                           ("[" * 200_000, "nested too deeply"),
+                                           ('{"a":' * 100_000, "nested too deeply"),
+                                           ('{"02": {"2.1": ' + "9" * 5000 + "}}", "not valid JSON"),
+                                           (" " * (1024 * 1024 + 1) + "{}", "over the 1 MiB")])
 def test_a_corrupt_progress_file_is_explained(tmp_path, monkeypatch, content, says):
     path = tmp_path / "p.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())

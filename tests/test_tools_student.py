@@ -328,3 +328,35 @@ def test_the_command_refuses_a_folder_of_instructors_notebooks_and_writes_nothin
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "is not a student copy" in done.stderr and NBS[0].name in done.stderr
     assert _bytes(out) == before
+
+
+# --- the target folder is opened once, the caller's own, and each copy written inside it without a link
+# followed: another user who can write the folder cannot plant a link between the check and the write
+
+
+def test_a_target_folder_other_users_may_write_is_refused_and_nothing_is_written(tmp_path):
+    src, before = _instructors_folder(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # as a folder in /tmp made for everyone
+    with pytest.raises(student.StudentCopyError, match=r"shared.*may be written by other users"):
+        student.build_student_copies(shared, src)
+    assert list(shared.iterdir()) == [] and _bytes(src) == before
+
+
+def test_a_link_planted_at_a_copys_name_after_the_check_is_never_followed(tmp_path, monkeypatch):
+    src, before = _instructors_folder(tmp_path)
+    out = tmp_path / "student"
+    made = student.student_copy
+
+    def copy_then_plant(nb, name="the notebook"):  # runs after the target was checked, before any write
+        if not (out / "02_two.ipynb").is_symlink():
+            out.mkdir(exist_ok=True)
+            (out / "02_two.ipynb").symlink_to(src / "02_two.ipynb")
+        return made(nb, name)
+
+    monkeypatch.setattr(student, "student_copy", copy_then_plant)
+    written = student.build_student_copies(out, src)
+    assert _bytes(src) == before  # the instructor's notebook (solutions in) is untouched
+    assert not (out / "02_two.ipynb").is_symlink()
+    assert [student.is_student_copy(json.loads(p.read_text())) for p in written] == [True, True]

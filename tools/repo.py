@@ -4,11 +4,15 @@ One home for what the test command, ``scripts/nb.py`` (the committed run) and th
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-__all__ = ["ROOT", "NOTEBOOKS", "NOTEBOOK_GLOB", "notebooks", "same_folder", "clean_env", "notebook_env", "readme_block"]
+from helpers import private
+
+__all__ = ["ROOT", "NOTEBOOKS", "NOTEBOOK_GLOB", "notebooks", "same_folder", "OutFolder", "clean_env",
+           "notebook_env", "readme_block"]
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -31,6 +35,81 @@ def same_folder(a: Path, b: Path) -> bool:
                                                           and Path(a).samefile(b))
     except OSError:
         return False
+
+
+class OutFolder:
+    """A build's output folder (student copies, the HTML build), opened once and written only inside it.
+
+    ``with OutFolder(path, refuse) as out:`` opens ``path`` with :func:`helpers.private.open_folder`
+    (created 0700 if missing, no link on the way followed unless the user's or root's): it must be the
+    caller's own and writable by nobody else, or ``refuse(sentence)`` is raised before anything is written.
+    :meth:`read` and :meth:`write` then reach each file by name inside that open folder, never following a
+    link (a write is a temporary file, ``O_EXCL | O_NOFOLLOW``, renamed into place): a link another user
+    planted after the checks is never written through, and none can be, since nobody else may write the
+    folder. A folder this created is removed again (when still empty) if the build then fails.
+    On Windows (no folder descriptors) files are reached by path (:mod:`helpers.private`).
+    """
+
+    def __init__(self, path: Path | str, refuse: Callable[[str], Exception], default: str) -> None:
+        self.path, self._refuse, self._default = Path(path), refuse, default
+        self._fd: int | None = None
+        self._made = False
+
+    def __enter__(self) -> "OutFolder":
+        self._made = not (self.path.exists() or self.path.is_symlink())
+        if not private.POSIX:
+            self.path.mkdir(parents=True, exist_ok=True)
+            return self
+        try:
+            self._fd = private.open_folder(self.path, create=True)
+        except private.Unsafe as e:
+            why = str(e).replace("its folder ", "the folder ", 1)
+            raise self._refuse(f"{self.path} is not a folder to write into: {why}; so nothing was written; name "
+                               f"a folder only you can write (the default is {self._default}).") from None
+        except OSError as e:
+            raise self._refuse(f"{self.path} cannot be opened or created ({e.strerror or e}), so nothing was "
+                               f"written; name a folder only you can write (the default is {self._default}).") \
+                from None
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if kind is not None and self._made:
+            with contextlib.suppress(OSError):
+                self.path.rmdir()  # only when empty; never follows a link
+
+    def holds(self, folder: Path) -> bool:
+        """The open folder is ``folder`` itself (the same inode, whatever the names on the way)."""
+        try:
+            st = os.fstat(self._fd) if self._fd is not None else os.stat(self.path)
+            return os.path.samestat(st, os.stat(folder))
+        except OSError:
+            return False
+
+    def names(self) -> list[str]:
+        """The names in the open folder."""
+        return sorted(os.listdir(self._fd if self._fd is not None else self.path))
+
+    def read(self, name: str) -> bytes | None:
+        """The bytes of ``name`` in the folder, or None when there is none; :class:`helpers.private.Unsafe`
+        for a link, a FIFO, a folder, a file with several names or one of another user's."""
+        try:
+            if self._fd is None:
+                return private.read(self.path, name)
+            return private.read_in(self._fd, name, str(self.path / name))
+        except private.Missing:
+            return None
+
+    def write(self, name: str, data: bytes) -> Path:
+        """Write ``name`` in the folder (0644 less the umask) through a temporary file renamed into
+        place; a link standing there is replaced, never followed. Returns its path."""
+        if self._fd is None:
+            private.write(self.path, name, data, mode=0o644)
+        else:
+            private.write_in(self._fd, name, data, mode=0o644)
+        return self.path / name
 
 
 def clean_env(base: Mapping[str, str] | None = None, *, keep: Iterable[str] = ()) -> dict[str, str]:

@@ -19,7 +19,9 @@ is worse than none.
 A copy's metadata says it is one (``"schema_workbook": {"student_copy": true}``, kept when a learner
 runs and saves it). Nothing is written into the notebooks' own folder (links resolved), nor over a
 file of a copy's name that is not a student copy (an instructor's notebook, a link): the whole
-build is refused first, and only earlier copies are ever replaced.
+build is refused first, and only earlier copies are ever replaced. The folder is opened once and must
+be the caller's own, writable by nobody else (created 0700 if missing); each copy is written inside the
+open folder through a temporary file renamed into place, never through a link (:class:`tools.repo.OutFolder`).
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ import re
 import sys
 from pathlib import Path
 
-from tools.repo import NOTEBOOKS, ROOT, notebooks, same_folder
+from helpers import private
+from tools.repo import NOTEBOOKS, ROOT, OutFolder, notebooks, same_folder
 
 __all__ = ["StudentCopyError", "MARK", "MARK_KEY", "student_copy", "build_student_copies", "is_student_copy",
            "is_solutions_heading", "heading_title"]
@@ -210,54 +213,57 @@ def is_student_copy(nb: object) -> bool:
     return isinstance(mark, dict) and mark.get("student_copy") is True
 
 
-def _refuse_target(out_dir: Path, src_dir: Path, names: list[str]) -> None:
-    """:class:`StudentCopyError` when writing the copies into ``out_dir`` would overwrite anything but
-    student copies: ``out_dir`` is the source folder itself, or one of the files it would write is
+def _refuse_target(out: OutFolder, src_dir: Path, names: list[str]) -> None:
+    """:class:`StudentCopyError` when writing the copies into the open folder ``out`` would overwrite
+    anything but student copies: it is the source folder itself, or one of the files it would write is
     there and is not a student copy (a notebook with its solutions, a link, anything else)."""
-    if same_folder(out_dir, src_dir):
+    if same_folder(out.path, src_dir) or out.holds(src_dir):
         raise StudentCopyError(
-            f"{out_dir} is the folder of the notebooks themselves ({src_dir.resolve()}): their student copies "
+            f"{out.path} is the folder of the notebooks themselves ({src_dir.resolve()}): their student copies "
             f"would overwrite them (solutions, outputs, edits), so nothing was written; name another folder "
             f"(the default is student/).")
     for name in names:
-        dest = out_dir / name
-        if not (dest.exists() or dest.is_symlink()):
-            continue
         why = None
-        if dest.is_symlink() or not dest.is_file():
-            why = "a link" if dest.is_symlink() else "not a file"
-        else:
+        try:
+            raw = out.read(name)
+        except private.Unsafe as e:
+            raw, why = None, "a link" if "is a link" in str(e) else str(e)
+        if raw is not None:
             try:
-                if not is_student_copy(json.loads(dest.read_text(encoding="utf-8"))):
+                if not is_student_copy(json.loads(raw.decode("utf-8"))):
                     why = f"without the mark this tool writes (metadata {MARK_KEY}: student_copy)"
-            except (OSError, UnicodeDecodeError, ValueError):
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 why = "not a notebook this tool can read"
         if why:
             raise StudentCopyError(
-                f"{dest} is not a student copy ({why}), so no copy was written (it would be overwritten); "
-                f"name another folder, or move it aside if it is an old copy.")
+                f"{out.path / name} is not a student copy ({why}), so no copy was written (it would be "
+                f"overwritten); name another folder, or move it aside if it is an old copy.")
 
 
 def build_student_copies(out_dir: Path | str = ROOT / "student", src_dir: Path | str = NOTEBOOKS) -> list[Path]:
     """Write a student copy of every notebook into ``out_dir``; returns their paths.
 
     Every notebook is checked first: if one cannot be copied safely (:class:`StudentCopyError`),
-    none is written; nor is any when ``out_dir`` is the source folder, or holds a file of a copy's
-    name that is not a student copy (:func:`is_student_copy`): only earlier copies are replaced.
+    none is written; nor is any when ``out_dir`` is the source folder, holds a file of a copy's
+    name that is not a student copy (:func:`is_student_copy`): only earlier copies are replaced; or is
+    not the caller's own, or may be written by other users (:class:`tools.repo.OutFolder`: the folder is
+    opened once and each copy written inside it, never through a link).
     """
     out_dir, src_dir = Path(out_dir), Path(src_dir)
     sources = notebooks(src_dir)
-    _refuse_target(out_dir, src_dir, [src.name for src in sources])
-    copies = []
-    for src in sources:
-        nb = json.loads(src.read_text(encoding="utf-8"))
-        copies.append((out_dir / src.name, student_copy(nb, str(src))))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for dest, nb in copies:
-        dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        written.append(dest)
-    return written
+    if same_folder(out_dir, src_dir):  # before the folder is opened (or created)
+        raise StudentCopyError(
+            f"{out_dir} is the folder of the notebooks themselves ({src_dir.resolve()}): their student copies "
+            f"would overwrite them (solutions, outputs, edits), so nothing was written; name another folder "
+            f"(the default is student/).")
+    with OutFolder(out_dir, StudentCopyError, "student/") as out:
+        _refuse_target(out, src_dir, [src.name for src in sources])
+        copies = []
+        for src in sources:
+            nb = json.loads(src.read_text(encoding="utf-8"))
+            copies.append((src.name, student_copy(nb, str(src))))
+        return [out.write(name, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+                for name, nb in copies]
 
 
 if __name__ == "__main__":
