@@ -178,6 +178,9 @@ def _check_uri(uri: str) -> None:
     if not _uri.is_uri(uri):
         raise _malformed(_uri.UNPARSABLE, "it must start with mongodb:// or mongodb+srv://; it is not "
                                           "shown, in case it holds a password")
+    port = _uri.port_problem(uri)
+    if port:
+        raise _malformed(redact_uri(uri), port)
     for key, value in _uri.options(uri):
         if key.lower() in _FILE_OPTIONS and not Path(value).expanduser().is_file():
             raise BackendError(
