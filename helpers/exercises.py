@@ -41,12 +41,35 @@ except ImportError:  # Windows: a unique temporary file and an atomic replace, w
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress",
-           "record_server_progress", "exercise_ids"]
+           "record_server_progress", "exercise_ids", "shown", "SHOWN_MOST"]
 
 #: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
 Checker = Callable[..., "str | None"]
 
 _ID = re.compile(r"^(\d+)\.(\d+)$")
+#: the most characters of an answer a checker's message shows (:func:`shown`)
+SHOWN_MOST = 200
+
+
+def shown(value: Any, most: int = SHOWN_MOST) -> str:
+    """``repr(value)`` for a checker's message, cut to ``most`` characters with ``...`` and its
+    length when longer: a 20 MB answer is never printed (or saved with the notebook) whole. Every
+    checker echoes what it was given through this, never with ``!r``."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int of over 4,300 digits: repr() refuses it
+        if isinstance(value, int):
+            return f"a whole number of about {int(value.bit_length() * 0.30103):,} digits"
+        raise
+    return _cut(text, most)
+
+
+def _cut(text: str, most: int = SHOWN_MOST) -> str:
+    """``text`` cut to ``most`` characters, its head and tail kept, and its length said."""
+    if len(text) <= most:
+        return text
+    head = most * 2 // 3
+    return f"{text[:head]}...{text[-(most - head):]} ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -148,6 +171,14 @@ def _engine_note(context: dict[str, Any]) -> str | None:
     return None
 
 
+def _said(error: BaseException) -> str:
+    """An exception's message (which may hold the whole answer), cut like :func:`shown`."""
+    try:
+        return _cut(str(error), 2 * SHOWN_MOST)
+    except ValueError:  # its message is an int of over 4,300 digits
+        return "(its message is too long to show)"
+
+
 def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     """``(status, line)`` for an answer, without printing or recording: status is ``"correct"``,
     ``"not right yet"`` or ``"not done yet"``; line is what :func:`check` prints."""
@@ -158,7 +189,9 @@ def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     try:
         problem = fn(answer, **context)
     except Exception as e:  # a wrong shape of answer should teach, not crash
-        problem = f"checking it raised {type(e).__name__}: {e}"
+        problem = f"checking it raised {type(e).__name__}: {_said(e)}"
+    if problem:  # a message that grew past a sentence (an answer in it): cut, as shown() cuts one answer
+        problem = _cut(str(problem), 5 * SHOWN_MOST)
     if problem:
         if reg.query_result and _empty(answer):
             note = _engine_note(context)
