@@ -24,7 +24,9 @@ the file's sha256 (verified against ``checksums.sha256`` just before) and by the
   user's); the cache folder itself owned by the user and writable by nobody else (created 0700).
   The copy is opened in that folder with ``O_NOFOLLOW`` and checked on the open file: a regular
   file with one link, owned by the user, writable by nobody else. The key is reached the same way,
-  and refused if anybody else may read it. A folder failing a check means no cache (the file is
+  and refused if anybody else may read it; a key that passes every check but is not 32 bytes long
+  is replaced once by a new one, atomically (its old copies then fail their check and are typed
+  again), and anything else is never written to: :func:`key_advice` says what to do. A folder failing a check means no cache (the file is
   typed each time), never a copy from it.
 * **On Windows** there are no ``O_NOFOLLOW`` or folder descriptors: the cache and the key are
   opened by path, a copy that is a link is refused, and owners and modes are not checked (the
@@ -54,7 +56,7 @@ from .checksums import sha256, verified_digest
 from .csvtyping import Fields, typed_rows, with_ids
 
 __all__ = ["CACHE_MIN_ROWS", "TypedCopy", "typed_copy", "typing_tag", "copy_path", "is_cache_file",
-           "key_path"]
+           "key_path", "key_advice"]
 
 #: files with fewer rows are typed faster than their cached copy is found
 CACHE_MIN_ROWS = 20_000
@@ -114,7 +116,14 @@ def key_path() -> Path:
 # Folders and files reached safely
 # ------------------------------------------------------------------------------------------
 class _Unsafe(Exception):
-    """A folder or file on the way is not safe to read a copy from (or is missing)."""
+    """A folder or file on the way is not safe to read a copy from (or is missing). ``fix``: what
+    would make it usable: ``folder`` (a folder on the way), ``missing``, ``chmod`` (a file of the
+    user's own that others may read or write), ``delete`` (not a plain file of the user's own: a
+    link, a file with other names, another user's)."""
+
+    def __init__(self, why: str, fix: str = "folder") -> None:
+        super().__init__(why)
+        self.fix = fix
 
 
 def _check_folder(st: os.stat_result, last: bool) -> None:
@@ -147,7 +156,7 @@ def _open_folder(folder: Path, create: bool) -> int:
                 new = os.open(part, flags, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
-                    raise _Unsafe("missing") from None
+                    raise _Unsafe("missing", "missing") from None
                 try:
                     os.mkdir(part, 0o700, dir_fd=fd)
                 except FileExistsError:
@@ -181,9 +190,11 @@ def _open_folder(folder: Path, create: bool) -> int:
 
 def _check_file(st: os.stat_result, secret: bool = False) -> None:
     if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-        raise _Unsafe("not a plain file")
-    if _POSIX and (st.st_uid != os.getuid() or st.st_mode & (0o077 if secret else 0o022)):
-        raise _Unsafe("not a file of the user's own" + (" that only the user may read" if secret else ""))
+        raise _Unsafe("not a plain file", "delete")
+    if _POSIX and st.st_uid != os.getuid():
+        raise _Unsafe("not a file of the user's own", "delete")
+    if _POSIX and st.st_mode & (0o077 if secret else 0o022):
+        raise _Unsafe("a file others may " + ("read" if secret else "write"), "chmod")
 
 
 def _read(folder: Path, name: str, secret: bool = False) -> bytes:
@@ -192,7 +203,7 @@ def _read(folder: Path, name: str, secret: bool = False) -> bytes:
     if not _POSIX:  # Windows: by path; a link is refused, the key guards the content
         path = folder / name
         if path.is_symlink() or not path.is_file():
-            raise _Unsafe("missing or a link")
+            raise _Unsafe("missing or a link", "missing" if not path.is_symlink() else "delete")
         with open(path, "rb") as fh:
             _check_file(os.fstat(fh.fileno()), secret)
             return fh.read()
@@ -201,8 +212,10 @@ def _read(folder: Path, name: str, secret: bool = False) -> bytes:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
                          dir_fd=dir_fd)
-        except OSError as exc:
-            raise _Unsafe(f"{name}: {exc.strerror}") from None
+        except FileNotFoundError:
+            raise _Unsafe(f"{name}: missing", "missing") from None
+        except OSError as exc:  # ELOOP: a link, never followed
+            raise _Unsafe(f"{name}: {exc.strerror}", "delete") from None
         with os.fdopen(fd, "rb") as fh:
             _check_file(os.fstat(fd), secret)
             return fh.read()
@@ -264,23 +277,69 @@ def _tidy(dir_fd: int, keep: str, data_files: frozenset[str]) -> None:
 
 
 def _key() -> bytes | None:
-    """The user's own key (created on first use), or None where it cannot be kept safely."""
+    """The user's own key (created on first use), or None where it cannot be kept safely
+    (:func:`key_advice` says what to do)."""
+    return _key_state()[0]
+
+
+def key_advice() -> str | None:
+    """What to do so that the key signs copies again (one sentence naming the file), or None when
+    it does. Like any use of the key, this creates it if missing and replaces one of the wrong length."""
+    return _key_state()[1]
+
+
+def _key_state() -> tuple[bytes | None, str | None]:
+    """``(key, None)``, or ``(None, what to do)``.
+
+    The key is read safely (a regular file of the user's own, one link, that nobody else may read,
+    reached through private folders without following a link) and created if missing (``O_EXCL``:
+    never over another kernel's). A key of another length than 32 bytes that passes those checks
+    (a private file of the user's own) is replaced once, atomically (a new file renamed over it in
+    its checked folder: the entry is replaced, never followed); copies signed with the old key then
+    fail their check and are typed again. Anything else (a link, another user's file, one others may
+    read, an unsafe folder) is never written to or replaced: the advice says what to do."""
     path = key_path()
-    for _ in range(2):
+    delete = f"delete it (`rm {path}`): a new key is made on the next load"
+    problem: _Unsafe | None = None
+    replaced = False
+    for _ in range(3):
         try:
             data = _read(path.parent, path.name, secret=True)
-            return data if len(data) == 32 else None  # another length: not ours to replace
-        except _Unsafe:
-            pass
-        except OSError:
-            return None
+        except _Unsafe as exc:
+            problem = exc
+        except OSError as exc:
+            return None, f"the key {path} cannot be read ({exc.strerror}): {delete}"
+        else:
+            if len(data) == 32:
+                return data, None
+            if replaced:  # replaced already, and another length again: not a key of the workbook's making
+                return None, f"the key {path} holds {len(data):,} bytes, not 32, again after it was replaced: {delete}"
+            try:  # a private regular file of the user's own, only of the wrong length: a new key, atomically
+                _write(path.parent, path.name, os.urandom(32))
+            except (OSError, _Unsafe) as exc:
+                return None, f"the key {path} holds {len(data):,} bytes, not 32, and could not be replaced ({exc}): {delete}"
+            replaced = True
+            continue
+        if problem.fix not in ("missing",):
+            break
         try:
             _write(path.parent, path.name, os.urandom(32), exclusive=True)
         except FileExistsError:
             continue  # another kernel made it meanwhile: read that one
-        except (OSError, _Unsafe):
-            return None
-    return None
+        except _Unsafe as exc:
+            problem = exc
+            break
+        except OSError as exc:
+            return None, f"the key {path} cannot be created in {path.parent} ({exc.strerror}): make that folder yours and writable"
+    if problem is not None and problem.fix == "chmod":
+        return None, (f"the key {path} may be read by other users, so it signs nothing: make it private with "
+                      f"`chmod 600 {path}`")
+    if problem is not None and problem.fix == "delete":
+        return None, (f"the key {path} is not a plain file of yours ({problem}: a link, a file with other names, "
+                      f"or another user's), so it is neither read nor replaced: {delete}")
+    return None, (f"the key's folder {path.parent} (or one above it) is not a private folder of yours ({problem}), "
+                  f"so no key is kept there: make it yours and writable only by you (`chmod 700 {path.parent}`), "
+                  f"under folders only you or root may change")
 
 
 def _mac(key: bytes, identity: bytes, body: memoryview | bytes) -> bytes:
