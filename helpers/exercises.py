@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import backends, capabilities, settings
+from . import backends, capabilities, safety, settings
 from .safety import PROGRESS, workbook_collection
 
 try:  # POSIX: lock the progress record while updating it
@@ -179,13 +179,40 @@ def _said(error: BaseException) -> str:
         return "(its message is too long to show)"
 
 
+def _half_loaded(context: dict[str, Any]) -> str | None:
+    """What to do when the data a check is given holds part of a load (a kernel stopped mid-load:
+    ``helpers.safety.incomplete``): a collection in the context that is marked, or any marked
+    collection of a database in it. None when all is there (or it cannot be told)."""
+    seen: dict[int, tuple[Any, set[str] | None]] = {}
+    for value in context.values():  # asked of the class: a Database makes any attribute a Collection
+        if hasattr(type(value), "find") and hasattr(type(value), "insert_one"):  # a collection
+            db, names = seen.setdefault(id(value.database), (value.database, set()))
+            if names is not None:
+                names.add(value.name)
+        elif hasattr(type(value), "list_collection_names"):  # a database: any of its collections
+            seen[id(value)] = (value, None)
+    for db, names in seen.values():
+        try:
+            notes = safety.incomplete_notes(db, names)
+        except Exception:  # noqa: BLE001 - a database this login may not read: checked as before
+            continue
+        if notes:
+            return notes[0]
+    return None
+
+
 def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     """``(status, line)`` for an answer, without printing or recording: status is ``"correct"``,
-    ``"not right yet"`` or ``"not done yet"``; line is what :func:`check` prints."""
+    ``"not right yet"``, ``"not done yet"`` or ``"not checked"`` (the data it was given holds part of
+    a load that did not finish: the line says to run the Setup cell again); line is what :func:`check`
+    prints."""
     reg = _registered(exercise_id)
     fn, hint = reg.fn, reg.hint
     if _not_done(answer):
         return "not done yet", f"Exercise {exercise_id}: not done yet. Hint: {hint}"
+    partial = _half_loaded(context)
+    if partial:  # judged on part of the data, a right answer could fail and a wrong one pass
+        return "not checked", f"Exercise {exercise_id}: not checked: {partial}"
     try:
         problem = fn(answer, **context)
     except Exception as e:  # a wrong shape of answer should teach, not crash
@@ -206,10 +233,13 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
 
     Prints one line, the same on every backend: ``Exercise N.k: correct.``, ``... not right yet:
     <what is wrong>. Hint: ...`` or ``... not done yet. Hint: ...``; records the result for the
-    progress report. Returns nothing, so a check cell shows only that line.
+    progress report. Data holding part of a load that did not finish is not judged: ``... not
+    checked: <which collection, and to run the Setup cell again>``, and nothing is recorded. Returns nothing, so a check cell shows only that line.
     """
     status, line = evaluate(exercise_id, answer, **context)
     print(line)
+    if status == "not checked":  # judged on no data: nothing to record
+        return
     record_progress(exercise_id, status == "correct")
     if status != "not done yet":  # an answer given: an attempt
         server = _server_db()

@@ -17,7 +17,8 @@ such an entry learns its UUID the next time :func:`workbook_collection` meets th
 This module is the registry's only reader and writer: the rest of the workbook (the loader, the
 connect probes, ``tools/classdb``) goes through the named functions below (:func:`record`,
 :func:`forget`, :func:`recorded`, :func:`has_registry`, :func:`note_created`, the load leases
-:func:`take_lease`, :func:`renew_leases`, :func:`release_leases`, :func:`holds_lease`, :func:`lease_of`. The registry is
+:func:`take_lease`, :func:`renew_leases`, :func:`release_leases`, :func:`holds_lease`, :func:`lease_of`,
+and the marks of a load in progress :func:`mark_loading`, :func:`mark_loaded`, :func:`incomplete`). The registry is
 created by the first record, never by a connect or a read.
 
 **Leases.** A load holds a lease on each collection it writes (``{_id: "$loading:<target>", owner,
@@ -25,6 +26,12 @@ expires}``; the ``_id`` index makes taking one atomic) and renews it while it wr
 the same lease on each collection before dropping it: it never drops a collection (or a staging
 copy of it) that another kernel is loading, and it removes no live lease; a load waits for a reset
 of its collection to finish. A lease whose holder stopped renewing (a crashed kernel) expires.
+
+**Half-loaded collections.** A load that writes its target directly (where a rename copies:
+SecantusDB) marks the target's entry before its first write (:func:`mark_loading`) and clears the
+mark once the load is complete and checked (:func:`mark_loaded`). A kernel killed mid-load leaves
+the mark on a collection holding part of the data: :func:`incomplete` finds it, and
+:func:`incomplete_notes` says what to do (the banner and every exercise check say it).
 """
 from __future__ import annotations
 
@@ -54,6 +61,10 @@ __all__ = [
     "is_staging_name",
     "take_lease",
     "renew_leases",
+    "mark_loading",
+    "mark_loaded",
+    "incomplete",
+    "incomplete_notes",
     "release_leases",
     "holds_lease",
     "lease_of",
@@ -275,6 +286,59 @@ def holds_lease(db: Any, target: str, owner: str) -> bool:
 def lease_of(db: Any, target: str) -> dict[str, Any] | None:
     """The lease on ``target`` (``owner``, ``expires`` in naive UTC), or None."""
     return db[REGISTRY].find_one({"_id": _LEASE + target})
+
+
+def mark_loading(db: Any, names: Iterable[str], owner: str) -> None:
+    """Mark the recorded collections ``names`` as being written by the load ``owner``, before its
+    first write: until :func:`mark_loaded`, each holds part of a load (:func:`incomplete`)."""
+    names = list(names)
+    if names:
+        db[REGISTRY].update_many({"_id": {"$in": names}}, {"$set": {"loading": {"owner": owner, "since": _now()}}})
+
+
+def mark_loaded(db: Any, names: Iterable[str], owner: str) -> None:
+    """Clear ``owner``'s marks on ``names`` (its load is complete and checked, or what it wrote is
+    dropped); never another load's mark."""
+    names = list(names)
+    if names:
+        db[REGISTRY].update_many({"_id": {"$in": names}, "loading.owner": owner}, {"$unset": {"loading": ""}})
+
+
+def incomplete(db: Any) -> dict[str, str]:
+    """The collections of ``db`` holding part of a load, sorted: ``{name: state}``, ``"loading"``
+    while the load's lease is live (a load in another kernel, or one killed less than a lease ago),
+    ``"interrupted"`` once it expired (the kernel was stopped mid-load). Reads only; a database with
+    no registry has none."""
+    if not has_registry(db):
+        return {}
+    marked = {d["_id"]: d["loading"] for d in db[REGISTRY].find({"loading": {"$exists": True}}, {"loading": 1})
+              if isinstance(d["_id"], str) and isinstance(d.get("loading"), dict)}
+    if not marked:
+        return {}
+    existing, out = _existing(db), {}
+    for name in sorted(marked):
+        if name in existing:
+            lease = lease_of(db, _leased(name)) or {}
+            live = lease.get("owner") == marked[name].get("owner") and lease.get("expires", _now()) > _now()
+            out[name] = "loading" if live else "interrupted"
+    return out
+
+
+def incomplete_notes(db: Any, only: Iterable[str] | None = None) -> list[str]:
+    """One sentence per collection of ``db`` holding part of a load (:func:`incomplete`; ``only``:
+    among these names): which, how many documents it holds, and what to do (run the Setup cell again)."""
+    out = []
+    only = None if only is None else set(only)
+    for name, state in incomplete(db).items():
+        if only is not None and name not in only:
+            continue
+        held = db[name].estimated_document_count()
+        why = ("its load did not finish (the kernel was stopped mid-load)" if state == "interrupted" else
+               "a load is writing it (in another kernel, or in one stopped less than a minute ago)")
+        out.append(f"the collection {name!r} in database {db.name!r} holds only part of its data ({held:,} "
+                   f"documents): {why}. Run this notebook's Setup cell again before using it: it loads "
+                   f"{name!r} anew (waiting, a minute at most, for a load still holding it).")
+    return out
 
 
 def workbook_collection(db: Any, name: str, *, create: bool = True) -> Any:

@@ -105,7 +105,9 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
     without error, the load checks that it still holds its lease, that each target is still
     recorded as the workbook's, and that each holds the number of documents the caller put in
     ``expect``; otherwise it drops what it wrote and raises a :class:`DatasetError` saying so (the
-    next load starts clean). Target and staging names are refused first if somebody else created
+    next load starts clean). Where the targets are written directly, each is marked in the registry
+    before the first write and the mark cleared once the load is checked (``safety.mark_loading``):
+    a kernel killed mid-load leaves a marked collection, which ``safety.incomplete`` reports. Target and staging names are refused first if somebody else created
     them (``helpers.safety.workbook_collection``). Used by ``load_dataset`` and
     ``helpers.outlier.load_outlier_posts``.
     """
@@ -120,6 +122,8 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
     try:
         for target in targets:  # again, under the lease: a reset before it may have dropped and forgotten it
             workbook_collection(db, target, create=False)
+        if in_place:  # written directly: marked before the first write, cleared once complete and checked
+            safety.mark_loading(db, targets, lease.owner)
         for target in targets:
             if in_place:
                 staging[target] = target
@@ -144,6 +148,8 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
                 if rename_copies(db):  # the rename wrote a new collection (SecantusDB): the one to check
                     yielded.uuids[target] = _uuid(db, target)
         _check_written(db, targets, yielded.expect, lease, yielded.uuids)
+        if in_place:
+            safety.mark_loaded(db, targets, lease.owner)
     except BaseException:
         try:
             ours = lease.still_held()  # else another load writes the targets now: drop only staging copies
@@ -151,6 +157,8 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
                 if ours or name not in targets:
                     db.drop_collection(name)
             safety.forget(db, [name for name in staging.values() if name not in targets])
+            if ours and in_place:  # what it wrote is dropped: no half-loaded collection to mark
+                safety.mark_loaded(db, targets, lease.owner)
         except Exception:  # pragma: no cover - keep the original error
             pass
         raise
