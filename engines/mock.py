@@ -528,6 +528,11 @@ class MockDatabase:
         return MockCursor(self._inner.aggregate(pipeline, *args, **kwargs), "aggregate", self._counter, eager=True,
                           document={"aggregate": 1, "pipeline": list(pipeline), "$db": self._inner.name})
 
+    def list_collections(self, *args: Any, **kwargs: Any) -> Any:
+        found = list(self._inner.list_collections(*args, **kwargs))
+        self._counter.record("listCollections", found, command={"listCollections": 1, "$db": self._inner.name})
+        return iter(found)
+
     def list_collection_names(self, *args: Any, **kwargs: Any) -> list[str]:
         names = self._inner.list_collection_names(*args, **kwargs)
         self._counter.record("listCollections", [{"name": n, "type": "collection"} for n in names],

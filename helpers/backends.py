@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 
 from . import capabilities as _capabilities
+from . import safety as _safety
 from . import settings
 from . import uri as _uri
 from .capabilities import Capabilities
@@ -178,6 +179,9 @@ def _check_uri(uri: str) -> None:
     if not _uri.is_uri(uri):
         raise _malformed(_uri.UNPARSABLE, "it must start with mongodb:// or mongodb+srv://; it is not "
                                           "shown, in case it holds a password")
+    port = _uri.port_problem(uri)
+    if port:
+        raise _malformed(redact_uri(uri), port)
     for key, value in _uri.options(uri):
         if key.lower() in _FILE_OPTIONS and not Path(value).expanduser().is_file():
             raise BackendError(
@@ -452,14 +456,25 @@ def current_connection() -> Connection | None:
 
 
 def banner() -> str:
-    """The one-line banner every notebook prints first."""
+    """The one-line banner every notebook prints first; below it, the engine's silent deviations and,
+    for each collection of the database holding part of a load that did not finish (a kernel
+    stopped mid-load: ``helpers.safety.incomplete``), what to do."""
     info = backend_info()
     line = info.banner()
     for warning in info.warnings():
         line += f"\n{warning}"
     if info.note:
         line += f"\nNote: {info.note}"
+    for note in _half_loaded(_SHARED.get().db):
+        line += f"\nNote: {note}"
     return line
+
+
+def _half_loaded(db: Any) -> list[str]:
+    try:
+        return _safety.incomplete_notes(db)
+    except Exception:  # noqa: BLE001 - a database this login may not read: the banner without it
+        return []
 
 
 def close() -> None:

@@ -33,16 +33,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import backends, capabilities, private, settings
+from . import backends, capabilities, private, safety, settings
 from .safety import PROGRESS, workbook_collection
 
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress",
-           "read_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids"]
+           "read_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids", "shown",
+           "SHOWN_MOST"]
 
 #: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
 Checker = Callable[..., "str | None"]
 
 _ID = re.compile(r"^(\d+)\.(\d+)$")
+#: the most characters of an answer a checker's message shows (:func:`shown`)
+SHOWN_MOST = 200
+
+
+def shown(value: Any, most: int = SHOWN_MOST) -> str:
+    """``repr(value)`` for a checker's message, cut to ``most`` characters with ``...`` and its
+    length when longer: a 20 MB answer is never printed (or saved with the notebook) whole. Every
+    checker echoes what it was given through this, never with ``!r``."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int of over 4,300 digits: repr() refuses it
+        if isinstance(value, int):
+            return f"a whole number of about {int(value.bit_length() * 0.30103):,} digits"
+        raise
+    return _cut(text, most)
+
+
+def _cut(text: str, most: int = SHOWN_MOST) -> str:
+    """``text`` cut to ``most`` characters, its head and tail kept, and its length said."""
+    if len(text) <= most:
+        return text
+    head = most * 2 // 3
+    return f"{text[:head]}...{text[-(most - head):]} ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -145,17 +169,54 @@ def _engine_note(context: dict[str, Any]) -> str | None:
     return None
 
 
+def _said(error: BaseException) -> str:
+    """An exception's message (which may hold the whole answer), cut like :func:`shown`."""
+    try:
+        return _cut(str(error), 2 * SHOWN_MOST)
+    except ValueError:  # its message is an int of over 4,300 digits
+        return "(its message is too long to show)"
+
+
+def _half_loaded(context: dict[str, Any]) -> str | None:
+    """What to do when the data a check is given holds part of a load (a kernel stopped mid-load:
+    ``helpers.safety.incomplete``): a collection in the context that is marked, or any marked
+    collection of a database in it. None when all is there (or it cannot be told)."""
+    seen: dict[int, tuple[Any, set[str] | None]] = {}
+    for value in context.values():  # asked of the class: a Database makes any attribute a Collection
+        if hasattr(type(value), "find") and hasattr(type(value), "insert_one"):  # a collection
+            db, names = seen.setdefault(id(value.database), (value.database, set()))
+            if names is not None:
+                names.add(value.name)
+        elif hasattr(type(value), "list_collection_names"):  # a database: any of its collections
+            seen[id(value)] = (value, None)
+    for db, names in seen.values():
+        try:
+            notes = safety.incomplete_notes(db, names)
+        except Exception:  # noqa: BLE001 - a database this login may not read: checked as before
+            continue
+        if notes:
+            return notes[0]
+    return None
+
+
 def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     """``(status, line)`` for an answer, without printing or recording: status is ``"correct"``,
-    ``"not right yet"`` or ``"not done yet"``; line is what :func:`check` prints."""
+    ``"not right yet"``, ``"not done yet"`` or ``"not checked"`` (the data it was given holds part of
+    a load that did not finish: the line says to run the Setup cell again); line is what :func:`check`
+    prints."""
     reg = _registered(exercise_id)
     fn, hint = reg.fn, reg.hint
     if _not_done(answer):
         return "not done yet", f"Exercise {exercise_id}: not done yet. Hint: {hint}"
+    partial = _half_loaded(context)
+    if partial:  # judged on part of the data, a right answer could fail and a wrong one pass
+        return "not checked", f"Exercise {exercise_id}: not checked: {partial}"
     try:
         problem = fn(answer, **context)
     except Exception as e:  # a wrong shape of answer should teach, not crash
-        problem = f"checking it raised {type(e).__name__}: {e}"
+        problem = f"checking it raised {type(e).__name__}: {_said(e)}"
+    if problem:  # a message that grew past a sentence (an answer in it): cut, as shown() cuts one answer
+        problem = _cut(str(problem), 5 * SHOWN_MOST)
     if problem:
         if reg.query_result and _empty(answer):
             note = _engine_note(context)
@@ -171,10 +232,14 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
     Prints one line, the same on every backend: ``Exercise N.k: correct.``, ``... not right yet:
     <what is wrong>. Hint: ...`` or ``... not done yet. Hint: ...``; records the result for the
     progress report (:func:`record_progress`; when it cannot, a second line says why and where).
-    Returns nothing, so a check cell shows only what it prints.
+    Data holding part of a load that did not finish is not judged: ``... not checked: <which
+    collection, and to run the Setup cell again>``, and nothing is recorded. Returns nothing, so a
+    check cell shows only what it prints.
     """
     status, line = evaluate(exercise_id, answer, **context)
     print(line)
+    if status == "not checked":  # judged on no data: nothing to record
+        return
     refused = record_progress(exercise_id, status == "correct")
     if refused:
         print(refused)

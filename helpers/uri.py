@@ -21,7 +21,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, unquote_plus
 
 __all__ = ["UriParts", "parse", "user_name", "database", "option_is_shown", "redact", "secrets", "scrub", "is_uri", "options", "UNPARSABLE",
-           "SENSITIVE_OPTIONS"]
+           "SENSITIVE_OPTIONS", "port_problem"]
 
 #: MongoDB connection strings, and Redis URLs (notebook 07's ``REDIS_URL``): the same user-info syntax
 _SCHEME = re.compile(r"^((?:mongodb(?:\+srv)?|rediss?)://)", re.I)
@@ -156,6 +156,31 @@ def _option(piece: str) -> tuple[str, str | None]:
     return _HIDDEN, piece  # unknown to pymongo: the name itself may be credential text
 
 
+def port_problem(uri: str) -> str | None:
+    """What is wrong with a port the URI names (a host's ``:port``, ``mongodb://`` or ``redis://``),
+    or None: a port is a number from 1 to 65535. Counted, never converted: Python's ``int()`` refuses
+    a number of over 4,300 digits with an error (and advice) of its own."""
+    split = _split(uri)
+    if split is None or "+srv" in split[0].lower():  # mongodb+srv:// names no port (DNS gives them)
+        return None
+    for host in split[2].partition("/")[0].split(","):
+        port = host.rpartition("]")[2] if host.startswith("[") else host  # [::1]:27017
+        if ":" not in port:
+            continue
+        port = port.rpartition(":")[2]
+        digits = port.lstrip("0")
+        if not port or not re.fullmatch(r"[0-9]+", port) or len(digits) > 5 or not 1 <= int(digits or 0) <= 65535:
+            shown = (f"a number of {len(port):,} digits" if re.fullmatch(r"[0-9]{9,}", port)
+                     else "not a number" if not re.fullmatch(r"[0-9]+", port) else port)
+            return f"the port after the host must be a number from 1 to 65535, not {shown}"
+    return None
+
+
+def _long_numbers(text: str) -> str:
+    """``text`` with each run of over 20 digits replaced by its length (a 5,000-digit port is not echoed)."""
+    return re.sub(r"[0-9]{21,}", lambda m: f"<{len(m[0]):,} digits>", text)
+
+
 def option_is_shown(piece: str) -> bool:
     """True when a query option (``key=value``) is one :func:`redact` shows in clear: known to
     pymongo and unable to hold a secret (``tls=true``, not ``proxyPassword=...`` or an unknown name)."""
@@ -185,7 +210,7 @@ def redact(uri: str) -> str:
     if query is not None:
         delim = ";" if ";" in query and "&" not in query else "&"
         out += "?" + delim.join(_option(p)[0] for p in _query_pieces(query))
-    return out
+    return _long_numbers(out)
 
 
 def secrets(uri: str) -> list[str]:

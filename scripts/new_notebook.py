@@ -89,10 +89,10 @@ def documents_per_kind(answer: Any, *, items: Any) -> str | None:
         return f"give a dict of kind -> number of documents, not {{type(answer).__name__}}"
     right = count_by_kind(items)
     if set(answer) != set(right):
-        return f"your kinds are {{sorted(answer)}}; the collection has {{len(right)}} kinds"
+        return f"your kinds are {{shown(sorted(answer))}}; the collection has {{len(right)}} kinds"
     wrong = sorted(k for k in right if answer[k] != right[k])
     if wrong:
-        return f"the count of kind {{wrong[0]!r}} is not what the collection holds"
+        return f"the count of kind {{shown(wrong[0])}} is not what the collection holds"
     return None
 '''
 
@@ -223,7 +223,7 @@ def main(argv: list[str]) -> int:
     if existing:
         parser.error(f"already there: {', '.join(existing)}; pick another topic")
     title = args.title or topic.replace("_", " ").capitalize()
-    imports = "from ..exercises import exercise\nfrom . import count_by_kind"
+    imports = "from ..exercises import exercise, shown\nfrom . import count_by_kind"
     fields = dict(nn=nn, n=int(nn), topic=topic, title=title, title_lower=title[:1].lower() + title[1:],
                   imports=imports)
     paths["face"].parent.mkdir()

@@ -300,3 +300,14 @@ def test_a_busy_embedded_server_is_not_declared_down_after_four_seconds(backend)
     assert options.server_selection_timeout == backends.CONNECT_TIMEOUT_MS / 1000 == 4
     expected = backends.SOCKET_CONNECT_TIMEOUT_MS if backend.info.name == "embedded" else backends.CONNECT_TIMEOUT_MS
     assert options.pool_options.connect_timeout == expected / 1000
+
+
+@pytest.mark.parametrize("port", ["9" * 5000, "99999", "0"])
+def test_a_port_of_thousands_of_digits_gets_the_workbooks_sentence(port, quick_timeout):
+    # Python's int() refuses over 4,300 digits with its own advice (sys.set_int_max_str_digits): the
+    # sentence names the variable and the ports allowed, and does not echo the digits
+    with pytest.raises(BackendError) as err:
+        connect("mongodb", uri=f"mongodb://alice:pw-secret@127.0.0.1:{port}/", db_name="wbtest_badport")
+    message = str(err.value)
+    assert "MONGODB_URI" in message and "1 to 65535" in message and len(message) < 800, message
+    assert "set_int_max_str_digits" not in message and "pw-secret" not in message

@@ -323,3 +323,47 @@ def test_prepare_cache_names_a_key_others_may_read(tmp_path, home, monkeypatch):
     said = [line for line in prepare.prepare_cache() if "not kept" in line]
     assert said and all("chmod 600" in line and str(cache.key_path()) in line for line in said)
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+# --- a key of the wrong length: replaced once, safely, and the cache works again
+
+@pytest.mark.skipif(not POSIX, reason="file modes and owners are POSIX")
+def test_a_private_key_of_the_wrong_length_is_replaced_once_and_the_cache_works_again(tmp_path, home, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    typed = _typed()
+    (copy,) = (tmp_path / "cache").iterdir()
+    key = cache.key_path()
+    old = key.read_bytes()
+    key.write_bytes(os.urandom(16))  # the user's own, private (0600 kept), only 16 bytes
+    assert oct(key.stat().st_mode & 0o777) == oct(0o600)
+    assert _typed() == typed  # the old copy does not verify with the new key: typed again and re-signed
+    new = key.read_bytes()
+    assert len(new) == 32 and new != old and oct(key.stat().st_mode & 0o777) == oct(0o600)
+    assert copy.read_bytes().startswith(cache.MAGIC)
+    # the cache works again: the next load reads the copy and types nothing
+    monkeypatch.setattr(cache, "typed_rows", lambda *a: pytest.fail("typed again: the cache is still off"))
+    assert _typed() == typed
+    assert key.read_bytes() == new  # replaced once, not at every load
+
+
+@pytest.mark.skipif(not POSIX, reason="symlinks and file modes are POSIX")
+def test_a_key_of_the_wrong_length_that_is_not_a_private_file_of_ones_own_is_never_replaced(tmp_path, home,
+                                                                                         monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CACHE", str(tmp_path / "cache"))
+    cache._key()
+    key = cache.key_path()
+    elsewhere = tmp_path / "a short file elsewhere"
+    elsewhere.write_bytes(b"0123456789")
+    key.unlink()
+    key.symlink_to(elsewhere)  # a link: neither followed nor replaced
+    assert cache._key() is None
+    assert key.is_symlink() and elsewhere.read_bytes() == b"0123456789"
+    advice = cache.key_advice()
+    assert str(key) in advice and "delete" in advice and "chmod" not in advice, advice
+    key.unlink()
+    key.write_bytes(b"0123456789")
+    key.chmod(0o644)  # the user's own but readable by others: not replaced, and the advice is chmod 600
+    assert cache._key() is None and key.read_bytes() == b"0123456789"
+    assert "chmod 600" in cache.key_advice()
+    key.chmod(0o600)  # done as advised: the next load replaces the short key
+    assert len(cache._key()) == 32 and len(key.read_bytes()) == 32 and cache.key_advice() is None

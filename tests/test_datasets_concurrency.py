@@ -314,3 +314,76 @@ def test_a_load_that_ends_while_a_reset_lists_the_collections_stays_the_workbook
     assert not exists or safety.is_workbook_collection(db, "nyc_planes")
     assert load_dataset("nyc_planes", db).counts == loaded[0].counts  # the next load works
     assert _leftovers(db) == ([], [])
+
+
+# --- a kernel killed mid-load: whatever it left is marked, and reading it says so
+
+_KILLED = """
+import os, signal, sys, pymongo
+from pymongo.collection import Collection
+from helpers import datasets as ds
+target, kill_after = sys.argv[3], int(sys.argv[4])
+real, written = Collection.insert_many, []
+def insert_many(self, docs, *a, **k):  # SIGKILL this process after N batches, mid-load
+    out = real(self, docs, *a, **k)
+    written.append(len(docs))
+    if len(written) == kill_after:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return out
+Collection.insert_many = insert_many
+ds.common.BATCH_SIZE = 500
+ds.load_dataset("nyc_flights", pymongo.MongoClient(sys.argv[1])[sys.argv[2]])
+"""
+
+
+def test_a_load_killed_part_way_leaves_a_marked_collection_and_reading_it_says_so(server_db, server_backend,
+                                                                                   monkeypatch, tmp_path, capsys):
+    """A kernel SIGKILLed after 3 batches of 500: where a load writes its target directly (a rename
+    copies: SecantusDB) the target holds those 1,500 documents, marked as a load that did not finish,
+    and a check given it says so (and to run the Setup cell again) instead of judging partial data;
+    where the load writes a staging copy (a real MongoDB) the target is untouched and nothing is marked.
+    The next load (once the dead kernel's lease expired) loads it whole and the mark is gone."""
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from helpers import backends, safety
+    from helpers.exercises import check, evaluate, exercise
+
+    @exercise("98.7", hint="count the flights")
+    def _count_flights(answer, *, flights):
+        return None if answer == flights.count_documents({}) else "not the count"
+
+    proc = subprocess.run([sys.executable, "-c", _KILLED, _uri(server_db), server_db.name, TARGET, "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr[-2000:]  # killed mid-load, by itself, after 3 batches
+    in_place = ds.rename_copies(server_db)
+    partial = server_db[TARGET].count_documents({})
+    if in_place:  # the half-loaded state is the target itself
+        assert partial == 1_500
+        assert safety.incomplete(server_db) == {TARGET: "loading"}  # the dead kernel's lease is still live
+        (note,) = safety.incomplete_notes(server_db)
+        assert TARGET in note and "1,500" in note and "Setup cell again" in note
+        status, line = evaluate("98.7", partial, flights=server_db[TARGET])
+        assert status == "not checked" and TARGET in line and "Setup cell again" in line, line
+        status, line = evaluate("98.7", partial, flights=server_db["elsewhere"], db=server_db)
+        assert status == "not checked", line  # the database is given: any of its collections may be read
+        monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+        check("98.7", partial, flights=server_db[TARGET])  # prints the line, records nothing
+        assert "not checked" in capsys.readouterr().out and not (tmp_path / "p.json").exists()
+        # the banner the Setup cell's first cell prints (run after a restart: it defines db) says it too
+        conn = SimpleNamespace(db=server_db, info=server_backend.info)
+        monkeypatch.setattr(backends, "_SHARED", SimpleNamespace(get=lambda: conn))
+        assert f"Note: the collection {TARGET!r}" in backends.banner() and "Setup cell again" in backends.banner()
+    else:  # the partial documents are in a staging copy only, which nothing reads and a reset drops
+        assert partial == 0 and TARGET not in server_db.list_collection_names()
+        assert safety.incomplete(server_db) == {}
+    # a minute later the dead kernel's lease has expired (made so here, not waited for)
+    past = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(seconds=1)
+    server_db[REGISTRY].update_many({"_id": {"$regex": r"^\$loading:"}}, {"$set": {"expires": past}})
+    if in_place:
+        assert safety.incomplete(server_db) == {TARGET: "interrupted"}
+        assert "did not finish" in safety.incomplete_notes(server_db)[0]
+    assert load_dataset(DATASET, server_db).counts == {TARGET: COUNT}
+    assert safety.incomplete(server_db) == {} and safety.incomplete_notes(server_db) == []
+    assert evaluate("98.7", COUNT, flights=server_db[TARGET])[0] == "correct"
+    assert server_db[REGISTRY].find_one({"_id": TARGET, "loading": {"$exists": True}}) is None

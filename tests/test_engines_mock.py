@@ -49,6 +49,17 @@ def test_the_mock_counts_what_a_server_counts(db):
     }
 
 
+def test_listing_collections_costs_one_round_trip_on_every_backend(db):
+    """``list_collections`` (the registry's UUID check) is one listCollections, counted on the mock too;
+    its bytes differ (a server lists each collection's UUID and _id index)."""
+    db["a"].insert_one({"_id": 1})
+    db["b"].insert_one({"_id": 1})
+    with count_commands() as c:
+        listed = sorted(info["name"] for info in db.list_collections())
+    assert listed == ["a", "b"]
+    assert (c.round_trips, c.docs_returned, c.commands) == (1, 2, ["listCollections"])
+
+
 def test_an_id_equality_is_answered_from_the_store_with_the_scans_answer():
     """engines/mock.py answers {_id: <str or int>} from mongomock-ng's store (keyed by _id) instead
     of testing every document; the answers must be the scan's, for every kind of _id."""

@@ -472,3 +472,56 @@ def test_an_empty_record_is_nothing_recorded_yet_and_is_written_to(capsys, recor
     assert exercises.read_progress() == {}
     check("98.1", 5)
     assert json.loads(path.read_bytes()) == {"98_test": {"98.1": True}}
+
+
+# --- a huge answer is never echoed whole (a 20 MB answer printed and saved as a 20 MB line)
+
+HUGE = "x" * 20_000_000
+
+
+@exercise("98.9", hint="short")
+def _raises_with_the_answer(answer):
+    raise ValueError(f"cannot use {answer}")
+
+
+@pytest.mark.parametrize("exercise_id, answer, context", [
+    ("0.1", HUGE, {"orders": None}),
+    ("1.5", HUGE, {"workload": None, "costs": None}),
+    ("2.1", HUGE, {"posts_embedded": None}),
+    ("2.1", -10 ** 5000, {"posts_embedded": None}),  # repr() of an int of over 4,300 digits raises
+    ("2.3", [HUGE], {"db": None, "views": []}),
+    ("2.5", HUGE, {"workload": None, "costs": {"a design": 1}}),
+    ("3.3", HUGE, {"workload": None, "designs": {"a design": 1}}),
+    ("4.3", HUGE.encode(), {"aerodata": None}),
+    ("4.5", HUGE, {"messages": []}),
+    ("4.7", HUGE, {"workload": None, "designs": {"a design": 1}}),
+    ("8.2", (HUGE, "a design"), {"workload": None, "costs": None, "operation": "x", "by": "y"}),
+    ("98.1", HUGE, {}),    # its checker echoes the answer with str(): a TypeError's message then
+    ("98.9", HUGE, {}),    # an exception whose message holds the answer
+], ids=lambda v: v if isinstance(v, str) and len(v) < 10 else "")
+def test_a_huge_answer_is_echoed_short_with_its_length(exercise_id, answer, context, capsys, tmp_path,
+                                                       monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    status, line = evaluate(exercise_id, answer, **context)
+    assert status == "not right yet" and len(line) < 2_000, (exercise_id, len(line), line[:300])
+    check(exercise_id, answer, **context)
+    printed = capsys.readouterr().out
+    assert len(printed) < 2_000 and printed.count("\n") == 1
+    assert (tmp_path / "p.json").stat().st_size < 1_000
+
+
+def test_shown_cuts_a_repr_and_says_its_length():
+    from helpers.exercises import shown
+
+    assert shown("abc") == "'abc'" and shown([1, 2]) == "[1, 2]"  # short: the repr itself
+    long = shown("y" * 1_000)
+    assert long.startswith("'yyy") and len(long) < 300 and "1,002 characters" in long and "..." in long
+    assert "digits" in shown(10 ** 5000) and len(shown(10 ** 5000)) < 300  # repr() itself would raise
+
+
+def test_checkers_echo_values_only_through_shown():
+    # a checker shows what it was given with helpers.exercises.shown (cut to 200 characters), never
+    # with !r or str() of the whole value
+    for path in sorted((ROOT / "helpers").glob("*/checks.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "!r}" not in text, f"{path.relative_to(ROOT)}: echo a value with shown(value), not !r"

@@ -230,3 +230,12 @@ def test_a_password_typed_without_its_colon_is_hidden_too(url):
     with pytest.raises(RedisBackendError) as err:
         connect_redis(url)
     assert "hunter22" not in str(err.value)
+
+
+@pytest.mark.parametrize("port", ["9" * 5000, "99999"])
+def test_a_port_of_thousands_of_digits_gets_the_workbooks_sentence(port):
+    with pytest.raises(RedisBackendError) as err:
+        connect_redis(f"redis://:pw-secret@127.0.0.1:{port}/0")
+    message = str(err.value)
+    assert "REDIS_URL" in message and "1 to 65535" in message and len(message) < 800, message
+    assert "set_int_max_str_digits" not in message and "pw-secret" not in message

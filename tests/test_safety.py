@@ -152,3 +152,86 @@ def test_a_connect_creates_no_registry(db, backend):
     probe(db, backend.info.name == "mock")  # every capability probe a connect runs
     assert "workbook_registry" not in db.list_collection_names()
     assert reset_workbook(db) == [] and "workbook_registry" not in db.list_collection_names()
+
+
+# --- a name is not enough: a collection dropped outside the helpers and made again is not the workbook's
+
+def _reports_uuids(db) -> bool:
+    """Whether the engine reports a collection's UUID (listCollections info.uuid): probed, never named."""
+    db["uuid_probe"].insert_one({"_id": 1})
+    try:
+        return next(iter(db.list_collections(filter={"name": "uuid_probe"})))["info"].get("uuid") is not None
+    finally:
+        db.drop_collection("uuid_probe")
+
+
+def _drop_and_make_again_outside(db, name):
+    db.drop_collection(name)  # not through the helpers: another program, the shell, the learner's own code
+    db[name].insert_one({"_id": "mine", "text": "made again by the learner"})
+
+
+@pytest.mark.parametrize("made_by", ["workbook_collection", "track_collection", "load_dataset"])
+def test_a_collection_dropped_outside_and_made_again_is_left_alone(db, capsys, made_by):
+    from helpers.datasets import load_dataset
+
+    name = "nyc_carriers"
+    if made_by == "load_dataset":
+        load_dataset(name, db)
+    else:
+        {"workbook_collection": workbook_collection, "track_collection": track_collection}[made_by](
+            db, name).insert_one({"_id": 1})
+    workbook_collection(db, "leftover").insert_one({"_id": 1})
+    _drop_and_make_again_outside(db, name)
+    uuids = _reports_uuids(db)
+    dropped = reset_workbook(db)
+    if not uuids:  # the mock reports none: the name alone decides, as before (docs/ENGINES.md)
+        assert dropped == ["leftover", name]
+        return
+    assert dropped == ["leftover"]
+    assert list(db[name].find()) == [{"_id": "mine", "text": "made again by the learner"}]
+    said = capsys.readouterr().out
+    assert name in said and "left alone" in said
+    assert not is_workbook_collection(db, name) and workbook_collections(db) == []
+    with pytest.raises(ForeignCollectionError):  # never written (or dropped) by a load
+        workbook_collection(db, name)
+    with pytest.raises(ForeignCollectionError):
+        load_dataset(name, db)
+    assert list(db[name].find()) == [{"_id": "mine", "text": "made again by the learner"}]
+    assert reset_workbook(db) == [] and db[name].count_documents({}) == 1
+
+
+def test_a_collection_made_again_outside_before_a_reset_gets_no_validator(db):
+    from helpers import schema
+
+    workbook_collection(db, "checked").insert_one({"_id": 1})
+    _drop_and_make_again_outside(db, "checked")
+    if not _reports_uuids(db):
+        pytest.skip("the engine reports no collection UUID: the name alone decides (docs/ENGINES.md)")
+    with pytest.raises(ForeignCollectionError):
+        schema.set_validator(db, "checked", {"required": ["x"]})
+
+
+def test_the_workbooks_own_drop_and_create_stays_the_workbooks(db):
+    from helpers.safety import fresh_collection
+
+    workbook_collection(db, "checked").insert_one({"_id": 1})
+    coll = fresh_collection(db, "checked")
+    assert coll.count_documents({}) == 0 and "checked" in db.list_collection_names()
+    coll.insert_one({"_id": 2})
+    assert is_workbook_collection(db, "checked") and workbook_collections(db) == ["checked"]
+    workbook_collection(db, "checked")  # not refused: the workbook made it again, and noted it
+    assert reset_workbook(db) == ["checked"]
+    db["theirs"].insert_one({"_id": 1})
+    with pytest.raises(ForeignCollectionError):  # never somebody else's
+        fresh_collection(db, "theirs")
+    assert db["theirs"].count_documents({}) == 1
+
+
+def test_an_entry_recorded_before_uuids_still_works_and_learns_its_uuid(db):
+    workbook_collection(db, "old").insert_one({"_id": 1})
+    db["workbook_registry"].update_one({"_id": "old"}, {"$unset": {"uuid": ""}})  # as an older workbook wrote it
+    assert is_workbook_collection(db, "old") and workbook_collections(db) == ["old"]
+    workbook_collection(db, "old")  # seen as the workbook's: its UUID is recorded now
+    entry = db["workbook_registry"].find_one({"_id": "old"})
+    assert ("uuid" in entry) == _reports_uuids(db)
+    assert reset_workbook(db) == ["old"]

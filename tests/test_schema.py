@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from helpers import schema as sc
 from helpers.counting import count_commands
 from helpers.datasets import load_dataset
+from helpers.safety import fresh_collection
 from helpers.schema import infer as schema_infer
 
 _CAPS: dict[str, object] = {}
@@ -122,9 +123,8 @@ def test_numbers_export_as_number_unless_exact_types_are_asked_for(vdb):
     assert sc.schema_violations(written, loose) == []
     assert sc.schema_violations(written, exact) == ["altitude: bsonType double, got 36000 (int)"]
     if _caps_of(vdb).json_schema:  # the server agrees
-        name = _own(vdb)
-        vdb.drop_collection(name)
-        vdb.create_collection(name, validator={"$jsonSchema": loose})
+        name = _own(vdb)  # the workbook's drop and create: still the workbook's (its new UUID recorded)
+        fresh_collection(vdb, name, validator={"$jsonSchema": loose})
         vdb[name].insert_many(stored)
         assert sc.try_write(lambda: vdb[name].update_one({"_id": 1}, {"$set": {"altitude": 36000}})).accepted
         sc.set_validator(vdb, name, exact)
@@ -427,7 +427,7 @@ def test_versioned_validator_on_the_server(vdb):
     v1 = sc.to_json_schema(sc.infer_documents(V1[:-1]))
     v2 = sc.to_json_schema(sc.infer_documents([sc.upgrade_report(d) for d in V1[:-1]]))
     name = _own(vdb)
-    vdb.create_collection(name, validator={"$jsonSchema": sc.versioned_validator({1: v1, 2: v2})})
+    fresh_collection(vdb, name, validator={"$jsonSchema": sc.versioned_validator({1: v1, 2: v2})})
     coll = vdb[name]
     assert sc.try_write(lambda: coll.insert_one(V1[0])).accepted
     assert sc.try_write(lambda: coll.insert_one(sc.upgrade_report(V1[1]))).accepted

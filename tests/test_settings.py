@@ -130,3 +130,29 @@ def test_a_relative_progress_file_is_the_same_for_a_kernel_and_for_the_progress_
     assert seen == [root / "my_progress" / "p.json"] * 3
     monkeypatch.setenv("WORKBOOK_PROGRESS", "~/p.json")
     assert settings.progress_file() == Path.home() / "p.json"
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, " " + "1" * 4301 + " ", "0" * 4990 + "1" * 19])
+def test_a_scale_of_thousands_of_digits_gets_the_workbooks_sentence(monkeypatch, value):
+    # Python's own int() refuses more than 4,300 digits with a ValueError of its own: the sentence
+    # must still name the variable and the values allowed, and not echo the 5,000 digits
+    monkeypatch.setenv("WORKBOOK_SCALE", value)
+    with pytest.raises(datasets.DatasetError) as raised:
+        datasets.lesson_scale(3)
+    said = str(raised.value)
+    assert "WORKBOOK_SCALE" in said and "'full'" in said and len(said) < 400, said
+
+
+def test_a_scale_argument_of_thousands_of_digits_gets_the_workbooks_sentence():
+    from helpers.datasets.catalogue import check_scale
+
+    for value in ("9" * 5000, 10 ** 5000):
+        with pytest.raises(datasets.DatasetError) as raised:
+            check_scale(value)
+        said = str(raised.value)
+        assert "scale" in said and "'full'" in said and len(said) < 400, said
+
+
+def test_leading_zeros_do_not_count_against_a_scale(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_SCALE", "0" * 4999 + "7")
+    assert datasets.lesson_scale(3) == 7

@@ -37,7 +37,14 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from helpers.datasets import is_staging_name
-from helpers.safety import PROGRESS, REGISTRY, create_registry, recorded, reset_workbook, retire_registry
+from helpers.safety import (
+    PROGRESS,
+    REGISTRY,
+    create_registry,
+    reset_workbook,
+    retire_registry,
+    workbook_collections,
+)
 from helpers.settings import DB_PREFIX, login_db_name
 
 __all__ = ["ClassError", "is_workbook_database_name", "workbook_database_names", "workbook_databases",
@@ -85,9 +92,9 @@ def _list_databases(client: Any) -> list[str]:
 
 
 def _workbook_collections(db: Any) -> list[str]:
-    """What the learner made: recorded, existing, not a load's staging copy or a probe's leftover."""
-    return sorted(n for n in recorded(db) & set(db.list_collection_names())
-                  if not is_staging_name(n) and not n.startswith(_PROBE))
+    """What the learner made: recorded, existing (the very collection recorded: not one dropped and made
+    again outside the workbook's helpers), not a load's staging copy or a probe's leftover."""
+    return sorted(n for n in workbook_collections(db) if not is_staging_name(n) and not n.startswith(_PROBE))
 
 
 def is_workbook_database_name(name: str) -> bool:
@@ -151,7 +158,7 @@ def drop_plan(client: Any, names: list[str] | None = None) -> dict[str, dict[str
     for name in targets:
         db = client[name]
         mine = _workbook_collections(db)
-        ours = recorded(db)
+        ours = set(workbook_collections(db))  # a name recorded whose collection was made again is kept
         keep = sorted(n for n in db.list_collection_names() if n not in ours and n != REGISTRY)
         plan[name] = {"drop": mine, "keep": keep}
     return plan

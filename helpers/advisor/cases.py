@@ -19,7 +19,7 @@ from .. import aerodata as ad
 from .. import outlier
 from ..aerodata import airline_of_callsign
 from ..embedding import synthetic_reviews
-from ..safety import workbook_collection
+from ..safety import fresh_collection, workbook_collection
 from .findings import ATLAS, BEYOND_CODES, CODES, AdvisorReport, Thresholds, thresholds_named
 from .observed import ObservedWorkload, record_workload
 
@@ -80,8 +80,7 @@ def plant_fixtures(db: Any, prefix: str = "fx_", thresholds: Thresholds | str | 
     made: list[str] = []
 
     def fresh(name: str) -> Any:
-        coll = workbook_collection(db, prefix + name)
-        coll.drop()
+        coll = fresh_collection(db, prefix + name)  # dropped and made anew, recorded by its new UUID
         made.append(prefix + name)
         return coll
 
@@ -296,9 +295,7 @@ def _insert_all(coll: Any, docs: Iterable[dict[str, Any]]) -> None:
 
 
 def _fresh(db: Any, name: str) -> Any:
-    coll = workbook_collection(db, name)
-    coll.drop()
-    return coll
+    return fresh_collection(db, name)  # dropped and made anew, recorded by its new UUID
 
 
 def _celebrity() -> dict[str, Any]:
@@ -569,7 +566,7 @@ def hide_index(db: Any, collection: str, name: str) -> bool:
     is still maintained. Only the workbook's own collections. False where the engine cannot hide one
     (mongomock-ng). Introduced in notebook 06."""
 
-    workbook_collection(db, collection)  # refuses a collection the workbook did not create
+    workbook_collection(db, collection, create=False)  # refuses a collection the workbook did not create
     try:
         db.command("collMod", collection, index={"name": name, "hidden": True})
     except NotImplementedError:

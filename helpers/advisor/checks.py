@@ -5,7 +5,7 @@ from typing import Any
 
 from .. import advisor
 from ..counting import count_commands
-from ..exercises import exercise
+from ..exercises import exercise, shown
 from . import cases as advisor_cases
 
 
@@ -50,7 +50,7 @@ def regex_codes(answer: Any, *, queries: dict[str, dict], collection: Any) -> st
         codes = sorted({f.code for f in report.findings if f.code.startswith("OPTIMIZE_")})
         truth = codes[0] if codes else None
         if answer[name] != truth:
-            return f"query {name}: the advisor does not give it {answer[name]!r}"
+            return f"query {name}: the advisor does not give it {shown(answer[name])}"
     return None
 
 

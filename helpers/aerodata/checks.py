@@ -5,7 +5,7 @@ from typing import Any
 
 import bson
 
-from ..exercises import exercise
+from ..exercises import exercise, shown
 from ..sizes import human_bytes
 from . import COLLECTION, GEO_FIELD, airline_of_callsign, distance_km, make_id, prefix_bounds
 
@@ -41,13 +41,13 @@ def slow_query(answer: Any, *, aerodata: Any) -> str | None:
     if not isinstance(query, dict) or len(query) != 1:
         return "give a filter on exactly one field, e.g. {'_id': {'$regex': ...}}"
     if reason not in ("unanchored", "case-insensitive", "no index"):
-        return f"why={reason!r} is not one of the three reasons"
+        return f"why={shown(reason)} is not one of the three reasons"
     if aerodata.find_one(query, {"_id": 1}) is None:
         return "the filter matches nothing: pick one that returns documents"
     (field, cond), = query.items()
     indexed = {k[0] for i in aerodata.index_information().values() for k in i["key"]}
     if reason == "no index":
-        return None if field not in indexed else f"{field!r} has an index"
+        return None if field not in indexed else f"{shown(field)} has an index"
     pattern = cond.get("$regex", "") if isinstance(cond, dict) else ""
     if field != "_id" or not isinstance(pattern, str) or not pattern:
         return "use a $regex on _id for 'unanchored' or 'case-insensitive'"
@@ -60,7 +60,7 @@ def slow_query(answer: Any, *, aerodata: Any) -> str | None:
 def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
     """The bytes of a week of report documents, at the average report size measured again here."""
     if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        return f"give a number of bytes, not {answer!r}"
+        return f"give a number of bytes, not {shown(answer)}"
     sizes = [len(bson.encode(d)) for d in aerodata.find({"recordType": 3})]
     if not sizes:
         return "there are no reports: run the notebook from the top"
@@ -99,11 +99,11 @@ def lost_by_second(answer: Any, *, messages: Any) -> str | None:
     """How many of ``messages`` a key by the epoch second refuses as duplicates."""
 
     if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"give a whole number of messages, not {answer!r}"
+        return f"give a whole number of messages, not {shown(answer)}"
     keys = [(airline_of_callsign(m.get("callsign")), m["icao24"], int(m["timestamp"])) for m in messages]
     want = len(keys) - len(set(keys))
     if answer != want:
-        return f"{answer} is not the number of messages whose key by the second was taken already"
+        return f"{shown(answer)} is not the number of messages whose key by the second was taken already"
     return None
 
 
@@ -138,7 +138,7 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
 def quiet_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
     """The design the tracker picks by round trips a day once the live map is opened 100 times a day."""
     if answer not in designs:
-        return f"{answer!r} is not one of the designs: {sorted(designs)}"
+        return f"{shown(answer)} is not one of the designs: {sorted(designs)}"
     before = workload.pick(designs)
     quiet = workload.with_rate("latest position of a fleet", 100)
     want = quiet.pick(designs)

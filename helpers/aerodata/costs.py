@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from ..counting import count_commands
-from ..safety import track_collection, workbook_collection
+from ..safety import fresh_collection, track_collection, workbook_collection
 from .keys import QUERY_BATCH, _airline_doc, airline_of_callsign, make_id
 from .messages import IngestResult, message_number, validate_message
 from .queries import airline_all, latest_positions, reports
@@ -46,9 +46,9 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
     names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset")}
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
-        workbook_collection(db, name)
-    for name in names.values():
-        db.drop_collection(name)
+        workbook_collection(db, name, create=False)
+    for name in names.values():  # dropped and made anew, recorded by their new UUIDs
+        fresh_collection(db, name)
     out: dict[str, dict[str, dict[str, float]]] = {}
     # three collections, each write the best it can be: unordered inserts, the _id index refusing repeats
     airlines_c, aircraft_c, reports_c = (track_collection(db, names[k]) for k in ("airlines", "aircraft", "reports"))

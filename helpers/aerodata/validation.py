@@ -66,7 +66,7 @@ def apply_validator(db: Any, *, level: str = "strict", action: str = "error",
     if level not in ("strict", "moderate", "off") or action not in ("error", "warn"):
         raise ValueError(f"apply_validator: level={level!r} must be 'strict', 'moderate' or 'off'; "
                          f"action={action!r} must be 'error' or 'warn'")
-    workbook_collection(db, collection)  # as schema.set_validator: never somebody else's collection
+    workbook_collection(db, collection, create=False)  # as schema.set_validator: never somebody else's collection
     db.command("collMod", collection, validator=aerodata_schema(), validationLevel=level,
                validationAction=action)
     info = db.command("listCollections", filter={"name": collection})["cursor"]["firstBatch"][0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..exercises import exercise
+from ..exercises import exercise, shown
 from .pattern import window_start
 
 
@@ -42,13 +42,13 @@ def flipping_rate(answer: Any, *, workload: Any, costs: Any, operation: str, by:
         return "give a pair: (rate per day, the design picked at that rate)"
     rate, design = answer
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
-        return f"the rate is a number of runs a day, 0 or more, not {rate!r}"
+        return f"the rate is a number of runs a day, 0 or more, not {shown(rate)}"
     base = workload.pick(costs, by=by)
     picked = workload.with_rate(operation, rate).pick(costs, by=by)
     if picked == base:
-        return f"at {rate:,} a day the pick by {by} is still {base!r}"
+        return f"at {rate:,} a day the pick by {by} is still {shown(base)}"
     if design != picked:
-        return f"at {rate:,} a day the pick is {picked!r}, not {design!r}"
+        return f"at {rate:,} a day the pick is {shown(picked)}, not {shown(design)}"
     return None
 
 
@@ -64,5 +64,5 @@ def straggler_home(answer: Any, *, buckets: Any, report: Any) -> str | None:
     if home["start"] != window_start(report["time"]):
         return f"it is in the bucket of {home['start']:%H:%M}, not of its own hour: something is wrong with the store"
     if tuple(answer) != (home["start"], home["n"]):
-        return f"it is in another bucket than {answer!r}"
+        return f"it is in another bucket than {shown(answer)}"
     return None

@@ -38,7 +38,7 @@ from pymongo.errors import DuplicateKeyError
 
 from ..backends import info_of
 from ..plans import explain_find
-from ..safety import workbook_collection
+from ..safety import fresh_collection
 
 __all__ = ["SPAN", "KEY", "LATEST_KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
 
@@ -343,16 +343,13 @@ def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int 
     documents one by one, the ``(icao24, time)`` index a real MongoDB (6.3+) creates by itself for
     ``metaField`` and ``timeField`` is created by hand. Either way the note says so."""
 
-    coll = workbook_collection(db, name)
-    db.drop_collection(name)
     age_days = 0
     if oldest is not None:
         age = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None) - oldest
         age_days = max(0, math.ceil(age / _dt.timedelta(days=1)) + 1)  # a day's margin for a long session
     options = {"timeseries": {"timeField": "time", "metaField": "icao24", "granularity": "seconds"},
                "expireAfterSeconds": (retention_days + age_days) * 86_400}
-    if caps.timeseries_option:
-        db.create_collection(name, **options)
+    coll = fresh_collection(db, name, **(options if caps.timeseries_option else {}))  # never somebody else's
     kept_for = (f"; expireAfterSeconds {retention_days} days plus the replayed data's age ({age_days} days)"
                 if age_days and caps.timeseries_option else "")
     if caps.timeseries_storage:

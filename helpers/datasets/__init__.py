@@ -16,7 +16,9 @@ What a load guarantees:
   documents go into a staging collection of this load's own, renamed onto the target only when
   complete (``dropTarget=True``): any error leaves the target exactly as it was. Where a rename
   copies the documents (SecantusDB), they go straight into the target, and a server error
-  mid-load drops what was written: never a half-loaded collection. There a reload (a Setup cell
+  mid-load drops what was written: never a half-loaded collection. A kernel killed mid-load leaves
+  one, marked in the registry (``helpers.safety.incomplete``): the banner and every exercise check
+  given it say so and to run the Setup cell again, and the next load replaces it. There a reload (a Setup cell
   run again: it loads, then resets everything else with ``reset_workbook(db, keep=loaded)``)
   reads the collection back and writes only the documents that differ, byte for byte, or all of
   them past :data:`SYNC_MOST_CHANGED`: it ends with the same documents as a fresh load (their

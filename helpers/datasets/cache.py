@@ -24,7 +24,9 @@ the file's sha256 (verified against ``checksums.sha256`` just before) and by the
   user's); the cache folder itself owned by the user and writable by nobody else (created 0700).
   The copy is opened in that folder with ``O_NOFOLLOW`` and checked on the open file: a regular
   file with one link, owned by the user, writable by nobody else. The key is reached the same way,
-  and refused if anybody else may read it. A folder failing a check means no cache (the file is
+  and refused if anybody else may read it; a key that passes every check but is not 32 bytes long
+  is replaced once by a new one, atomically (its old copies then fail their check and are typed
+  again), and anything else is never written to: :func:`key_advice` says what to do. A folder failing a check means no cache (the file is
   typed each time), never a copy from it.
 * **On Windows** there are no ``O_NOFOLLOW`` or folder descriptors: the cache and the key are
   opened by path, a copy that is a link is refused, and owners and modes are not checked (the
@@ -49,12 +51,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import private, settings
-from ..private import Unsafe
+from ..private import Missing, Unsafe
 from .checksums import sha256, verified_digest
 from .csvtyping import Fields, typed_rows, with_ids
 
 __all__ = ["CACHE_MIN_ROWS", "TypedCopy", "typed_copy", "typing_tag", "copy_path", "is_cache_file",
-           "key_path"]
+           "key_path", "key_advice"]
 
 #: files with fewer rows are typed faster than their cached copy is found
 CACHE_MIN_ROWS = 20_000
@@ -139,23 +141,73 @@ def _tidy(dir_fd: int, keep: str, data_files: frozenset[str]) -> None:
 
 
 def _key() -> bytes | None:
-    """The user's own key (created on first use), or None where it cannot be kept safely."""
+    """The user's own key (created on first use), or None where it cannot be kept safely
+    (:func:`key_advice` says what to do)."""
+    return _key_state()[0]
+
+
+def key_advice() -> str | None:
+    """What to do so that the key signs copies again (one sentence naming the file), or None when
+    it does. Like any use of the key, this creates it if missing and replaces one of the wrong length."""
+    return _key_state()[1]
+
+
+def _key_state() -> tuple[bytes | None, str | None]:
+    """``(key, None)``, or ``(None, what to do)``.
+
+    The key is read safely (:func:`helpers.private.read`: a regular file of the user's own, one link,
+    that nobody else may read, reached through private folders without following a link) and created
+    if missing (``O_EXCL``: never over another kernel's). A key of another length than 32 bytes that
+    passes those checks is replaced once, atomically (a new file renamed over the entry in its
+    checked folder, never followed); copies signed with the old key then fail their check and are
+    typed again. Anything else (a link, another user's file, one others may read, an unsafe folder)
+    is never written to or replaced: the advice says what to do."""
     path = key_path()
-    for _ in range(2):
+    delete = f"delete it (`rm {path}`): a new key is made on the next load"
+    problem: Unsafe | None = None
+    replaced = False
+    for _ in range(3):
         try:
             data = private.read(path.parent, path.name, secret=True)
-            return data if len(data) == 32 else None  # another length: not ours to replace
-        except Unsafe:
-            pass
-        except OSError:
-            return None
+        except Missing as exc:
+            problem = exc
+        except Unsafe as exc:
+            problem = exc
+            break
+        except OSError as exc:
+            return None, f"the key {path} cannot be read ({exc.strerror}): {delete}"
+        else:
+            if len(data) == 32:
+                return data, None
+            if replaced:  # replaced already, and another length again: not a key of the workbook's making
+                return None, f"the key {path} holds {len(data):,} bytes, not 32, again after it was replaced: {delete}"
+            try:  # a private regular file of the user's own, only of the wrong length: a new key, atomically
+                _write(path.parent, path.name, os.urandom(32))
+            except (OSError, Unsafe) as exc:
+                return None, (f"the key {path} holds {len(data):,} bytes, not 32, and could not be replaced "
+                              f"({exc}): {delete}")
+            replaced = True
+            continue
         try:
             _write(path.parent, path.name, os.urandom(32), exclusive=True)
         except FileExistsError:
             continue  # another kernel made it meanwhile: read that one
-        except (OSError, Unsafe):
-            return None
-    return None
+        except Unsafe as exc:
+            problem = exc
+            break
+        except OSError as exc:
+            return None, (f"the key {path} cannot be created in {path.parent} ({exc.strerror}): make that folder "
+                          f"yours and writable")
+    said = str(problem)
+    if "may be read by other users" in said:
+        return None, (f"the key {path} may be read by other users, so it signs nothing: make it private with "
+                      f"`chmod 600 {path}`")
+    if said.startswith(str(path)) or f"{path.name} " in said:
+        return None, (f"the key {path} is not a plain file of yours ({said}), so it is neither read nor "
+                      f"replaced: {delete}")
+    return None, (f"the key's folder {path.parent} (or one above it) is not a private folder of yours ({said}), "
+                  f"so no key is kept there: make it yours and writable only by you (`chmod 700 {path.parent}`), "
+                  f"under folders only you or root may change")
 
 
 def _mac(key: bytes, identity: bytes, body: memoryview | bytes) -> bytes:

@@ -41,18 +41,35 @@ MOST = {"products": 100_000, "posts": 50_000, "authors_books": 1_000, "categorie
 MAX_SCALE = max(MOST.values())
 
 
+#: a number of parent records with more digits than this is a mistake, whatever the dataset (and
+#: Python's ``int()`` refuses one of over 4,300 digits with an error of its own)
+_MOST_DIGITS = 18
+
+
 def check_scale(scale: Any, where: str = "scale") -> str | int:
+    """``scale`` as the loader takes it ("small", "full" or a whole number >= 0, digits 0-9 in a
+    text too), or a :class:`DatasetError` naming ``where`` (the argument, or ``WORKBOOK_SCALE``)
+    and the values allowed."""
+    allowed = (f"{where} must be 'small', 'full' or a number of parent records >= 0 (digits 0-9; no "
+               f"dataset holds more than {MAX_SCALE:,})")
     if isinstance(scale, str) and re.fullmatch(r"[0-9]+", scale.strip()):  # ASCII digits only: int()
-        scale = int(scale.strip())  # would also take '١٠', and str.isdigit() takes '²', which int() refuses
+        digits = scale.strip().lstrip("0") or "0"  # would also take '١٠', and str.isdigit() takes '²'
+        if len(digits) > _MOST_DIGITS:  # counted, never converted: int() refuses past 4,300 digits
+            raise DatasetError(f"{allowed}, not a number of {len(digits):,} digits; use {where}=full for "
+                               f"every record")
+        scale = int(digits)
+    if isinstance(scale, int) and not isinstance(scale, bool) and scale.bit_length() > 3 * _MOST_DIGITS + 6:
+        raise DatasetError(f"{allowed}, not a number of about {int(scale.bit_length() * 0.30103):,} digits; "
+                           f"use 'full' for every record")
     if isinstance(scale, bool) or not (scale in ("small", "full") or (isinstance(scale, int) and scale >= 0)):
-        raise DatasetError(f"{where} must be 'small', 'full' or a number of parent records >= 0 "
-                           f"(digits 0-9), not {scale!r}")
+        shown = repr(scale) if not isinstance(scale, str) or len(scale) <= 40 else \
+            f"{scale[:20]!r}... ({len(scale):,} characters)"
+        raise DatasetError(f"{allowed}, not {shown}")
     if where == "WORKBOOK_SCALE" and isinstance(scale, int) and scale > MAX_SCALE:
         raise DatasetError(f"WORKBOOK_SCALE={scale} is more parent records than any dataset holds (the "
                            f"most is {MAX_SCALE:,}); use WORKBOOK_SCALE=full for every record, or a smaller "
                            f"number")
     return scale
-
 
 
 def as_dict(doc: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import bson
 
 from .. import settings
-from .cache import CACHE_MIN_ROWS, copy_path, key_path, typed_copy, typing_tag
+from .cache import CACHE_MIN_ROWS, copy_path, key_advice, typed_copy, typing_tag
 from .catalogue import SPECS, data_files
 from .checksums import datasets_dir, verified_digest, verify_file
 from .common import DatasetError
@@ -47,7 +47,11 @@ def prepare_cache() -> list[str]:
             said.append(f"{file}: not typed ({str(exc).split(';')[0]})")
             continue
         if len(copy.docs) >= CACHE_MIN_ROWS:
-            said.append(f"{file}: typed once, kept in {cached.parent}" if cached is not None and cached.is_file()
-                        else f"{file}: typed, but not kept: the cache folder is not writable or not private, "
-                             f"or the key {key_path()} is not a private file of yours (chmod 600 it)")
+            if cached is not None and cached.is_file():
+                said.append(f"{file}: typed once, kept in {cached.parent}")
+                continue
+            folder = settings.cache_folder()
+            said.append(f"{file}: typed, but not kept: " + (
+                key_advice() or f"the cache folder {folder} is not writable, or not a folder of yours that only "
+                                f"you may write (`chmod 700 {folder}`), under folders only you or root may change"))
     return said

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .. import safety
 from . import common
 
 __all__ = ["SYNC_MOST_CHANGED", "sync"]
@@ -45,8 +46,7 @@ def sync(coll: Any, docs: list[Any], progress: Any, renew: Callable[[], None],
         if recreate is not None:  # the caller's own drop and create (a load notes the new collection)
             recreate()
         else:
-            db.drop_collection(name)
-            db.create_collection(name)
+            safety.fresh_collection(db, name)  # dropped and made anew, recorded by its new UUID
         renew()
         missing = docs
     else:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from .. import safety
-from ..safety import is_staging_name, staging_name, workbook_collection
+from ..safety import fresh_collection, is_staging_name, staging_name, workbook_collection
 from .common import DatasetError
 from .lease import LoadLease
 
@@ -59,8 +59,7 @@ class Staging(dict):
         """Drop and create ``target``'s collection afresh (a reload rewriting it all), noting the new
         collection as the one this load writes."""
         coll = self[target]
-        coll.database.drop_collection(coll.name)
-        coll.database.create_collection(coll.name)
+        fresh_collection(coll.database, coll.name)  # recorded by its new UUID, as the workbook's
         self.uuids[target] = _uuid(coll.database, coll.name)
 
 
@@ -106,12 +105,14 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
     without error, the load checks that it still holds its lease, that each target is still
     recorded as the workbook's, and that each holds the number of documents the caller put in
     ``expect``; otherwise it drops what it wrote and raises a :class:`DatasetError` saying so (the
-    next load starts clean). Target and staging names are refused first if somebody else created
+    next load starts clean). Where the targets are written directly, each is marked in the registry
+    before the first write and the mark cleared once the load is checked (``safety.mark_loading``):
+    a kernel killed mid-load leaves a marked collection, which ``safety.incomplete`` reports. Target and staging names are refused first if somebody else created
     them (``helpers.safety.workbook_collection``). Used by ``load_dataset`` and
     ``helpers.outlier.load_outlier_posts``.
     """
     for target in targets:  # the safety contract first: refuse foreign collections before touching anything
-        workbook_collection(db, target)
+        workbook_collection(db, target, create=False)  # created below, under the lease
     in_place = validated and rename_copies(db)
     lease = LoadLease(db, targets)
     lease.acquire()
@@ -120,7 +121,9 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
     renamed: list[str] = []
     try:
         for target in targets:  # again, under the lease: a reset before it may have dropped and forgotten it
-            workbook_collection(db, target)
+            workbook_collection(db, target, create=False)
+        if in_place:  # written directly: marked before the first write, cleared once complete and checked
+            safety.mark_loading(db, targets, lease.owner)
         for target in targets:
             if in_place:
                 staging[target] = target
@@ -130,9 +133,7 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
                     continue
             else:
                 staging[target] = staging_name(target)
-                workbook_collection(db, staging[target])
-            db.drop_collection(staging[target])
-            db.create_collection(staging[target])
+            fresh_collection(db, staging[target])  # recorded, then made anew: its UUID recorded too
         yielded = Staging({target: db[staging[target]] for target in targets})
         yielded.uuids.update({target: _uuid(db, staging[target]) for target in targets})  # a rename keeps it
         yielded.lease = lease
@@ -142,10 +143,13 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
             for target in targets:
                 db[staging[target]].rename(target, dropTarget=True)
                 renamed.append(target)
+                safety.note_created(db, target)  # the target is the renamed collection now (its UUID)
                 safety.forget(db, [staging[target]])
                 if rename_copies(db):  # the rename wrote a new collection (SecantusDB): the one to check
                     yielded.uuids[target] = _uuid(db, target)
         _check_written(db, targets, yielded.expect, lease, yielded.uuids)
+        if in_place:
+            safety.mark_loaded(db, targets, lease.owner)
     except BaseException:
         try:
             ours = lease.still_held()  # else another load writes the targets now: drop only staging copies
@@ -153,6 +157,8 @@ def staged_load(db: Any, targets: Sequence[str], *, validated: bool = False,
                 if ours or name not in targets:
                     db.drop_collection(name)
             safety.forget(db, [name for name in staging.values() if name not in targets])
+            if ours and in_place:  # what it wrote is dropped: no half-loaded collection to mark
+                safety.mark_loaded(db, targets, lease.owner)
         except Exception:  # pragma: no cover - keep the original error
             pass
         raise
@@ -184,13 +190,13 @@ def _check_written(db: Any, targets: Sequence[str], expect: dict[str, int], leas
         raise DatasetError(f"the load of {', '.join(map(repr, targets))} {where} lost its lease (it stalled for "
                            f"over a minute and another load took the collection over); {again}")
     for target in targets:
-        if not safety.is_workbook_collection(db, target):
-            raise DatasetError(f"{target!r} {where} lost its registry entry while this load wrote it (something "
-                               f"else removed it from the workbook's registry); the collection was dropped, so "
-                               f"{again}")
         if uuids.get(target) is not None and _uuid(db, target) != uuids[target]:
             raise DatasetError(f"{target!r} {where} was dropped or replaced while this load wrote it (by a "
                                f"program not using the workbook's helpers); the collection was dropped, so {again}")
+        if not safety.is_workbook_collection(db, target):  # the very collection written: is its entry there?
+            raise DatasetError(f"{target!r} {where} lost its registry entry while this load wrote it (something "
+                               f"else removed it from the workbook's registry); the collection was dropped, so "
+                               f"{again}")
         if target in expect and not rename_copies(db):
             stored = db[target].estimated_document_count()
             if stored != expect[target]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import bson
 
-from ..exercises import exercise
+from ..exercises import exercise, shown
 
 
 @exercise("1.1", hint="len(bson.encode(doc)) is a document's exact size; keep the _id with the largest")
@@ -17,12 +17,12 @@ def largest_product(answer: Any, *, products: Any) -> str | None:
     pid, size = answer
     largest = max(len(bson.encode(p)) for p in products.find({}))
     if size != largest:
-        return f"{size!r} bytes is not the size of the largest product"
+        return f"{shown(size)} bytes is not the size of the largest product"
     doc = products.find_one({"_id": pid})
     if doc is None:
-        return f"there is no product with _id {pid!r}"
+        return f"there is no product with _id {shown(pid)}"
     if len(bson.encode(doc)) != size:
-        return f"product {pid!r} is not {size:,} bytes"
+        return f"product {shown(pid)} is not {size:,} bytes"
     return None
 
 
@@ -63,13 +63,13 @@ def embed_or_reference(answer: Any, *, measured: dict[str, Any]) -> str | None:
             return f"workload {w}: give a pair (choice, key of measured)"
         choice, evidence = answer[w]
         if choice not in ("embed", "reference"):
-            return f"workload {w}: choose 'embed' or 'reference', not {choice!r}"
+            return f"workload {w}: choose 'embed' or 'reference', not {shown(choice)}"
         if choice != fit:
-            return f"workload {w}: {choice!r} is not the better fit"
+            return f"workload {w}: {shown(choice)} is not the better fit"
         if evidence not in measured:
-            return f"workload {w}: {evidence!r} is not a key of measured"
+            return f"workload {w}: {shown(evidence)} is not a key of measured"
         if not any(t in evidence for t in topics):
-            return f"workload {w}: {evidence!r} ({measured[evidence]}) does not measure what decides this workload"
+            return f"workload {w}: {shown(evidence)} ({measured[evidence]}) does not measure what decides this workload"
     return None
 
 
@@ -90,7 +90,7 @@ def torn_possible(answer: Any) -> str | None:
         if pair not in answer:
             return f"pair {pair} has no answer"
         if not isinstance(answer[pair], bool):
-            return f"pair {pair}: answer True or False, not {answer[pair]!r}"
+            return f"pair {pair}: answer True or False, not {shown(answer[pair])}"
     wrong = [p for p, (truth, _why) in _TORN.items() if answer[p] != truth]
     if wrong:
         return f"pair {wrong[0]} is not right: think about how many snapshots its reader's queries see"
@@ -102,20 +102,20 @@ def torn_possible(answer: Any) -> str | None:
 def views_at_flip(answer: Any, *, workload: Any, costs: Any, by: str = "round trips / day") -> str | None:
     """Weigh the measured costs with the product page's rate changed, at the answer and one below."""
     if isinstance(answer, bool) or not hasattr(answer, "__index__"):
-        return f"give a whole number of page views a day, not {answer!r}"
+        return f"give a whole number of page views a day, not {shown(answer)}"
     if by not in workload.weigh(costs).columns:  # the engine gave no server work (caps.explain): nothing to find
         return None if int(answer) == 0 else (
-            f"the costs carry no {by!r} on this engine (it gives no keys or documents examined: caps.explain), "
+            f"the costs carry no {shown(by)} on this engine (it gives no keys or documents examined: caps.explain), "
             f"so no rate makes the pick flip by it: answer 0")
     if int(answer) < 1:
-        return f"give a whole number of page views a day, 1 or more, not {answer!r}"
+        return f"give a whole number of page views a day, 1 or more, not {shown(answer)}"
     v = int(answer)
 
     def pick(views: int) -> str:
         return workload.with_rate("view a product page", views, "exercise 1.5").pick(costs, by=by)
 
     if pick(v) != "embed or copy":
-        return f"at {v:,} product page views a day the pick by {by} is {pick(v)!r}: go higher"
+        return f"at {v:,} product page views a day the pick by {by} is {shown(pick(v))}: go higher"
     if v > 1 and pick(v - 1) == "embed or copy":
         return f"at {v - 1:,} views a day 'embed or copy' is still the pick by {by}: go lower"
     return None

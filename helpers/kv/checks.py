@@ -5,7 +5,7 @@ from collections import Counter
 from typing import Any
 
 from .. import kv
-from ..exercises import exercise
+from ..exercises import exercise, shown
 
 _HOUR = 3600
 
@@ -25,7 +25,7 @@ def _top5_problem(pairs: list[tuple[Any, Any]], counts: Counter, source: str) ->
         return f"{source}: expected {want} aircraft, got {len(pairs)}"
     for icao24, n in pairs:
         if counts.get(icao24) != n:
-            return f"{source}: {icao24!r} sent {counts.get(icao24, 0)} reports in that hour, not {n!r}"
+            return f"{source}: {shown(icao24)} sent {counts.get(icao24, 0)} reports in that hour, not {shown(n)}"
     got = [n for _, n in pairs]
     if got != sorted(got, reverse=True):
         return f"{source}: the aircraft are not ordered by reports, most first"
@@ -61,19 +61,19 @@ def speed_index(answer: Any, *, db: Any, redis: Any, airline: str) -> str | None
     if not isinstance(answer, str) or not answer:
         return "give the full name of the sorted set (a string, e.g. keys.key('speed', AIRLINE))"
     if redis.type(answer) != "zset":
-        return f"{answer!r} is not a sorted set in this Redis (type {redis.type(answer)!r})"
+        return f"{shown(answer)} is not a sorted set in this Redis (type {shown(redis.type(answer))})"
     want = {d["_id"]: d["groundspeed"] for d in db[kv.REPORTS].find({"airline": airline, "ts": {"$lt": kv.NOW}},
                                                                      {"groundspeed": 1})}
     got = dict(redis.zrange(answer, 0, -1, withscores=True))
     missing = sorted(set(want) - set(got))
     extra = sorted(set(got) - set(want))
     if missing:
-        return f"{len(missing)} reports of {airline} are missing, e.g. {missing[0]!r}"
+        return f"{len(missing)} reports of {airline} are missing, e.g. {shown(missing[0])}"
     if extra:
-        return f"{len(extra)} members are not reports of {airline}, e.g. {extra[0]!r}"
+        return f"{len(extra)} members are not reports of {airline}, e.g. {shown(extra[0])}"
     wrong = sorted(k for k in want if abs(float(got[k]) - want[k]) > 1e-9)
     if wrong:
-        return f"{len(wrong)} scores are not the report's groundspeed, e.g. {wrong[0]!r}"
+        return f"{len(wrong)} scores are not the report's groundspeed, e.g. {shown(wrong[0])}"
     if isinstance(commands, bool) or not isinstance(commands, int) or commands != len(want):
         return ("the sorted set is right, but that is not the number of commands a ZADD per report takes: "
                 "count them with redis_backend.count_commands() around the pipeline (cost.commands)")

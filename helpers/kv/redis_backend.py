@@ -395,6 +395,12 @@ def _connect_url(url: str) -> Any:
             f"REDIS_URL={shown} is not a Redis URL: use redis://[:password@]host:port/db "
             f"(rediss:// for TLS, unix:///path/to/socket), e.g. REDIS_URL=redis://localhost:6379/0; "
             f"or unset REDIS_URL to use the in-process fakeredis.")
+    port = _uri.port_problem(url) if scheme != "unix" else None
+    if port:  # before redis-py's int(), which refuses a port of over 4,300 digits with advice of its own
+        raise RedisBackendError(
+            f"REDIS_URL={shown} is not a valid Redis URL ({port}).\n"
+            f"Fix: write redis://[:password@]host:port/db, e.g. REDIS_URL=redis://localhost:6379/0.\n"
+            f"Or run offline: unset REDIS_URL (notebook 07 then uses the in-process fakeredis).")
     client = None
     try:
         pool = redis.ConnectionPool.from_url(

@@ -40,7 +40,7 @@ from .. import counting
 from ..aerodata import airline_of_callsign, distance_km
 from ..capabilities import probe
 from ..datasets import datasets_dir, evenly_spaced, lesson_scale, read_rows, verify_file
-from ..safety import workbook_collection
+from ..safety import fresh_collection, workbook_collection
 from . import redis_backend
 
 __all__ = ["NOW", "SAMPLE_AIRCRAFT", "LAST_N", "WINDOW", "RECENT", "RADIUS_KM", "AIRPORT", "BATCH", "REPORTS", "LATEST", "CACHE", "MINUTES", "FIELDS", "report_id", "feed", "newest_per_aircraft", "airport", "distance_km", "mongo_setup", "mongo_store_reports", "mongo_store_latest", "mongo_store_busy", "redis_store_latest", "redis_store_last_n", "redis_store_busy", "redis_store_geo", "redis_evict_stale", "redis_store_records", "mongo_latest", "mongo_latest_sorted", "redis_latest", "mongo_last_n", "redis_last_n", "mongo_busiest", "mongo_busiest_precomputed", "redis_busiest", "minute_keys", "mongo_near", "redis_near", "probe_geo", "summary", "summary_precomputed", "redis_cached_summary", "mongo_cached_summary", "read_sequence", "staleness", "mongo_above", "redis_above", "same", "same_near", "Both", "run_both", "write_costs", "median_ms", "timing_columns", "redis_memory", "mongo_memory"]
@@ -163,9 +163,9 @@ def mongo_setup(db: Any) -> dict[str, list[str]]:
     """
     out = {}
     for name in (REPORTS, LATEST, CACHE, MINUTES):  # names of the workbook's own: refused if somebody else's
-        workbook_collection(db, name)
-    for name in (REPORTS, LATEST, CACHE, MINUTES):
-        db.drop_collection(name)
+        workbook_collection(db, name, create=False)
+    for name in (REPORTS, LATEST, CACHE, MINUTES):  # dropped and made anew, recorded by their new UUIDs
+        fresh_collection(db, name)
     out[REPORTS] = [db[REPORTS].create_index([("icao24", 1), ("ts", -1)]),
                     db[REPORTS].create_index([("ts", 1)]),
                     db[REPORTS].create_index([("airline", 1), ("altitude", 1)])]
@@ -488,8 +488,7 @@ def probe_geo(db: Any) -> dict[str, bool]:
 
     declared = probe(db, is_mock=False, names=("near_sorted", "geo_center_sphere"))
     name = "kv_probe_geo"
-    coll = workbook_collection(db, name)  # refused if somebody else's: it is dropped after
-    db.drop_collection(name)
+    coll = fresh_collection(db, name)  # refused if somebody else's: it is dropped after
     out = {"$near nearest-first": bool(declared["near_sorted"])}
     try:
         coll.insert_many([{"_id": i, "loc": {"type": "Point", "coordinates": [8.5 + 0.1 * d, 47.4]}}

@@ -5,7 +5,7 @@ from collections import Counter
 from typing import Any
 
 from ..counting import count_commands
-from ..exercises import exercise
+from ..exercises import exercise, shown
 from .pattern import (
     OVERFLOW,
     POSTS,
@@ -22,11 +22,11 @@ from .pattern import (
 def threshold_999(answer: Any, *, posts_embedded: Any) -> str | None:
     """The smallest threshold under which at least 99.9% of the posts never overflow."""
     if isinstance(answer, bool) or not hasattr(answer, "__index__") or int(answer) < 1:
-        return f"{answer!r} is not a positive whole number of comments"
+        return f"{shown(answer)} is not a positive whole number of comments"
     answer = int(answer)
     counts = [d["n"] for d in posts_embedded.aggregate([{"$project": {"n": {"$size": "$comments"}}}])]
     if sum(n <= answer for n in counts) < 0.999 * len(counts):
-        return f"with {answer} embedded, only {sum(n <= answer for n in counts) / len(counts):.2%} of posts never overflow"
+        return f"with {shown(answer)} embedded, only {sum(n <= answer for n in counts) / len(counts):.2%} of posts never overflow"
     if sum(n <= answer - 1 for n in counts) >= 0.999 * len(counts):
         return f"{answer - 1} would do as well: you want the smallest"
     return None
@@ -51,7 +51,7 @@ def newest_comments(answer: Any, *, db: Any) -> str | None:
         with count_commands() as cost:
             got = answer(db, post_id)
         if got != newest_comments_reference(db, post_id, 20):
-            return f"post {post_id}: got {len(got) if isinstance(got, list) else got!r} comments, not the 20 newest newest-first"
+            return f"post {post_id}: got {shown(len(got) if isinstance(got, list) else got)} comments, not the 20 newest newest-first"
         if cost.round_trips > 2:
             return f"post {post_id} took {cost.round_trips} round trips; two are enough"
         if post_id == most and cost.docs_returned > 21:
@@ -63,14 +63,14 @@ def newest_comments(answer: Any, *, db: Any) -> str | None:
 def saved_queries(answer: Any, *, db: Any, views: list[Any]) -> str | None:
     """Run each viewed post's page with the pattern's read path and count the queries it sends."""
     if isinstance(answer, bool) or not hasattr(answer, "__index__"):
-        return f"give a whole number of queries, not {answer!r}"
+        return f"give a whole number of queries, not {shown(answer)}"
     pattern_queries = 0
     for post_id, n_views in sorted(Counter(views).items()):  # a page costs the same on every view
         with count_commands() as cost:
             read_post(db, post_id)
         pattern_queries += n_views * cost.commands.count("find")
     if int(answer) != 2 * len(views) - pattern_queries:
-        return f"{answer} is not it: running the views saves a different number"
+        return f"{shown(answer)} is not it: running the views saves a different number"
     return None
 
 
@@ -104,9 +104,9 @@ def holes(answer: Any, *, db: Any) -> str | None:
                 got = answer(db, post_id)
             want = check_post(db, post_id).holes
             if not isinstance(got, list) or sorted(got) != want:
-                return f"post {post_id!r}: got {got!r}, which are not its holes"
+                return f"post {shown(post_id)}: got {shown(got)}, which are not its holes"
             if cost.round_trips > 2 + (cost.commands.count("getMore")):
-                return f"post {post_id!r} took {cost.round_trips} round trips; two queries are enough"
+                return f"post {shown(post_id)} took {cost.round_trips} round trips; two queries are enough"
     finally:
         posts.delete_one({"_id": scratch})
         db[OVERFLOW].delete_many({"post_id": scratch})
@@ -123,7 +123,7 @@ def live_event_pick(answer: Any, *, workload: Any, costs: Any) -> str | None:
     """Weigh the measured costs by the live event's workload and compare the learner's pick with the
     design of fewest round trips a day among those that bound every document."""
     if not isinstance(answer, str) or answer not in costs:
-        return f"give a design's name, one of {sorted(costs)}, not {answer!r}"
+        return f"give a design's name, one of {sorted(costs)}, not {shown(answer)}"
     if answer == "embed everything":
         return ("embed everything does not bound the viral post: at 80,000 comments a day it passes 16 MiB "
                 "within days, and then every comment on it fails")
@@ -132,6 +132,6 @@ def live_event_pick(answer: Any, *, workload: Any, costs: Any) -> str | None:
     want = live.pick(bounded)
     if answer != want:
         daily = live.weigh(bounded)["round trips / day"]
-        return (f"{answer!r} sends {daily[answer]:,.0f} round trips a day during the live event; "
+        return (f"{shown(answer)} sends {daily[answer]:,.0f} round trips a day during the live event; "
                 f"another bounded design sends fewer")
     return None

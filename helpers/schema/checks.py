@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from ..exercises import exercise
+from ..exercises import exercise, shown
 from ..plans import find_in_id_order
 from ..safety import workbook_collection
 from . import SchemaError, infer_schema, read_report, schema_violations
@@ -80,7 +80,7 @@ def position_reader(answer: Any, *, versioned: Any, reports: Any) -> str | None:
         want = (src["lat"], src["lon"]) if src and "lat" in src and "lon" in src else None
         got = answer(doc)
         if (tuple(got) if got is not None else None) != want:
-            return f"for a version {doc.get('schemaVersion', 1)} report it returns {got!r}"
+            return f"for a version {doc.get('schemaVersion', 1)} report it returns {shown(got)}"
     bare = {k: v for k, v in docs[0].items() if k not in ("lat", "lon", "position", "schemaVersion")}
     for doc in (bare, read_report(bare)):
         if answer(doc) is not None:
@@ -102,10 +102,10 @@ def missed_paths(answer: Any, *, aerodata: Any) -> str | None:
     given = set(answer)
     unknown = sorted(p for p in given if p not in everything)
     if unknown:
-        return f"{unknown[0]!r} is not a field path of aerodata"
+        return f"{shown(unknown[0])} is not a field path of aerodata"
     seen = sorted(given - missed)
     if seen:
-        return f"the 1% sample did see {seen[0]!r}"
+        return f"the 1% sample did see {shown(seen[0])}"
     if given != missed:
         return f"{len(missed - given)} more path(s) are missed by the sample"
     return None

@@ -13,7 +13,13 @@ from typing import Any, Callable, Mapping
 
 from pymongo.errors import BulkWriteError, OperationFailure
 
-from ..safety import REGISTRY, ForeignCollectionError, is_workbook_collection, workbook_collection
+from ..safety import (
+    REGISTRY,
+    ForeignCollectionError,
+    fresh_collection,
+    is_workbook_collection,
+    workbook_collection,
+)
 from .infer import InferredSchema, SchemaError, _Node, bson_type
 
 
@@ -123,11 +129,10 @@ def validation_rights(db: Any) -> dict[str, bool]:
     """
 
     name = "schema_rights_probe"
-    workbook_collection(db, name)
+    workbook_collection(db, name, create=False)  # refused if somebody else's, before the drop below
     rights = {"collMod": False, "bypassDocumentValidation": False}
     try:
-        db.drop_collection(name)
-        db.create_collection(name, validator={"$jsonSchema": {"required": ["a"]}})
+        fresh_collection(db, name, validator={"$jsonSchema": {"required": ["a"]}})
         try:
             db.command("collMod", name, validationLevel="strict")
             rights["collMod"] = True

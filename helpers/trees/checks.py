@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..exercises import exercise
+from ..exercises import exercise, shown
 
 
 def _tree(categories: Any) -> tuple[dict[Any, Any], dict[Any, str]]:
@@ -32,12 +32,12 @@ def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
         return f"breadcrumbs should be a string, not {type(answer).__name__}"
     parents, names = _tree(categories)
     if node not in parents:
-        return f"there is no category {node!r}"
+        return f"there is no category {shown(node)}"
     chain, n = [], node
     while n is not None:
         chain, n = [names[n], *chain], parents[n]
     if answer != " > ".join(chain):
-        return f"expected {len(chain)} names from the root down to node {node}, got {answer!r}"
+        return f"expected {len(chain)} names from the root down to node {node}, got {shown(answer)}"
     return None
 
 
@@ -62,7 +62,7 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
 def flipped_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
     """The design the workload picks by MB returned a day once nobody asks for descendants."""
     if answer not in designs:
-        return f"{answer!r} is not one of the designs: {sorted(designs)}"
+        return f"{shown(answer)} is not one of the designs: {sorted(designs)}"
     by = ["MB returned / day", "round trips / day"]
     before = workload.pick(designs, by=by)
     want = workload.with_rate("descendants", 0).pick(designs, by=by)
@@ -82,5 +82,5 @@ def menu_size(answer: Any, *, categories: Any, category: Any) -> str | None:
     parents, _ = _tree(categories)
     want = sum(depth <= 2 for depth in _below(parents, category).values())
     if answer != want:
-        return f"got {answer}: {'too many: is maxDepth 1?' if answer > want else 'too few: maxDepth 0 is only the children'}"
+        return f"got {shown(answer)}: {'too many: is maxDepth 1?' if answer > want else 'too few: maxDepth 0 is only the children'}"
     return None
