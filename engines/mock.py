@@ -24,7 +24,7 @@ class Counter(Protocol):
     """Where the adapter reports the commands pymongo would send (``helpers.counting`` is one)."""
 
     def record(self, name: str, docs: list[Any] | None = None, written: int = 0,
-               command: dict[str, Any] | None = None) -> None: ...
+               command: dict[str, Any] | None = None, default_batch: bool = False) -> None: ...
 
     def is_counting(self) -> bool: ...
 
@@ -217,7 +217,8 @@ class MockCursor:
         elif cut_by_count and not self._lookahead:
             pass  # the server does not know yet that nothing is left: one more (empty) getMore
         self._counter.record(self._command if first else "getMore", batch,
-               command=self._document if first else None)
+               command=self._document if first else None,
+               default_batch=self._sent == 2 and not self._batch_size and self._limit <= 0)
         self._buffer.extend(batch)
 
     def __next__(self) -> Any:

@@ -16,12 +16,14 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 import bson
 from pymongo import monitoring
 
-__all__ = ["CommandCounter", "Counters", "count_commands", "attach_listener_client", "is_counting", "record", "recorder"]
+from .indexkeys import KeySnapshot, index_keys_written
+
+__all__ = ["CommandCounter", "Counters", "count_commands", "paused", "attach_listener_client", "is_counting", "record", "recorder"]
 
 IGNORED = {"hello", "ismaster", "ping", "endsessions", "killcursors", "saslstart", "saslcontinue",
            "buildinfo", "getlasterror"}
@@ -43,6 +45,12 @@ class CommandCounter:
     #: documents returned plus the documents embedded in their top-level arrays (e.g. the nodes a
     #: ``$graphLookup`` carries back inside one document)
     nodes_returned: int = 0
+    #: ``getMore`` commands sent because a read left its first batch to the driver's default (101
+    #: documents): a round trip the read's author did not choose. A measured read sets ``batch_size``.
+    default_batch_getmores: int = 0
+    #: with ``count_commands(index_keys=...)``: the index keys the block inserted plus those it deleted
+    #: (``helpers.indexkeys``), ``None`` when not asked for or not countable
+    index_keys_written: int | None = None
 
     def add_command(self, name: str, command: dict[str, Any] | None = None) -> None:
         self.round_trips += 1
@@ -84,6 +92,18 @@ class Counters(Generic[T]):
         return bool(self._open)
 
     @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No counter receives anything while the ``with`` block runs (the workbook's own reads
+        that serve a measurement, such as an index-key snapshot)."""
+        with self._lock:
+            hidden, self._open = self._open, []
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open = hidden + self._open
+
+    @contextmanager
     def opened(self, counter: T) -> Iterator[T]:
         """``counter`` receives every event while the ``with`` block runs."""
         with self._lock:
@@ -108,24 +128,62 @@ _ACTIVE: Counters[CommandCounter] = Counters()
 
 
 @contextmanager
-def count_commands(keep_commands: bool = False) -> Iterator[CommandCounter]:
+def count_commands(keep_commands: bool = False, index_keys: Any = None) -> Iterator[CommandCounter]:
     """Count every command sent inside the ``with`` block, on any backend.
 
     ``keep_commands=True`` also keeps each command document (``counter.command_documents``): the
-    workload that ``helpers.advisor`` reviews (notebook 06).
+    workload that ``helpers.advisor`` reviews (notebook 06). ``index_keys`` names the collections a
+    write changes (a collection, several, or ``{collection: filter}``): their index keys are read
+    before and after the block, uncounted, and ``counter.index_keys_written`` is the keys inserted
+    plus the keys deleted (``helpers.indexkeys``).
     """
+    snapshot = KeySnapshot(index_keys) if index_keys is not None else None
+    with _ACTIVE.paused():
+        before = snapshot.take() if snapshot is not None else None
     with _ACTIVE.opened(CommandCounter(keep_commands=keep_commands)) as counter:
         yield counter
+    if snapshot is not None:
+        with _ACTIVE.paused():
+            counter.index_keys_written = index_keys_written(before, snapshot.take())
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Nothing is counted inside the ``with`` block (reads that serve a measurement, not part of it)."""
+    with _ACTIVE.paused():
+        yield
 
 
 # ---------------------------------------------------------------------------------------------
 # server backends: pymongo command monitoring
 
+def _explicit_batch(command: Mapping[str, Any]) -> bool:
+    """Whether a find or aggregate chose its first batch (a batch size, a single batch, a small limit)."""
+    if "aggregate" in command:
+        return "batchSize" in (command.get("cursor") or {})
+    limit = command.get("limit") or 0
+    return "batchSize" in command or bool(command.get("singleBatch")) or 0 < abs(limit) <= 101
+
+
 class _Listener(monitoring.CommandListener):
+    def __init__(self) -> None:
+        self._defaulted: dict[int, bool] = {}  # request id -> its find/aggregate left the batch to the driver
+        self._default_cursors: set[int] = set()  # cursors whose first batch was the driver's default
+
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if _ACTIVE and event.command_name.lower() not in IGNORED:
             command = {**event.command, "$db": event.database_name}
-            _ACTIVE.each(lambda c: c.add_command(event.command_name, command))
+            name = event.command_name
+            if name in ("find", "aggregate"):
+                self._defaulted[event.request_id] = not _explicit_batch(event.command)
+            default = name == "getMore" and event.command.get("getMore") in self._default_cursors
+            if default:
+                self._default_cursors.discard(event.command.get("getMore"))
+
+            def add(c: CommandCounter) -> None:
+                c.add_command(name, command)
+                c.default_batch_getmores += default
+            _ACTIVE.each(add)
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
         if not _ACTIVE or event.command_name.lower() in IGNORED:
@@ -137,6 +195,8 @@ class _Listener(monitoring.CommandListener):
         cursor = reply.get("cursor")
         if isinstance(cursor, dict):
             docs = list(cursor.get("firstBatch", cursor.get("nextBatch", [])) or [])
+            if self._defaulted.pop(event.request_id, False) and cursor.get("id"):
+                self._default_cursors.add(cursor["id"])
         if name == "insert" or name == "delete":
             written = int(reply.get("n", 0))
         elif name == "update":
@@ -166,10 +226,11 @@ def attach_listener_client() -> monitoring.CommandListener:
 
 
 def record(name: str, docs: list[Any] | None = None, written: int = 0,
-           command: dict[str, Any] | None = None) -> None:
+           command: dict[str, Any] | None = None, default_batch: bool = False) -> None:
     """Count one command (for an engine without command monitoring: the mock adapter).
 
-    ``command`` is the command document pymongo would have sent, kept by ``count_commands(keep_commands=True)``.
+    ``command`` is the command document pymongo would have sent, kept by ``count_commands(keep_commands=True)``;
+    ``default_batch`` marks a ``getMore`` sent because the read left its first batch to the driver.
     """
     if not _ACTIVE:
         return
@@ -179,6 +240,7 @@ def record(name: str, docs: list[Any] | None = None, written: int = 0,
         if docs:
             c.add_docs(docs)
         c.docs_written += written
+        c.default_batch_getmores += default_batch
 
     _ACTIVE.each(f)
 

@@ -41,6 +41,10 @@ class Measurement:
     commands: tuple[str, ...]
     keys_examined: int | None = None
     docs_examined: int | None = None
+    #: index keys inserted plus deleted by one run (``benchmark(index_keys=...)``; a read: 0)
+    index_keys_written: int | None = None
+    #: ``getMore`` commands the driver's default first batch caused (a measured read sets ``batch_size``)
+    default_batch_getmores: int = 0
     stages: str | None = None
     plan_note: str | None = None
     result: Any = field(default=None, repr=False)
@@ -66,10 +70,13 @@ class Measurement:
 
 def benchmark(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int = 1,
             setup: Callable[[], Any] | None = None, explain: Callable[[], dict] | None = None,
-            explain_kind: str = "index", info: Any = None) -> Measurement:
+            explain_kind: str = "index", info: Any = None, index_keys: Any = None) -> Measurement:
     """Time ``fn`` (``warmup`` unmeasured runs, then ``repeat`` timed runs) and count its costs.
 
     ``setup`` runs before every run, untimed (use it to restore state when ``fn`` writes).
+    ``index_keys`` names what a write changes (a collection, several, or ``{collection: filter}``):
+    the first timed run also counts the index keys it inserted and deleted, from snapshots taken
+    outside the timing (``helpers.indexkeys``); a run that writes nothing has written no keys.
     A cursor returned by ``fn`` is consumed inside the timing, so lazy queries are measured whole.
     ``explain`` returns an explain document for the *same* query (with its sort and limit); it is
     used only where the backend explains faithfully (``caps.explain``), else ``plan_note`` says why
@@ -102,7 +109,7 @@ def benchmark(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int
         if setup is not None:
             setup()  # untimed and uncounted
         if i == 0:
-            with count_commands() as first:
+            with count_commands(index_keys=index_keys) as first:
                 t, result = run()
         else:
             t, result = run()
@@ -110,7 +117,10 @@ def benchmark(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int
     assert first is not None
     m = Measurement(label=label, times_ms=times, round_trips=first.round_trips,
                     docs_returned=first.docs_returned, bytes_returned=first.bytes_returned,
-                    docs_written=first.docs_written, commands=tuple(first.commands), result=result)
+                    docs_written=first.docs_written, commands=tuple(first.commands), result=result,
+                    index_keys_written=first.index_keys_written if index_keys is not None
+                    else (0 if first.docs_written == 0 else None),
+                    default_batch_getmores=first.default_batch_getmores)
     if explain is not None:
         if info is None:
             info = backend_info()

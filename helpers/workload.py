@@ -14,8 +14,19 @@ Costs come from the workbook's own measurements: a :class:`helpers.measure.Measu
 A cost may also carry the server's work, ``"keys examined"`` and ``"docs examined"`` (a
 ``Measurement`` has them where the engine explains faithfully: ``caps.explain``); the daily table
 weighs them only when every design's every operation carries them, and never counts a missing one
-as zero. Daily round trips, documents and bytes are deterministic; a daily time is one engine's on
-one machine, and is labelled so wherever it is shown.
+as zero. ``"index keys written"`` (``helpers.indexkeys``) is the write side of the server's work: a
+read writes none. Daily round trips, documents, bytes and index keys written are deterministic; keys
+and documents examined are one engine's plans (a real MongoDB's may differ: docs/ENGINES.md); a daily
+time is one engine's on one machine, and is labelled so wherever it is shown.
+
+**A contest, not a choice.** An operation of a design can be written several ways: the obvious one,
+the one a MongoDB engineer would write, any other a reviewer names. Give them all, as
+:class:`Forms` ``{form: cost}``: the bill (:meth:`Workload.weigh`) prices each design at its cheapest
+form by the workload's own criterion (``Workload.by``), and :meth:`Workload.contest` shows every form
+with what it costs, the others labelled as counter-examples. :meth:`Workload.pick` calls designs
+within ``Workload.margin`` (3 % unless stated) of the best a tie and lets the next criterion decide,
+and says so (a :class:`Pick`). A read measured with the driver's default first batch (101 documents)
+pays a ``getMore`` nobody chose: the bill refuses it, so every billed read sets its batch size.
 """
 from __future__ import annotations
 
@@ -23,12 +34,18 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["Operation", "Workload", "METRICS", "WORK", "cost_of", "plot_daily"]
+__all__ = ["Operation", "Workload", "Forms", "Pick", "METRICS", "WORK", "cost_of", "plot_daily"]
 
 #: the deterministic metrics a workload weighs, as :meth:`helpers.measure.Measurement.costs` names them
 METRICS = ("round trips", "docs returned", "bytes returned", "docs written")
-#: the server's work, weighed only when every cost carries it (from an explain: ``caps.explain``)
-WORK = ("keys examined", "docs examined")
+#: the server's work, weighed only when every cost carries it: keys and documents examined (from an
+#: explain: ``caps.explain``) and index keys written (``helpers.indexkeys``; a read writes none)
+WORK = ("keys examined", "docs examined", "index keys written")
+#: the criterion a workload prices and picks by unless it states its own: round trips first, then
+#: the server's work, then bytes
+DEFAULT_BY = ("round trips / day", "docs examined / day", "MB returned / day")
+#: two designs this close (a fraction of the better) are a tie on that column
+DEFAULT_MARGIN = 0.03
 _KINDS = ("read", "write")
 SECONDS_PER_DAY = 86_400
 
@@ -77,13 +94,24 @@ def cost_of(cost: Any) -> dict[str, float]:
         out = dict(cost.costs())
         out["median ms"] = cost.median_ms
         for key, value in (("keys examined", getattr(cost, "keys_examined", None)),
-                           ("docs examined", getattr(cost, "docs_examined", None))):
+                           ("docs examined", getattr(cost, "docs_examined", None)),
+                           ("index keys written", getattr(cost, "index_keys_written", None))):
             if value is not None:
                 out[key] = value
+        if getattr(cost, "default_batch_getmores", 0):
+            out["default batch getMores"] = cost.default_batch_getmores
         return out
     if hasattr(cost, "round_trips") and hasattr(cost, "docs_written"):  # helpers.counting.CommandCounter
-        return {"round trips": cost.round_trips, "docs returned": cost.docs_returned,
-                "bytes returned": cost.bytes_returned, "docs written": cost.docs_written}
+        out = {"round trips": cost.round_trips, "docs returned": cost.docs_returned,
+               "bytes returned": cost.bytes_returned, "docs written": cost.docs_written}
+        keys = getattr(cost, "index_keys_written", None)
+        if keys is None and cost.docs_written == 0:
+            keys = 0  # nothing written: no index key written
+        if keys is not None:
+            out["index keys written"] = keys
+        if getattr(cost, "default_batch_getmores", 0):
+            out["default batch getMores"] = cost.default_batch_getmores
+        return out
     if isinstance(cost, Mapping):
         missing = [m for m in METRICS if m not in cost]
         if missing:
@@ -94,8 +122,72 @@ def cost_of(cost: Any) -> dict[str, float]:
         for key in WORK:
             if cost.get(key) is not None:
                 out[key] = cost[key]
+        if "index keys written" not in out and out["docs written"] == 0:
+            out["index keys written"] = 0  # nothing written: no index key written
+        if cost.get("default batch getMores"):
+            out["default batch getMores"] = cost["default batch getMores"]
         return out
     raise TypeError(f"a cost is a Measurement, a CommandCounter or a mapping of {METRICS}, not {type(cost).__name__}")
+
+
+class Forms:
+    """The forms of one operation of one design, each measured: ``{form label: cost}``.
+
+    ``Forms({"one $lookup": m1, "two queries": m2})``, or ``Forms([m1, m2])`` with each
+    ``Measurement``'s label. The bill prices the design at the cheapest form by the workload's
+    criterion; the others are counter-examples, shown with what they cost. ``teaching`` maps a
+    form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``)."""
+
+    def __init__(self, forms: Any, *, teaching: Mapping[str, str] | None = None) -> None:
+        items = list(forms.items()) if isinstance(forms, Mapping) else [(getattr(m, "label", None), m) for m in forms]
+        if not items:
+            raise ValueError("Forms: give at least one measured form")
+        labels = [label for label, _ in items]
+        if any(not isinstance(label, str) or not label.strip() for label in labels):
+            raise ValueError(f"Forms: every form needs a label (a non-empty string), not {labels!r}")
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"Forms: form labels must differ; repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
+        self.forms = {label: cost_of(cost) for label, cost in items}
+        self.teaching = dict(teaching or {})
+        unknown = [label for label in self.teaching if label not in self.forms]
+        if unknown:
+            raise ValueError(f"Forms: teaching names {unknown}, which are not among the forms {labels}")
+
+    def __repr__(self) -> str:
+        return f"Forms({list(self.forms)})"
+
+
+class Pick(str):
+    """What :meth:`Workload.pick` found: a design's name (a ``str``), or ``"tie: A, B"`` when the
+    designs stay level on every criterion; ``sentence`` says how it was decided, ``designs`` are the
+    designs still level at the end (one: a decided pick), ``decided_by`` the column that decided."""
+
+    designs: tuple[str, ...]
+    decided_by: str | None
+    sentence: str
+
+    def __new__(cls, designs: Sequence[str], decided_by: str | None, sentence: str) -> "Pick":
+        value = designs[0] if len(designs) == 1 else "tie: " + ", ".join(designs)
+        out = super().__new__(cls, value)
+        out.designs, out.decided_by, out.sentence = tuple(designs), decided_by, sentence
+        return out
+
+    @property
+    def tie(self) -> bool:
+        return len(self.designs) > 1
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython shows the sentence
+        p.text(self.sentence)
+
+
+def _per_run(column: str) -> str:
+    """The per-run metric behind a daily column (``"MB returned / day"`` -> ``"bytes returned"``)."""
+    base = column.removesuffix(" / day")
+    return {"MB returned": "bytes returned", "busy s": "median ms"}.get(base, base)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:,.3g}"
 
 
 @dataclass(frozen=True)
@@ -104,10 +196,21 @@ class Workload:
 
     title: str
     operations: tuple[Operation, ...] = field(default_factory=tuple)
+    #: the columns of :meth:`weigh` a design is priced and picked by, in order (ties go to the next)
+    by: tuple[str, ...] = DEFAULT_BY
+    #: designs within this fraction of the best on a column tie on it
+    margin: float = DEFAULT_MARGIN
 
     def __post_init__(self) -> None:
         ops = tuple(self.operations)
         object.__setattr__(self, "operations", ops)
+        object.__setattr__(self, "by", (self.by,) if isinstance(self.by, str) else tuple(self.by))
+        if not self.by or any(not str(b).endswith(" / day") for b in self.by):
+            raise ValueError(f"workload {self.title!r}: by names columns of weigh(), such as "
+                             f"'round trips / day', not {self.by!r}")
+        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not 0 <= self.margin < 1:
+            raise ValueError(f"workload {self.title!r}: margin is a fraction between 0 and 1 (0.03 is 3 %), "
+                             f"not {self.margin!r}")
         if not ops:
             raise ValueError(f"workload {self.title!r} has no operations")
         names = [o.name for o in ops]
@@ -140,10 +243,11 @@ class Workload:
                 for o in self.operations]
         return pd.DataFrame(rows).set_index("operation")
 
-    def _costs(self, costs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    def _forms(self, costs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Forms]]:
+        """Every design's every operation as :class:`Forms` (a single cost is one form, "as measured")."""
         if not isinstance(costs, Mapping) or not costs:
             raise ValueError("costs: a mapping {design: {operation: cost}} with at least one design")
-        out: dict[str, dict[str, dict[str, float]]] = {}
+        out: dict[str, dict[str, Forms]] = {}
         for design, per_op in costs.items():
             if not isinstance(per_op, Mapping):
                 raise TypeError(f"costs[{design!r}] must map operation names to costs, not {type(per_op).__name__}")
@@ -155,8 +259,80 @@ class Workload:
             if missing:
                 raise ValueError(f"design {design!r} has no measured cost for {missing}: measure every "
                                  f"operation of the workload for every design")
-            out[str(design)] = {op: cost_of(per_op[op]) for op in self.names}
+            out[str(design)] = {op: c if isinstance(c, Forms) else Forms({"as measured": c})
+                                for op, c in ((op, per_op[op]) for op in self.names)}
         return out
+
+    def _best(self, forms: Forms) -> str:
+        """The label of the cheapest form by this workload's criterion (per run), ties to the next
+        column and then to the order given."""
+        labels = list(forms.forms)
+        for column in self.by:
+            metric = _per_run(column)
+            if not all(metric in forms.forms[x] for x in labels):
+                continue
+            best = min(forms.forms[x][metric] for x in labels)
+            labels = [x for x in labels if forms.forms[x][metric] <= best * (1 + self.margin)]
+            if len(labels) == 1:
+                break
+        if len(labels) > 1:  # level on every column: the fewest round trips, then bytes, then the order given
+            labels.sort(key=lambda x: (forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
+        return labels[0]
+
+    def billed(self, costs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+        """Which form the bill prices, for each design's each operation: ``{design: {operation: form}}``."""
+        return {design: {op: self._best(forms) for op, forms in per_op.items()}
+                for design, per_op in self._forms(costs).items()}
+
+    def _costs(self, costs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+        """Each design's each operation at its best form (the bill's prices)."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for design, per_op in self._forms(costs).items():
+            out[design] = {}
+            for op, forms in per_op.items():
+                label = self._best(forms)
+                cost = forms.forms[label]
+                if cost.get("default batch getMores"):
+                    raise ValueError(
+                        f"design {design!r}, operation {op!r}, form {label!r}: the read left its first batch "
+                        f"to the driver's default (101 documents) and paid {cost['default batch getMores']} "
+                        f"getMore for it; measure it with an explicit batch size (find(..., batch_size=n), "
+                        f"aggregate(..., batchSize=n)), as a competent engineer would")
+                out[design][op] = cost
+        return out
+
+    def contest(self, costs: Mapping[str, Mapping[str, Any]]) -> Any:
+        """Every measured form of every operation of every design, one row each (a DataFrame indexed
+        by design, operation, form): its costs per run, ``"billed"`` (the form the bill prices, the
+        cheapest by ``by``) or ``"counter-example"`` (with ``"note"``: the notebook's reason to
+        show it, and what it costs a day more than the billed form)."""
+        import pandas as pd
+
+        rows = []
+        for design, per_op in self._forms(costs).items():
+            for o in self.operations:
+                forms = per_op[o.name]
+                best = self._best(forms)
+                for label, c in forms.forms.items():
+                    extra = []
+                    if label != best:
+                        b = forms.forms[best]
+                        for column in self.by:
+                            metric = _per_run(column)
+                            if metric in c and metric in b and c[metric] != b[metric]:
+                                scale = 1e-6 if metric == "bytes returned" else 1.0
+                                extra.append(f"{_fmt((c[metric] - b[metric]) * o.per_day * scale)} {column}")
+                    note = "; ".join(x for x in (forms.teaching.get(label, ""),
+                                                 ("costs " + ", ".join(extra) + " more than the billed form")
+                                                 if extra else "") if x)
+                    row = {"design": design, "operation": o.name, "form": label,
+                           "billed": "billed" if label == best else "counter-example",
+                           **{m: c[m] for m in METRICS},
+                           **{k: c.get(k) for k in WORK},
+                           "note": note}
+                    rows.append(row)
+        table = pd.DataFrame(rows).set_index(["design", "operation", "form"])
+        return table.dropna(axis=1, how="all")
 
     def weigh(self, costs: Mapping[str, Mapping[str, Any]], *, per_operation: bool = False) -> Any:
         """Daily costs per design: each operation's measured cost times its rate per day, summed.
@@ -166,12 +342,15 @@ class Workload:
         ``docs returned / day``, ``MB returned / day`` and ``docs written / day``, and, when every
         cost carries a time, ``busy s / day`` (the sum of median times times rates: one engine on
         one machine, a comparison between designs, not a capacity plan), and, when every cost
-        carries the server's work, ``keys examined / day`` and ``docs examined / day`` (each only
-        when every design's every operation has it: a missing one is never counted as zero).
-        ``per_operation=True`` gives the rows by (design, operation) instead."""
+        carries the server's work, ``keys examined / day``, ``docs examined / day`` and ``index keys
+        written / day`` (each only when every design's every operation has it: a missing one is never
+        counted as zero). An operation given as :class:`Forms` is priced at its cheapest form (see
+        :meth:`contest`). ``per_operation=True`` gives the rows by (design, operation) instead, with
+        the ``billed form`` of each."""
         import pandas as pd
 
         measured = self._costs(costs)
+        forms = self.billed(costs) if per_operation else {}
         timed = all("median ms" in c for per_op in measured.values() for c in per_op.values())
         work = [k for k in WORK if all(k in c for per_op in measured.values() for c in per_op.values())]
         rows = []
@@ -187,22 +366,58 @@ class Workload:
                     row["busy s / day"] = c["median ms"] * o.per_day / 1000
                 for k in work:
                     row[f"{k} / day"] = c[k] * o.per_day
+                if per_operation:
+                    row["billed form"] = forms[design][o.name]
                 rows.append(row)
         table = pd.DataFrame(rows).set_index(["design", "operation"])
         if per_operation:
             return table
         return table.groupby(level="design", sort=False).sum()
 
-    def pick(self, costs: Mapping[str, Mapping[str, Any]], by: str | Sequence[str] = "round trips / day") -> str:
-        """The design with the lowest daily cost ``by`` one column of :meth:`weigh` (or several, in
-        order: ties on the first are broken by the next), e.g. ``"docs examined / day"`` when the
-        costs carry the server's work."""
+    def pick(self, costs: Mapping[str, Mapping[str, Any]], by: str | Sequence[str] | None = None, *,
+             margin: float | None = None) -> Pick:
+        """The design with the lowest daily cost by the columns ``by`` of :meth:`weigh`, in order (the
+        workload's ``by`` unless given): designs within ``margin`` (the workload's, 3 % unless stated)
+        of the best on a column tie on it, and the next column decides among them. Returns a
+        :class:`Pick`: the design's name, or ``"tie: A, B"`` when no column separates them, with a
+        ``sentence`` that says which column decided and by how much. A column named explicitly must
+        be in the table; the workload's own ``by`` skips columns the engine could not measure (keys
+        and documents examined need ``caps.explain``), and the sentence says so."""
         daily = self.weigh(costs)
-        keys = [by] if isinstance(by, str) else list(by)
+        margin = self.margin if margin is None else margin
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
+            raise ValueError(f"margin is a fraction between 0 and 1 (0.03 is 3 %), not {margin!r}")
+        keys = list(self.by) if by is None else ([by] if isinstance(by, str) else list(by))
         for k in keys:
-            if k not in daily.columns:
+            if k not in daily.columns and by is not None:
                 raise ValueError(f"pick by one of {list(daily.columns)}, not {k!r}")
-        return str(daily.sort_values(keys, kind="stable").index[0])
+        skipped = [k for k in keys if k not in daily.columns]
+        keys = [k for k in keys if k in daily.columns]
+        level = list(daily.index)
+        said: list[str] = []
+        decided_by = None
+        for k in keys:
+            values = {d: float(daily.loc[d, k]) for d in level}
+            best = min(values.values())
+            kept = [d for d in level if values[d] <= best * (1 + margin)]
+            if len(level) > 1 and len(kept) > 1:
+                worst = max(values[d] for d in kept)
+                said.append(f"{', '.join(kept)} tie on {k} ({_fmt(best)} to {_fmt(worst)}, within {margin:.0%})")
+            level = kept
+            if len(level) == 1:
+                decided_by = k
+                others = [v for d, v in values.items() if d != level[0]]
+                nxt = min(others) if others else best
+                gap = f"{(nxt - best) / nxt:.0%} fewer" if nxt else "fewer"
+                said.append(f"{level[0]} has the fewest {k}: {_fmt(best)} against {_fmt(nxt)} ({gap})")
+                break
+        if len(level) > 1:
+            ordered = sorted(level, key=lambda d: tuple(float(daily.loc[d, k]) for k in keys))
+            level = ordered
+            said.append("no column separates them: a tie")
+        note = f" ({', '.join(skipped)}: not measured on this engine)" if skipped else ""
+        sentence = "; ".join(said) + note + "."
+        return Pick(level, decided_by, sentence[0].upper() + sentence[1:] if sentence else sentence)
 
 
 def plot_daily(daily: Any, metrics: Iterable[str] = ("round trips / day", "docs returned / day",

@@ -112,3 +112,101 @@ def test_server_work_missing_anywhere_is_left_out_not_zero():
         _workload().pick(costs, by="docs examined / day")
     assert list(_workload().weigh(COSTS).columns) == ["round trips / day", "docs returned / day",
                                                       "MB returned / day", "docs written / day"]
+
+
+# ---- the contest: several forms of an operation, each design priced at its cheapest ----------
+
+from helpers.workload import Forms, Pick  # noqa: E402
+
+
+def _forms_costs():
+    two = _cost(2, 11, 1100)
+    one = {**_cost(1, 1, 1100), "docs examined": 11, "keys examined": 10}
+    return {"embedded": {"read a post": {**_cost(1), "docs examined": 1, "keys examined": 1},
+                         "add a comment": {**_cost(1, 0, 0, 1), "docs examined": 1, "keys examined": 1}},
+            "referenced": {"read a post": Forms({"two queries": {**two, "docs examined": 11, "keys examined": 11},
+                                                 "one $lookup": one},
+                                                teaching={"two queries": "the obvious form"}),
+                           "add a comment": {**_cost(1, 0, 0, 1), "docs examined": 0, "keys examined": 0}}}
+
+
+def test_the_bill_prices_each_design_at_its_cheapest_form_and_shows_the_others():
+    w, costs = _workload(), _forms_costs()
+    daily = w.weigh(costs)
+    assert daily.loc["referenced", "round trips / day"] == 1000 + 10  # one $lookup, not two queries
+    assert w.billed(costs)["referenced"] == {"read a post": "one $lookup", "add a comment": "as measured"}
+    table = w.contest(costs)
+    row = table.loc[("referenced", "read a post", "two queries")]
+    assert row["billed"] == "counter-example"
+    assert "the obvious form" in row["note"] and "1,000 round trips / day" in row["note"]
+    assert table.loc[("referenced", "read a post", "one $lookup"), "billed"] == "billed"
+    per_op = w.weigh(costs, per_operation=True)
+    assert per_op.loc[("referenced", "read a post"), "billed form"] == "one $lookup"
+
+
+def test_a_tie_within_the_margin_goes_to_the_next_column_and_says_so():
+    w, costs = _workload(), _forms_costs()
+    p = w.pick(costs)
+    assert isinstance(p, Pick) and isinstance(p, str)
+    assert p == "embedded" and p.decided_by == "docs examined / day"  # round trips tie: 1,010 each
+    assert "tie on round trips / day" in p.sentence and "fewest docs examined / day" in p.sentence
+    assert w.pick(costs, by="round trips / day").tie  # alone, round trips cannot separate them
+    assert w.pick(costs, by="round trips / day") == "tie: embedded, referenced"
+    near = {"a": {"read a post": _cost(100), "add a comment": _cost(0, 0, 0, 0)},
+            "b": {"read a post": _cost(102), "add a comment": _cost(0, 0, 0, 0)}}
+    assert w.pick(near, by="round trips / day").tie  # 2 % apart: a tie at the default 3 %
+    assert w.pick(near, by="round trips / day", margin=0.01) == "a"
+    assert Workload("w", w.operations, margin=0.0).pick(near, by="round trips / day") == "a"
+
+
+def test_the_workloads_own_criterion_skips_what_the_engine_did_not_measure_and_says_so():
+    p = _workload().pick(COSTS)  # no docs examined in these costs
+    assert p == "embedded" and "not measured on this engine" in p.sentence
+    with pytest.raises(ValueError, match="pick by one of"):
+        _workload().pick(COSTS, by="docs examined / day")  # named explicitly: an error
+
+
+def test_the_forms_of_an_operation_pick_by_the_workloads_criterion_in_order():
+    w = Workload("w", _workload().operations, by=("docs examined / day", "round trips / day"))
+    forms = Forms({"few rt": {**_cost(1), "docs examined": 50}, "few docs": {**_cost(3), "docs examined": 2}})
+    costs = {"x": {"read a post": forms, "add a comment": {**_cost(1, 0, 0, 1), "docs examined": 1}}}
+    assert w.billed(costs)["x"]["read a post"] == "few docs"
+    assert _workload().billed(costs)["x"]["read a post"] == "few rt"
+
+
+def test_a_read_that_left_its_batch_to_the_driver_is_refused_with_what_to_do():
+    m = Measurement("find", [1.0], round_trips=2, docs_returned=150, bytes_returned=3000, docs_written=0,
+                    commands=("find", "getMore"), default_batch_getmores=1)
+    costs = {"x": {"read a post": m, "add a comment": _cost(1, 0, 0, 1)}}
+    with pytest.raises(ValueError, match=r"explicit batch size.*batch_size"):
+        _workload().weigh(costs)
+    fine = Measurement("find", [1.0], round_trips=1, docs_returned=150, bytes_returned=3000, docs_written=0,
+                       commands=("find",))
+    # a weaker form may be shown: only the billed one must set its batch size
+    ok = {"x": {"read a post": Forms({"default batch": m, "batch_size=200": fine}), "add a comment": _cost(1, 0, 0, 1)}}
+    assert _workload().weigh(ok).loc["x", "round trips / day"] == 1000 + 10
+
+
+def test_forms_and_workloads_refuse_bad_input_clearly():
+    with pytest.raises(ValueError, match="at least one"):
+        Forms({})
+    with pytest.raises(ValueError, match="labels must differ"):
+        Forms([Measurement("a", [1.0], 1, 1, 1, 0, ()), Measurement("a", [1.0], 1, 1, 1, 0, ())])
+    with pytest.raises(ValueError, match="teaching names"):
+        Forms({"a": _cost(1)}, teaching={"b": "why"})
+    with pytest.raises(ValueError, match="a cost needs"):
+        Forms({"a": {"round trips": 1}})
+    with pytest.raises(ValueError, match="margin is a fraction"):
+        Workload("w", _workload().operations, margin=3)
+    with pytest.raises(ValueError, match="by names columns"):
+        Workload("w", _workload().operations, by=("round trips",))
+    with pytest.raises(ValueError, match="margin is a fraction"):
+        _workload().pick(COSTS, margin=-1)
+
+
+def test_index_keys_written_joins_the_bill_only_when_every_write_carries_it():
+    costs = {"x": {"read a post": _cost(1), "add a comment": {**_cost(1, 0, 0, 1), "index keys written": 3}}}
+    daily = _workload().weigh(costs)
+    assert daily.loc["x", "index keys written / day"] == 30  # the read wrote none: 0, not missing
+    unknown = {"x": {"read a post": _cost(1), "add a comment": _cost(1, 0, 0, 1)}}
+    assert "index keys written / day" not in _workload().weigh(unknown).columns

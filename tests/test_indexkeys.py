@@ -1,0 +1,96 @@
+"""Tests of helpers/indexkeys.py and the index keys written that counting and benchmark report,
+and of the default-batch flag: the same figures on every backend."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.counting import count_commands
+from helpers.indexkeys import KeySnapshot, document_keys, index_keys_written
+from helpers.measure import benchmark
+
+ID = {"name": "_id_", "key": {"_id": 1}}
+
+
+def _index(key, **options):
+    return {"name": "_".join(f"{k}_{v}" for k, v in key), "key": dict(key), **options}
+
+
+def test_document_keys_follow_mongodbs_multikey_and_sparse_rules():
+    doc = {"_id": 1, "tags": ["a", "b", "a"], "n": 3, "sub": [{"x": 1}, {"x": 2}]}
+    assert sum(document_keys(doc, ID).values()) == 1
+    assert sum(document_keys(doc, _index([("tags", 1)])).values()) == 2  # duplicates are one key
+    assert sum(document_keys(doc, _index([("tags", 1), ("n", -1)])).values()) == 2
+    assert sum(document_keys(doc, _index([("sub.x", 1)])).values()) == 2
+    assert sum(document_keys(doc, _index([("missing", 1)])).values()) == 1  # a null key
+    assert sum(document_keys(doc, _index([("missing", 1)], sparse=True)).values()) == 0
+    assert sum(document_keys({"_id": 2, "tags": []}, _index([("tags", 1)])).values()) == 1
+    assert document_keys({"_id": 1, "n": 1}, _index([("n", 1)])) == document_keys({"_id": 1, "n": 1.0}, _index([("n", 1)]))
+    partial = _index([("n", 1)], partialFilterExpression={"n": {"$gt": 5}})
+    assert sum(document_keys(doc, partial).values()) == 0
+    assert sum(document_keys({"_id": 3, "n": 9}, partial).values()) == 1
+    point = {"_id": 4, "geo": {"type": "Point", "coordinates": [8.5, 47.4]}}
+    assert sum(document_keys(point, _index([("geo", "2dsphere")])).values()) == 1
+    assert sum(document_keys({"_id": 5}, _index([("geo", "2dsphere")])).values()) == 0
+    line = {"_id": 6, "geo": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}}
+    assert document_keys(line, _index([("geo", "2dsphere")])) is None  # not counted, never zero
+    assert document_keys(doc, {"name": "t", "key": {"body": "text"}}) is None
+
+
+def test_inserts_updates_and_deletes_write_the_keys_mongodb_writes(db):
+    coll = db["ikw"]
+    coll.create_index([("g", 1)])
+    coll.create_index([("tags", 1)])
+    with count_commands(index_keys=coll) as c:
+        coll.insert_many([{"_id": i, "g": i % 2, "tags": ["x", "y"], "other": 0} for i in range(10)])
+    assert c.index_keys_written == 10 * (1 + 1 + 2)  # _id, g, two tags each
+    assert c.round_trips == 1  # the snapshots are not counted
+    with count_commands(index_keys=coll) as c:
+        coll.update_many({}, {"$set": {"other": 1}})  # no indexed field changes: no key written
+    assert (c.docs_written, c.index_keys_written) == (10, 0)
+    with count_commands(index_keys={coll: {"_id": 3}}) as c:
+        coll.update_one({"_id": 3}, {"$set": {"g": 7}, "$push": {"tags": "z"}})
+    assert c.index_keys_written == 2 + 1  # g: one key out, one in; tags: one key in
+    with count_commands(index_keys=coll) as c:
+        coll.delete_one({"_id": 0})
+    assert c.index_keys_written == 4
+    m = benchmark("insert one", lambda: coll.insert_one({"_id": 99, "g": 1, "tags": []}),
+                  setup=lambda: coll.delete_many({"_id": 99}), repeat=2, warmup=0, index_keys={coll: {"_id": 99}})
+    assert (m.docs_written, m.index_keys_written) == (1, 3)
+    read = benchmark("read", lambda: coll.find_one({"_id": 1}), repeat=1, warmup=0)
+    assert read.index_keys_written == 0  # a read writes no key
+
+
+def test_a_snapshot_reads_only_what_its_filter_names_and_says_unknown_for_uncountable_indexes(db):
+    coll = db["ikw_geo"]
+    coll.insert_many([{"_id": i, "geo": {"type": "Point", "coordinates": [i, i]}} for i in range(3)])
+    coll.create_index([("geo", "2dsphere")])
+    assert sum(sum(c.values()) for c in KeySnapshot({coll: {"_id": 1}}).take().values()) == 2  # _id and geo
+    with count_commands(index_keys=coll) as c:
+        coll.insert_one({"_id": 9, "geo": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}})
+    assert c.index_keys_written is None  # a line's S2 cells are not counted here: unknown, never zero
+    assert KeySnapshot(coll).take() is None
+    assert index_keys_written(None, {}) is None
+    with pytest.raises(ValueError, match="at least one collection"):
+        KeySnapshot([])
+
+
+def test_a_default_first_batch_that_cut_the_reply_is_flagged_and_an_explicit_one_is_not(db):
+    coll = db["batches"]
+    coll.insert_many([{"_id": i} for i in range(150)])
+    with count_commands() as c:
+        list(coll.find())
+    assert (c.round_trips, c.default_batch_getmores) == (2, 1)
+    with count_commands() as c:
+        list(coll.find(batch_size=1000))
+    assert (c.round_trips, c.default_batch_getmores) == (1, 0)
+    with count_commands() as c:
+        list(coll.aggregate([{"$match": {}}]))
+    assert c.default_batch_getmores == 1
+    with count_commands() as c:
+        list(coll.aggregate([{"$match": {}}], batchSize=1000))
+    assert (c.round_trips, c.default_batch_getmores) == (1, 0)
+    with count_commands() as c:
+        list(coll.find().limit(50))
+        coll.find_one({"_id": 3})
+        list(coll.find({"_id": {"$lt": 20}}))  # the default batch did not cut this one
+    assert c.default_batch_getmores == 0
