@@ -130,8 +130,12 @@ class MockCursor:
               "allow_disk_use", "where", "max", "min", "max_scan", "add_option", "remove_option"}
 
     def __init__(self, inner: Any, command: str, counter: Counter, batch_size: int = 0, limit: int = 0,
-                 eager: bool = False, document: dict[str, Any] | None = None) -> None:
+                 eager: bool = False, document: dict[str, Any] | None = None,
+                 batch_size_given: bool | None = None) -> None:
         self._inner = inner
+        # whether the read chose its first batch (find: a batch size above 0; aggregate: any batchSize)
+        self._batch_size_given = batch_size > 0 if batch_size_given is None else batch_size_given
+        self._first_full_default = False
         self._counter = counter
         self._command = command
         self._document = document  # the command document pymongo would send (completed by chaining)
@@ -161,6 +165,7 @@ class MockCursor:
                     self._document[name] = value
                 if name == "batch_size":
                     self._batch_size = int(args[0] if args else kwargs.get("batch_size", 0))
+                    self._batch_size_given = self._batch_size > 0
                 elif name == "limit":
                     self._limit = int(args[0] if args else kwargs.get("limit", 0))
                 if result is not None and result is not self._inner:
@@ -212,13 +217,16 @@ class MockCursor:
             batch.append(doc)
             size += s
         self._returned += len(batch)
+        if first:  # the driver's default first batch (no batch size, no small limit) cut this reply
+            self._first_full_default = (cut_by_count and not self._batch_size_given
+                                        and (self._limit == 0 or abs(self._limit) > FIRST_BATCH))
         if self._limit < 0 or (self._limit > 0 and self._returned >= self._limit):
             self._closed = True  # a single batch, or the limit reached: the server closes the cursor
         elif cut_by_count and not self._lookahead:
             pass  # the server does not know yet that nothing is left: one more (empty) getMore
         self._counter.record(self._command if first else "getMore", batch,
                command=self._document if first else None,
-               default_batch=self._sent == 2 and not self._batch_size and self._limit <= 0)
+               default_batch=self._sent == 2 and self._first_full_default)
         self._buffer.extend(batch)
 
     def __next__(self) -> Any:
@@ -317,6 +325,7 @@ class MockCollection:
         else:
             inner = self._inner.aggregate(pipeline, *args, **kwargs)
         return MockCursor(inner, "aggregate", self._counter, batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
+                          batch_size_given="batchSize" in kwargs,
                           document=self._cmd("aggregate", pipeline=list(pipeline),
                                              collation=kwargs.get("collation")))
 
