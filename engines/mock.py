@@ -323,7 +323,9 @@ class MockCollection:
             inner = _aggregate.process_pipeline(list(self._inner.find(first)), self._inner.database, stages,
                                                 kwargs.get("session"))
         else:
-            inner = self._inner.aggregate(pipeline, *args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # mongomock-ng: batchSize is a no-op (MockCursor honours it)
+                inner = self._inner.aggregate(pipeline, *args, **kwargs)
         return MockCursor(inner, "aggregate", self._counter, batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
                           batch_size_given="batchSize" in kwargs,
                           document=self._cmd("aggregate", pipeline=list(pipeline),

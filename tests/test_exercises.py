@@ -287,10 +287,13 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
                                "rename an author": _rt(2, 72)},
              "reference": {"view a product page": _rt(2), "add a co-author to a book": _rt(1, 1),
                            "rename an author": _rt(1, 1)}}
-    # embed or copy: v + 40 + 10; reference: 2v + 20 + 5; tied (and picked, listed first) at v = 25
-    assert evaluate("1.5", 25, workload=workload, costs=costs)[0] == "correct"
-    for wrong in (24, 26, 1000, 0, "25", True):
+    # embed or copy: v + 40 + 10; reference: 2v + 20 + 5. Equal at v = 25, and within 3 % (a tie) up to 27:
+    # at 28, 81 > 1.03 * 78, and "embed or copy" is the pick outright
+    assert workload.with_rate("view a product page", 27).pick(costs, by="round trips / day").tie
+    assert evaluate("1.5", 28, workload=workload, costs=costs)[0] == "correct"
+    for wrong in (25, 27, 29, 1000, 0, "28", True):
         assert evaluate("1.5", wrong, workload=workload, costs=costs)[0] == "not right yet", wrong
+    assert "tie" in evaluate("1.5", 27, workload=workload, costs=costs)[1]  # says why 27 is not the answer
     # by the server's work: a page examines 1 document embedded, 11 referenced; the writes the other way
     work = {("embed or copy", "view a product page"): 1, ("embed or copy", "add a co-author to a book"): 2,
             ("embed or copy", "rename an author"): 1001, ("reference", "view a product page"): 11,
@@ -298,14 +301,22 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
     examined = {d: {op: {**c, "keys examined": work[(d, op)], "docs examined": work[(d, op)]}
                     for op, c in per_op.items()} for d, per_op in costs.items()}
     by = "docs examined / day"
-    # embed or copy: v + 40 + 5005; reference: 11v + 20 + 5; tied (and picked, listed first) at v = 502
-    assert evaluate("1.5", 502, workload=workload, costs=examined, by=by)[0] == "correct"
-    for wrong in (501, 503, 25):
+    # embed or copy: v + 40 + 5005; reference: 11v + 20 + 5; a tie from v = 486 to 518, "embed or copy" from 519
+    assert evaluate("1.5", 519, workload=workload, costs=examined, by=by)[0] == "correct"
+    for wrong in (485, 486, 502, 518, 520, 28):
         assert evaluate("1.5", wrong, workload=workload, costs=examined, by=by)[0] == "not right yet", wrong
     assert evaluate("1.5", 0, workload=workload, costs=examined, by=by)[0] == "not right yet"
     # costs without the server's work (an engine that cannot explain): no flip to find, and the answer is 0
-    assert evaluate("1.5", 502, workload=workload, costs=costs, by=by)[0] == "not right yet"
+    assert evaluate("1.5", 519, workload=workload, costs=costs, by=by)[0] == "not right yet"
     assert evaluate("1.5", 0, workload=workload, costs=costs, by=by)[0] == "correct"
+    # the notebook's solution (bisection on the outright pick) finds the same answers
+    for c, b, want in ((costs, "round trips / day", 28), (examined, by, 519)):
+        low, high = 1, 1000
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if workload.with_rate("view a product page", mid).pick(c, by=b) == "embed or copy" \
+                else (mid + 1, high)
+        assert low == want
 
 
 def test_exercise_2_5_weighs_the_live_event():
