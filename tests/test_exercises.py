@@ -270,6 +270,18 @@ def test_checks_of_notebook_08_recompute_from_the_buckets(db):
     assert evaluate("8.2", (0, "a"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] == "correct"
     assert evaluate("8.2", (10, "b"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] \
         == "not right yet"
+    # at 6.5 reads a day: a 205, b 206.5, within 3 %: a tie, which is a change of pick, named as a tie
+    tie = w.with_rate("read", 6.5).pick(costs, by="docs returned / day")
+    assert tie.tie and set(tie.designs) == {"a", "b"}
+    for named in (str(tie), "tie: b, a", ("b", "a"), ["a", "b"], tie):
+        assert evaluate("8.2", (6.5, named), workload=w, costs=costs, operation="read",
+                        by="docs returned / day")[0] == "correct", named
+    for alone in ("a", "b"):
+        status, message = evaluate("8.2", (6.5, alone), workload=w, costs=costs, operation="read",
+                                   by="docs returned / day")[:2]
+        assert status == "not right yet" and "tie" in message
+    assert evaluate("8.2", (6.5, 3), workload=w, costs=costs, operation="read", by="docs returned / day")[0] \
+        == "not right yet"
 
 
 def _rt(round_trips, written=0):
