@@ -9,7 +9,6 @@ import re
 import uuid
 
 import bson
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +19,6 @@ from helpers.trees import (
     PATTERNS,
     TEACHING,
     AncestorsArray,
-    AncestorsWithNames,
     ChildRefs,
     CycleError,
     GraphLookup,

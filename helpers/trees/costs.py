@@ -191,7 +191,7 @@ def _graph_reads(database: Any, spec: Mapping[str, Any], start: Mapping[str, Any
 def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> tuple[int, int]:
     """An aggregate's work: its leading ``$match`` (from an explain), then the queries each
     ``$lookup`` (``localField``/``foreignField``) or ``$graphLookup`` runs per input document, each
-    explained as the ``find`` it is (an aggregate's explain does not count them)."""
+    explained as the ``find`` it is (an aggregate's explain need not count them)."""
     coll, stages = command["aggregate"], list(command.get("pipeline", []))
     if not stages or "$match" not in stages[0]:
         raise TreeError(f"server_work replays a pipeline that starts with $match, not {stages[:1]!r}")

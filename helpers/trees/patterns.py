@@ -420,7 +420,7 @@ class AncestorsArray(_Pattern):
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: one read of the node, already in order."""
-        return self._ids(self._require(node, {self.key: 1})["ancestors"])
+        return list(self._require(node, {"ancestors": 1})["ancestors"])
 
     def breadcrumbs(self, node: Any) -> list[str]:
         """Names from the root down to the node, its own last: read the node's ``ancestors``, then
@@ -445,7 +445,7 @@ class AncestorsArray(_Pattern):
 
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: one query on the multikey ``ancestors`` index."""
-        found = sorted(d["_id"] for d in self.collection.find({self.key: node}, {"_id": 1}, batch_size=BATCH))
+        found = sorted(d["_id"] for d in self.collection.find({"ancestors": node}, {"_id": 1}, batch_size=BATCH))
         if not found:
             self._require(node)
         return found
@@ -487,8 +487,7 @@ class AncestorsArray(_Pattern):
         old, chain = list(intent["from"]), list(intent["chain"])
         self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
                                    session=session)
-        at = f"ancestors.{len(old)}" + self.key.removeprefix("ancestors")  # the node's place in the old chain
-        self.collection.update_many({self.key: node, at: node}, [{"$set": {"ancestors": {
+        self.collection.update_many({"ancestors": node, f"ancestors.{len(old)}": node}, [{"$set": {"ancestors": {
             "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
             session=session)
 
@@ -536,6 +535,17 @@ class AncestorsWithNames(AncestorsArray):
             docs.append({"_id": n, "name": name, "parent": p, "ancestors": anc[n]})
         return docs
 
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one read of the node, already in order."""
+        return [a["_id"] for a in self._require(node, {"ancestors._id": 1})["ancestors"]]
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree: one query on the multikey ``ancestors._id`` index."""
+        found = sorted(d["_id"] for d in self.collection.find({"ancestors._id": node}, {"_id": 1}, batch_size=BATCH))
+        if not found:
+            self._require(node)
+        return found
+
     def breadcrumbs(self, node: Any) -> list[str]:
         """Names from the root down to the node, its own last: one read of the node."""
         doc = self._require(node, {"name": 1, "ancestors.name": 1})
@@ -549,18 +559,26 @@ class AncestorsWithNames(AncestorsArray):
         """Rename the node and the copy of its name in every descendant's ``ancestors`` (one update
         on the server, the positional ``$``): 1 + descendants documents written."""
         _check_name(new_name)
-        self._require(node)
         intent = {"op": "rename", "name": new_name}
         self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
 
     def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
-        """A move (as :meth:`AncestorsArray.finish`) or a rename: the node's name, then every copy of
-        it (each write can run again)."""
-        if intent["op"] != "rename":
-            return super().finish(node, intent, session)
-        self.collection.update_one({"_id": node}, {"$set": {"name": intent["name"]}}, session=session)
-        self.collection.update_many({"ancestors._id": node}, {"$set": {"ancestors.$.name": intent["name"]}},
-                                    session=session)
+        """A rename: the node's name, then every copy of it (the positional ``$``: the array element
+        that matched). A move: as :meth:`AncestorsArray.finish`, the chain's elements being
+        ``{_id, name}``. Each write can run again."""
+        if intent["op"] == "rename":
+            if self.collection.update_one({"_id": node}, {"$set": {"name": intent["name"]}},
+                                          session=session).matched_count == 0:
+                raise self._unknown(node)  # nothing written (in a transaction: aborted)
+            self.collection.update_many({"ancestors._id": node}, {"$set": {"ancestors.$.name": intent["name"]}},
+                                        session=session)
+            return
+        old, chain = list(intent["from"]), list(intent["chain"])
+        self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
+                                   session=session)
+        self.collection.update_many({"ancestors._id": node, f"ancestors.{len(old)}._id": node}, [{"$set": {"ancestors": {
+            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
+            session=session)
 
 
 # ---------------------------------------------------------------------------------------------
