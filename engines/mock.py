@@ -322,10 +322,8 @@ class MockCollection:
 
             inner = _aggregate.process_pipeline(list(self._inner.find(first)), self._inner.database, stages,
                                                 kwargs.get("session"))
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # mongomock-ng: batchSize is a no-op (MockCursor honours it)
-                inner = self._inner.aggregate(pipeline, *args, **kwargs)
+        else:  # the batch size is this adapter's to play (MockCursor), not mongomock-ng's (which warns)
+            inner = self._inner.aggregate(pipeline, *args, **{k: v for k, v in kwargs.items() if k != "batchSize"})
         return MockCursor(inner, "aggregate", self._counter, batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
                           batch_size_given="batchSize" in kwargs,
                           document=self._cmd("aggregate", pipeline=list(pipeline),
@@ -382,9 +380,18 @@ class MockCollection:
         return result
 
     def _update(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        result = getattr(self._inner, method)(*args, **kwargs)
         q = args[0] if args else kwargs.get("filter")
         u = args[1] if len(args) > 1 else kwargs.get("update", kwargs.get("replacement"))
+        pipeline = isinstance(u, list) and method != "replace_one"
+        if pipeline:  # the documents it may change, for the copies below (uncounted: the adapter's own reads)
+            ids = [d["_id"] for d in self._inner.find(q, {"_id": 1}, limit=1 if method == "update_one" else 0)]
+        result = getattr(self._inner, method)(*args, **kwargs)
+        if pipeline:
+            # mongomock-ng stores a pipeline's {$literal: ...} value itself in every document it sets: the
+            # documents then share one object, and a later update of one changes them all (docs/ENGINES.md).
+            # Each document is stored again as its own copy, as on a server.
+            for doc in self._inner.find({"_id": {"$in": ids}}):
+                self._inner.replace_one({"_id": doc["_id"]}, doc)
         self._counter.record("update", written=result.modified_count + (1 if result.upserted_id is not None else 0),
                command=self._cmd("update", updates=[{"q": q, "u": u, "multi": method == "update_many",
                                                      "upsert": bool(kwargs.get("upsert"))}]))

@@ -123,25 +123,80 @@ def test_checks_of_notebook_00_measure_on_every_backend(db, capsys):
     assert evaluate("0.1", "2", orders=orders)[0] == "not right yet"
 
 
-def test_checks_of_notebook_03_recompute_from_the_categories(db):
+def test_checks_of_notebook_03_recompute_from_the_categories_and_count_what_answers_send(db):
     from helpers.safety import workbook_collection
+    from helpers.trees import PATTERNS
 
+    rows = [(1, None, "A"), (2, 1, "B"), (3, 2, "C"), (4, 3, "D"), (5, None, "E")]
     categories = workbook_collection(db, "categories")
-    categories.insert_many([{"_id": 1, "parent_id": None, "name": "A"}, {"_id": 2, "parent_id": 1, "name": "B"},
-                            {"_id": 3, "parent_id": 2, "name": "C"}, {"_id": 4, "parent_id": 3, "name": "D"},
-                            {"_id": 5, "parent_id": None, "name": "E"}])
-    assert evaluate("3.1", "A > B > C", categories=categories, node=3)[0] == "correct"
-    assert evaluate("3.1", "A > C", categories=categories, node=3)[0] == "not right yet"
+    categories.insert_many([{"_id": n, "parent_id": p, "name": name} for n, p, name in rows])
+    t = {cls.__name__: cls(workbook_collection(db, f"ex3_{cls.__name__.lower()}")) for cls in PATTERNS}
+    for tree in t.values():
+        tree.load(rows)
+
+    def text(fn):
+        return lambda node: " > ".join(fn(node))
+
+    # 3.1: one round trip, no more documents than names; every such form is right
+    for right in (t["MaterializedPaths"].breadcrumbs, t["AncestorsWithNames"].breadcrumbs,
+                  t["ParentRefs"].graph_breadcrumbs, t["AncestorsArray"].lookup_breadcrumbs):
+        assert evaluate("3.1", text(right), categories=categories, node=4)[0] == "correct", right
+    status, line = evaluate("3.1", text(t["ParentRefs"].breadcrumbs), categories=categories, node=4)
+    assert status == "not right yet" and "round trips" in line and "Hint" in line
+
+    def everything(node):  # one round trip, but the whole collection
+        docs = {d["_id"]: d for d in t["ParentRefs"].collection.find({}, batch_size=1000)}
+        names = []
+        while node is not None:
+            names, node = [docs[node]["name"], *names], docs[node]["parent"]
+        return " > ".join(names)
+
+    status, line = evaluate("3.1", everything, categories=categories, node=3)
+    assert status == "not right yet" and "documents came back" in line
+    assert "give a function" in evaluate("3.1", "A > B > C", categories=categories, node=3)[1]
+    assert evaluate("3.1", lambda node: "A > C", categories=categories, node=3)[0] == "not right yet"
+    # 3.3: the ancestors array itself, in one round trip
+    ancestors = t["AncestorsArray"]
+    assert evaluate("3.3", text(ancestors.lookup_breadcrumbs), tree=ancestors, categories=categories,
+                    node=4)[0] == "correct"
+    status, line = evaluate("3.3", text(ancestors.breadcrumbs), tree=ancestors, categories=categories, node=4)
+    assert status == "not right yet" and "2 round trips" in line
+    status, line = evaluate("3.3", text(t["MaterializedPaths"].breadcrumbs), tree=ancestors,
+                            categories=categories, node=4)
+    assert status == "not right yet" and "ex3_ancestorsarray" in line and "ex3_materializedpaths" in line
+    # 3.4
     assert evaluate("3.4", 2, categories=categories, category=1)[0] == "correct"
     assert evaluate("3.4", 3, categories=categories, category=1)[0] == "not right yet"
+    # 3.2: the subtree in the pattern's fewest round trips, then the products, with batch_size
     products = workbook_collection(db, "tree_products")
-    products.insert_many([{"_id": i, "category_id": c} for i, c in enumerate([1, 2, 4, 5, 5], start=1)])
-    patterns = {"ParentRefs": None, "ChildRefs": None}
-    right = {"ParentRefs": [1, 2, 3], "ChildRefs": [1, 2, 3]}
-    assert evaluate("3.2", right, products=products, categories=categories, category=1, patterns=patterns)[0] == "correct"
-    wrong = {"ParentRefs": [1, 2, 3], "ChildRefs": [1, 2]}
-    status, line = evaluate("3.2", wrong, products=products, categories=categories, category=1, patterns=patterns)
-    assert status == "not right yet" and "ChildRefs" in line and "ParentRefs:" not in line
+    products.insert_many([{"_id": i, "category_id": 4 if i <= 150 else 5} for i in range(1, 451)])
+    products.create_index("category_id")
+
+    def competent(tree, batch=1000):
+        walk = getattr(tree, "graph_descendants", tree.descendants)
+        return lambda c: sorted(d["_id"] for d in products.find({"category_id": {"$in": [c, *walk(c)]}}, {"_id": 1},
+                                                                 batch_size=batch))
+
+    context = {"products": products, "categories": categories, "category": 1, "patterns": t}
+    right = {name: competent(tree) for name, tree in t.items()}
+    assert evaluate("3.2", right, **context)[0] == "correct"
+    loops = {**right, "ParentRefs": lambda c: sorted(
+        d["_id"] for d in products.find({"category_id": {"$in": [c, *t["ParentRefs"].descendants(c)]}},
+                                        batch_size=1000))}
+    status, line = evaluate("3.2", loops, **context)
+    assert status == "not right yet" and "ParentRefs" in line and "round trips; 2 are enough" in line
+    default_batch = {**right, "ChildRefs": lambda c: sorted(
+        d["_id"] for d in products.find({"category_id": {"$in": [c, *t["ChildRefs"].graph_descendants(c)]}}))}
+    status, line = evaluate("3.2", default_batch, **context)
+    assert status == "not right yet" and "batch_size" in line and "ChildRefs" in line
+    every_product = {**right, "AncestorsArray": lambda c: sorted(
+        d["_id"] for d in products.find({}, batch_size=1000)
+        if d["category_id"] in [c, *t["AncestorsArray"].descendants(c)])}
+    status, line = evaluate("3.2", every_product, **context)
+    assert status == "not right yet" and "AncestorsArray" in line
+    wrong = {**right, "ChildRefs": lambda c: [1, 2]}
+    status, line = evaluate("3.2", wrong, **context)
+    assert status == "not right yet" and "ChildRefs" in line and "ParentRefs" not in line
 
 
 @exercise("98.3", hint="query the fruit collection", query_result=True)
@@ -514,7 +569,7 @@ def _raises_with_the_answer(answer):
     ("2.1", -10 ** 5000, {"posts_embedded": None}),  # repr() of an int of over 4,300 digits raises
     ("2.3", [HUGE], {"db": None, "views": []}),
     ("2.5", HUGE, {"workload": None, "costs": {"a design": 1}}),
-    ("3.3", HUGE, {"workload": None, "designs": {"a design": 1}}),
+    ("3.3", HUGE, {"tree": None, "categories": None, "node": 1}),
     ("4.3", HUGE.encode(), {"aerodata": None}),
     ("4.5", HUGE, {"messages": []}),
     ("4.7", HUGE, {"workload": None, "designs": {"a design": 1}}),
