@@ -386,19 +386,102 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
         assert low == want
 
 
-def test_exercise_2_5_weighs_the_live_event():
+def _forum(db, threshold=2):
+    """A small forum laid out by the outlier pattern (posts 1 and 2, post 2 flagged) and referenced
+    (comments_ref), as notebook 02 has it after section 2.4."""
+    from helpers.outlier import OVERFLOW, load_outlier_posts
+    from helpers.safety import workbook_collection
+
+    source = [{"_id": 1, "comments": [{"n": n} for n in range(2)]}, {"_id": 2, "comments": [{"n": n} for n in range(7)]}]
+    load_outlier_posts(db, source, threshold)
+    workbook_collection(db, "comments_ref").insert_many([{"post_id": p["_id"], **c} for p in source for c in p["comments"]])
+    db[OVERFLOW].insert_one({"_id": {"post_id": 2, "seq": 8}, "post_id": 2, "seq": 8, "lost": True})  # a repaired hole
+    return source
+
+
+def test_exercise_2_3_counts_the_documents_a_day_of_pages_reads(db):
     from helpers.workload import Operation, Workload
 
-    ops = (("view a typical post", "read", 95_000), ("view the viral post", "read", 5_000),
-           ("comment on a typical post", "write", 1_900), ("comment on the viral post", "write", 100))
-    workload = Workload("forum", tuple(Operation(n, k, r, "any", "x", "assumption: a test") for n, k, r in ops))
-    per_design = {"embed everything": (1, 1, 1, 1), "reference everything": (2, 3, 1, 1),
-                  "outlier pattern": (1, 3, 1, 3), "outlier pattern, buckets of 100": (1, 2, 1, 3)}
-    costs = {d: {op[0]: _rt(rt) for op, rt in zip(ops, rts)} for d, rts in per_design.items()}
-    assert workload.pick({d: c for d, c in costs.items() if d != "embed everything"}) == "outlier pattern, buckets of 100"
-    assert evaluate("2.5", "reference everything", workload=workload, costs=costs)[0] == "correct"
-    for wrong in ("outlier pattern, buckets of 100", "outlier pattern", "embed everything", "nonsense", None):
-        assert evaluate("2.5", wrong, workload=workload, costs=costs)[0] != "correct", wrong
+    _forum(db)
+    workload = Workload("forum", tuple(Operation(n, "read", r, "any", "x", "assumption: a test")
+                                       for n, r in (("view a typical post", 90), ("view the viral post", 10))))
+    # typical: referenced 1 + 2, pattern 1 + 0; viral: referenced 1 + 7, pattern 1 + 5 overflow + 1 lost marker
+    context = {"db": db, "workload": workload, "typical_id": 1, "viral_id": 2}
+    for right in (90 * 2 + 10 * 1, 190.0):
+        assert evaluate("2.3", right, **context)[0] == "correct", right
+    for wrong in (90 * 2 + 10 * 2, 0, "190", True, 190.5):
+        assert evaluate("2.3", wrong, **context)[0] == "not right yet", wrong
+    assert "the viral post's views save some" in evaluate("2.3", 90 * 2, **context)[1]
+
+
+def _write_in_one_pipeline(db, post_id, comment, threshold):
+    """The review's form: one update flips the flag, numbers the comment and embeds it only if not flagged."""
+    from pymongo import ReturnDocument
+
+    after = db["posts"].find_one_and_update({"_id": post_id}, [
+        {"$set": {"hasOverflow": {"$or": [{"$eq": ["$hasOverflow", True]}, {"$gte": [{"$size": "$comments"}, threshold]}]}}},
+        {"$set": {"commentCount": {"$add": ["$commentCount", 1]},
+                  "comments": {"$cond": ["$hasOverflow", "$comments", {"$concatArrays": ["$comments", [{"$literal": comment}]]}]}}}],
+        projection={"_id": 0, "commentCount": 1, "hasOverflow": 1}, return_document=ReturnDocument.AFTER)
+    if after["hasOverflow"]:
+        seq = after["commentCount"]
+        db["posts_overflow"].insert_one({"_id": {"post_id": post_id, "seq": seq}, "post_id": post_id, "seq": seq,
+                                         "comment": comment})
+
+
+def _write_in_three_steps(db, post_id, comment, threshold):
+    """The obvious form: an embed that may not match, then the number, then the insert."""
+    from pymongo import ReturnDocument
+
+    posts = db["posts"]
+    if posts.update_one({"_id": post_id, "hasOverflow": False, f"comments.{threshold - 1}": {"$exists": False}},
+                        {"$push": {"comments": comment}, "$inc": {"commentCount": 1}}).matched_count:
+        return
+    seq = posts.find_one_and_update({"_id": post_id}, {"$inc": {"commentCount": 1}, "$set": {"hasOverflow": True}},
+                                    return_document=ReturnDocument.AFTER)["commentCount"]
+    db["posts_overflow"].insert_one({"post_id": post_id, "seq": seq, "comment": comment})
+
+
+def _write_without_literal(db, post_id, comment, threshold):
+    """Right round trips, but the comment is not wrapped in $literal: its "$..." strings become field paths."""
+    from pymongo import ReturnDocument
+
+    after = db["posts"].find_one_and_update({"_id": post_id}, [
+        {"$set": {"hasOverflow": {"$or": ["$hasOverflow", {"$gte": [{"$size": "$comments"}, threshold]}]}}},
+        {"$set": {"commentCount": {"$add": ["$commentCount", 1]},
+                  "comments": {"$cond": ["$hasOverflow", "$comments", {"$concatArrays": ["$comments", [comment]]}]}}}],
+        return_document=ReturnDocument.AFTER)
+    if after["hasOverflow"]:
+        db["posts_overflow"].insert_one({"post_id": post_id, "seq": after["commentCount"], "comment": comment})
+
+
+def _write_never_flagging(db, post_id, comment, threshold):
+    """Numbers and stores every comment, but never sets the flag: readers would miss the overflow."""
+    from pymongo import ReturnDocument
+
+    after = db["posts"].find_one_and_update({"_id": post_id}, [
+        {"$set": {"full": {"$gte": [{"$size": "$comments"}, threshold]}}},
+        {"$set": {"commentCount": {"$add": ["$commentCount", 1]},
+                  "comments": {"$cond": ["$full", "$comments", {"$concatArrays": ["$comments", [{"$literal": comment}]]}]}}},
+        {"$unset": "full"}], return_document=ReturnDocument.AFTER)
+    if len(after["comments"]) < after["commentCount"]:
+        db["posts_overflow"].insert_one({"post_id": post_id, "seq": after["commentCount"], "comment": comment})
+
+
+def test_exercise_2_5_takes_every_two_round_trip_write_and_refuses_the_rest(db):
+    from helpers.outlier import OVERFLOW, POSTS, add_comment
+
+    assert evaluate("2.5", _write_in_one_pipeline, db=db)[0] == "not right yet"  # nothing loaded yet: says so
+    _forum(db)
+    before = (sorted(map(str, db[POSTS].find())), db[OVERFLOW].count_documents({}))
+    for right in (_write_in_one_pipeline, add_comment):  # the flag flipped in the update, or in a step of its own
+        assert evaluate("2.5", right, db=db) == ("correct", "Exercise 2.5: correct."), right
+    for wrong, said in ((_write_in_three_steps, "comment 5 (overflowed) took 3 round trips"),
+                        (_write_without_literal, "$literal"), (_write_never_flagging, "hasOverflow"),
+                        (lambda db, post_id, comment, threshold: None, "embeds []"), ("write_comment", "a function")):
+        status, line = evaluate("2.5", wrong, db=db)
+        assert status == "not right yet" and said in line, (wrong, line)
+    assert (sorted(map(str, db[POSTS].find())), db[OVERFLOW].count_documents({})) == before  # the scratch post is gone
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,8 +650,8 @@ def _raises_with_the_answer(answer):
     ("1.5", HUGE, {"workload": None, "costs": None}),
     ("2.1", HUGE, {"posts_embedded": None}),
     ("2.1", -10 ** 5000, {"posts_embedded": None}),  # repr() of an int of over 4,300 digits raises
-    ("2.3", [HUGE], {"db": None, "views": []}),
-    ("2.5", HUGE, {"workload": None, "costs": {"a design": 1}}),
+    ("2.3", [HUGE], {"db": None, "workload": None, "typical_id": 1, "viral_id": 2}),
+    ("2.5", HUGE, {"db": None}),
     ("3.3", HUGE, {"tree": None, "categories": None, "node": 1}),
     ("4.3", HUGE.encode(), {"aerodata": None}),
     ("4.5", HUGE, {"messages": []}),
