@@ -244,6 +244,17 @@ def _transaction_isolation(p: Probe) -> bool:
     return seen_outside == 0 and left == 0
 
 
+def _client_bulk_write(p: Probe) -> bool:
+    """MongoDB 8.0's ``bulkWrite`` command (pymongo's ``client.bulk_write``): one call updates two collections."""
+    from pymongo import InsertOne, UpdateOne
+
+    one, two = p.scratch("bw1"), p.scratch("bw2")
+    one.insert_one({"_id": 1, "n": 0})
+    p.db.client.bulk_write([UpdateOne({"_id": 1}, {"$set": {"n": 1}}, namespace=one.full_name),
+                            InsertOne({"_id": 1}, namespace=two.full_name)])
+    return one.count_documents({"n": 1}) == 1 and two.count_documents({}) == 1
+
+
 def _graph_restrict(p: Probe) -> bool:
     """``$graphLookup`` up from k010 (v 10 -> 4 -> 1 -> 0) only through v > 3: just v 4."""
     got = list(p.coll.aggregate([
@@ -427,6 +438,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         mongodb="yes", embedded=(True, "yes"), mock=(False, "**no**: seen before commit (abort still undoes it)"),
         label="transaction isolation: a write inside an open transaction is visible to other readers "
               "before it commits (abort still undoes it)"),
+    Capability(
+        "client_bulk_write", _client_bulk_write,
+        meaning="MongoDB 8.0's cross-collection `bulkWrite` (`client.bulk_write`)", mongodb="8.0 and later",
+        embedded=(True, "yes"), mock=(False, "**no** (its client has no `bulk_write`)"),
+        label="MongoDB 8.0's cross-collection bulkWrite (client.bulk_write): writes to two collections take "
+              "a round trip each"),
     Capability(
         "update_pipeline_strings", _update_pipeline_strings,
         meaning="string operators in an update pipeline, `$substrCP`/`$strLenCP`", mongodb="yes",

@@ -350,25 +350,25 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
                                       for name, kind, rate in (("view a product page", "read", 1000),
                                                                ("add a co-author to a book", "write", 20),
                                                                ("rename an author", "write", 5))))
-    costs = {"embed or copy": {"view a product page": _rt(1), "add a co-author to a book": _rt(2, 2),
+    costs = {"embed": {"view a product page": _rt(1), "add a co-author to a book": _rt(2, 2),
                                "rename an author": _rt(2, 72)},
              "reference": {"view a product page": _rt(2), "add a co-author to a book": _rt(1, 1),
                            "rename an author": _rt(1, 1)}}
-    # embed or copy: v + 40 + 10; reference: 2v + 20 + 5. Equal at v = 25, and within 3 % (a tie) up to 27:
-    # at 28, 81 > 1.03 * 78, and "embed or copy" is the pick outright
+    # embed: v + 40 + 10; reference: 2v + 20 + 5. Equal at v = 25, and within 3 % (a tie) up to 27:
+    # at 28, 81 > 1.03 * 78, and "embed" is the pick outright
     assert workload.with_rate("view a product page", 27).pick(costs, by="round trips / day").tie
     assert evaluate("1.5", 28, workload=workload, costs=costs)[0] == "correct"
     for wrong in (25, 27, 29, 1000, 0, "28", True):
         assert evaluate("1.5", wrong, workload=workload, costs=costs)[0] == "not right yet", wrong
     assert "tie" in evaluate("1.5", 27, workload=workload, costs=costs)[1]  # says why 27 is not the answer
     # by the server's work: a page examines 1 document embedded, 11 referenced; the writes the other way
-    work = {("embed or copy", "view a product page"): 1, ("embed or copy", "add a co-author to a book"): 2,
-            ("embed or copy", "rename an author"): 1001, ("reference", "view a product page"): 11,
+    work = {("embed", "view a product page"): 1, ("embed", "add a co-author to a book"): 2,
+            ("embed", "rename an author"): 1001, ("reference", "view a product page"): 11,
             ("reference", "add a co-author to a book"): 1, ("reference", "rename an author"): 1}
     examined = {d: {op: {**c, "keys examined": work[(d, op)], "docs examined": work[(d, op)]}
                     for op, c in per_op.items()} for d, per_op in costs.items()}
     by = "docs examined / day"
-    # embed or copy: v + 40 + 5005; reference: 11v + 20 + 5; a tie from v = 486 to 518, "embed or copy" from 519
+    # embed: v + 40 + 5005; reference: 11v + 20 + 5; a tie from v = 486 to 518, "embed" from 519
     assert evaluate("1.5", 519, workload=workload, costs=examined, by=by)[0] == "correct"
     for wrong in (485, 486, 502, 518, 520, 28):
         assert evaluate("1.5", wrong, workload=workload, costs=examined, by=by)[0] == "not right yet", wrong
@@ -381,9 +381,58 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
         low, high = 1, 1000
         while low < high:
             mid = (low + high) // 2
-            low, high = (low, mid) if workload.with_rate("view a product page", mid).pick(c, by=b) == "embed or copy" \
+            low, high = (low, mid) if workload.with_rate("view a product page", mid).pick(c, by=b) == "embed" \
                 else (mid + 1, high)
         assert low == want
+
+def test_checks_of_notebook_01_accept_every_right_form_and_refuse_wrong_evidence(db):
+    """1.1 takes a tuple or a list; 1.2 refuses a pipeline whose order comes from how the authors are
+    stored; 1.3 takes every key whose figure supports the choice, and refuses one that ties."""
+    import bson as _bson
+
+    from helpers import generators as g
+    from helpers.safety import workbook_collection
+
+    products = workbook_collection(db, "products")
+    products.insert_many([{"_id": i, "reviews": [{"t": "x" * i}]} for i in range(1, 6)])
+    for pair in ((5, len(_bson.encode(products.find_one({"_id": 5})))),):
+        assert evaluate("1.1", pair, products=products)[0] == "correct"
+        assert evaluate("1.1", list(pair), products=products)[0] == "correct"
+        assert evaluate("1.1", (4, pair[1]), products=products)[0] == "not right yet"
+    people, written = g.authors_and_books(5, 7)
+    authors, books = workbook_collection(db, "authors"), workbook_collection(db, "books")
+    authors.insert_many(people)
+    books.insert_many(written)
+    join = {"$lookup": {"from": "books", "localField": "_id", "foreignField": "author_ids", "as": "b"}}
+    count = {"$project": {"_id": 1, "name": 1, "book_count": {"$size": "$b"}}}
+    for right in ([{"$sort": {"_id": 1}}, join, count], [join, count, {"$sort": {"_id": 1}}]):
+        assert evaluate("1.2", right, authors=authors, books=books)[0] == "correct"
+    status, line = evaluate("1.2", [join, count], authors=authors, books=books)  # stored in _id order only
+    assert status == "not right yet" and "sorted by _id" in line
+    assert "exercise_1_2_authors_reordered" not in db.list_collection_names()
+    measured = {"product page docs examined, embedded": 1, "product page docs examined, referenced": 9,
+                "product page round trips, referenced": 1, "product page bytes, referenced": 918,
+                "largest product, bytes": 11_608, "median reviews per product": 4,
+                "rename: documents written, duplicated name": 74, "rename: documents to change, duplicated name": 74,
+                "rename: documents to change, reference only": 1, "reviews that fit in 16 MiB": 140_000,
+                "reviews refused at": 150_000, "largest array write, document bytes": 1_141_882,
+                "review insert, document bytes": 125}
+    b, c = ("reference", "rename: documents written, duplicated name"), ("reference", "reviews refused at")
+    for a in ("product page docs examined, embedded", "product page docs examined, referenced",
+              "largest product, bytes", "median reviews per product"):
+        assert evaluate("1.3", {"A": ("embed", a), "B": b, "C": c}, measured=measured)[0] == "correct", a
+    for key in ("reviews that fit in 16 MiB", "reviews refused at", "largest array write, document bytes"):
+        assert evaluate("1.3", {"A": ["embed", "largest product, bytes"], "B": b, "C": ("reference", key)},
+                        measured=measured)[0] == "correct", key
+    for tie in ("product page round trips, referenced", "product page bytes, referenced"):  # no evidence for embed
+        assert evaluate("1.3", {"A": ("embed", tie), "B": b, "C": c}, measured=measured)[0] == "not right yet", tie
+    assert evaluate("1.3", {"A": ("reference", "largest product, bytes"), "B": b, "C": c},
+                    measured=measured)[0] == "not right yet"
+    unexplained = {**measured, "product page docs examined, embedded": None, "product page docs examined, referenced": None}
+    a = ("embed", "product page docs examined, referenced")  # the engine did not explain: the key still names the evidence
+    assert evaluate("1.3", {"A": a, "B": b, "C": c}, measured=unexplained)[0] == "correct"
+    backwards = {**measured, "product page docs examined, embedded": 9}
+    assert evaluate("1.3", {"A": a, "B": b, "C": c}, measured=backwards)[0] == "not right yet"
 
 
 def _forum(db, threshold=2):

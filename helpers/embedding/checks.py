@@ -7,12 +7,13 @@ from typing import Any
 import bson
 
 from ..exercises import exercise, shown
+from ..safety import forget, workbook_collection
 
 
 @exercise("1.1", hint="len(bson.encode(doc)) is a document's exact size; keep the _id with the largest")
 def largest_product(answer: Any, *, products: Any) -> str | None:
-    """``(product _id, BSON size)`` of the largest product document, measured again here."""
-    if not isinstance(answer, tuple) or len(answer) != 2:
+    """``(product _id, BSON size)`` (a tuple or a list) of the largest product document, measured again here."""
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
         return "give a pair: (product _id, size in bytes)"
     pid, size = answer
     largest = max(len(bson.encode(p)) for p in products.find({}))
@@ -29,7 +30,8 @@ def largest_product(answer: Any, *, products: Any) -> str | None:
 @exercise("1.2", hint="$lookup from books (localField _id, foreignField author_ids), then "
                       "$project with {'$size': '$<as field>'}; sort by _id")
 def book_count_pipeline(answer: Any, *, authors: Any, books: Any) -> str | None:
-    """Run the learner's pipeline on ``authors`` and compare with counts made in Python."""
+    """Run the learner's pipeline on ``authors``, and on a copy of it stored in reverse order (so the
+    order must come from the pipeline's ``$sort``), and compare with counts made in Python."""
     if not isinstance(answer, list) or not all(isinstance(s, dict) for s in answer):
         return "give a list of aggregation stages (each a dict)"
     got = list(authors.aggregate(answer))
@@ -39,37 +41,67 @@ def book_count_pipeline(answer: Any, *, authors: Any, books: Any) -> str | None:
     if [sorted(d) for d in got[:1]] != [["_id", "book_count", "name"]]:
         return (f"each document should have exactly _id, name, book_count; "
                 f"the first has {sorted(got[0]) if got else 'nothing'}")
-    if [d["_id"] for d in got] != [d["_id"] for d in want]:
-        return "one document per author, sorted by _id, is expected"
-    wrong = [(g["_id"], g["book_count"]) for g, w in zip(got, want) if g != w]
-    return None if not wrong else f"author {wrong[0][0]}: book_count {wrong[0][1]} is not their number of books"
+    if sorted(d["_id"] for d in got) != [d["_id"] for d in want]:
+        return "one document per author is expected"
+    wrong = [(g["_id"], g["book_count"]) for g, w in zip(sorted(got, key=lambda d: d["_id"]), want) if g != w]
+    if wrong:
+        return f"author {wrong[0][0]}: book_count {wrong[0][1]} is not their number of books"
+    db = authors.database
+    reordered = workbook_collection(db, _REORDERED)
+    try:
+        reordered.delete_many({})
+        reordered.insert_many(list(authors.find({}).sort("_id", -1)))
+        again = [d["_id"] for d in reordered.aggregate(answer)]
+    finally:
+        db.drop_collection(_REORDERED)
+        forget(db, [_REORDERED])
+    if again != [d["_id"] for d in want]:
+        return ("sorted by _id is expected: run on the authors stored in reverse order, your pipeline returns "
+                "them in another order, so its order comes from how they are stored")
+    return None
 
 
-# workload -> (the better fit, words that the key of `measured` justifying it must contain)
-_FITS = {"A": ("embed", ("product page",)), "B": ("reference", ("rename",)),
-         "C": ("reference", ("16 MB", "16 MiB", "largest array write", "review insert"))}
+#: exercise 1.2's copy of the authors, stored in reverse _id order, dropped after each check
+_REORDERED = "exercise_1_2_authors_reordered"
+
+# workload -> (the better fit, the keys of `measured` whose figures support it)
+_FITS = {
+    "A": ("embed", ("product page docs examined, embedded", "product page docs examined, referenced",
+                    "largest product, bytes", "median reviews per product")),
+    "B": ("reference", ("rename: documents to change, duplicated name", "rename: documents written, duplicated name",
+                        "rename: documents to change, reference only")),
+    "C": ("reference", ("reviews that fit in 16 MiB", "reviews refused at", "largest array write, document bytes",
+                        "review insert, document bytes")),
+}
+_EXAMINED = ("product page docs examined, embedded", "product page docs examined, referenced")
 
 
-@exercise("1.3", hint="A is read-heavy and bounded; B changes a duplicated value; C is unbounded growth. "
-                      "Pick the measurement that shows the cost each design would pay")
+@exercise("1.3", hint="A is read on every view and bounded: which design makes the server read less? B changes a "
+                      "copied value about as often as it is read; C is unbounded growth. Name the measurement that "
+                      "shows the cost the other design would pay (a figure that ties is no evidence)")
 def embed_or_reference(answer: Any, *, measured: dict[str, Any]) -> str | None:
-    """A choice per workload, each with the key of this run's ``measured`` that justifies it."""
+    """A choice per workload, each with a key of this run's ``measured`` whose figure supports it
+    (a figure that ties, such as the page's round trips, or that measures something else, does not)."""
     if not isinstance(answer, dict):
         return 'give a dict: {"A": ("embed" or "reference", "<key of measured>"), ...}'
-    for w, (fit, topics) in _FITS.items():
+    for w, (fit, supports) in _FITS.items():
         if w not in answer:
             return f"workload {w} has no answer"
-        if not isinstance(answer[w], tuple) or len(answer[w]) != 2:
+        if not isinstance(answer[w], (tuple, list)) or len(answer[w]) != 2:
             return f"workload {w}: give a pair (choice, key of measured)"
         choice, evidence = answer[w]
         if choice not in ("embed", "reference"):
             return f"workload {w}: choose 'embed' or 'reference', not {shown(choice)}"
         if choice != fit:
             return f"workload {w}: {shown(choice)} is not the better fit"
-        if evidence not in measured:
+        if not isinstance(evidence, str) or evidence not in measured:
             return f"workload {w}: {shown(evidence)} is not a key of measured"
-        if not any(t in evidence for t in topics):
-            return f"workload {w}: {shown(evidence)} ({measured[evidence]}) does not measure what decides this workload"
+        if evidence not in supports:
+            return (f"workload {w}: {shown(evidence)} ({shown(measured[evidence])}) is no evidence for "
+                    f"{shown(fit)} here: it ties, or it measures something else")
+        embedded, referenced = (measured.get(k) for k in _EXAMINED)
+        if evidence in _EXAMINED and None not in (embedded, referenced) and not embedded < referenced:
+            return f"workload {w}: in this run the page examines {embedded} documents embedded, {referenced} referenced"
     return None
 
 
@@ -98,17 +130,18 @@ def torn_possible(answer: Any) -> str | None:
 
 
 @exercise("1.5", hint="workload.with_rate('view a product page', v).pick(costs, by=by) for a few values of v: a tie "
-                      "(pick.tie) is not a pick; the answer is the smallest v at which the pick is 'embed or copy' itself")
-def views_at_flip(answer: Any, *, workload: Any, costs: Any, by: str = "round trips / day") -> str | None:
+                      "(pick.tie) is not a pick; the answer is the smallest v at which the pick is 'embed' itself")
+def views_at_flip(answer: Any, *, workload: Any, costs: Any, by: str = "round trips / day",
+                  design: str = "embed") -> str | None:
     """Weigh the measured costs with the product page's rate changed, at the answer and one below:
-    the pick at the answer is "embed or copy" outright (a tie within the workload's margin is not),
-    and one view fewer it is not."""
+    the pick at the answer is ``design`` outright (a tie within the workload's margin is not), and
+    one view fewer it is not."""
     if isinstance(answer, bool) or not hasattr(answer, "__index__"):
         return f"give a whole number of page views a day, not {shown(answer)}"
     if by not in workload.weigh(costs).columns:  # the engine gave no server work (caps.explain): nothing to find
         return None if int(answer) == 0 else (
             f"the costs carry no {shown(by)} on this engine (it gives no keys or documents examined: caps.explain), "
-            f"so no rate makes 'embed or copy' the pick by it: answer 0")
+            f"so no rate makes {shown(design)} the pick by it: answer 0")
     if int(answer) < 1:
         return f"give a whole number of page views a day, 1 or more, not {shown(answer)}"
     v = int(answer)
@@ -117,9 +150,9 @@ def views_at_flip(answer: Any, *, workload: Any, costs: Any, by: str = "round tr
         return workload.with_rate("view a product page", views, "exercise 1.5").pick(costs, by=by)
 
     at = pick(v)
-    if at != "embed or copy":
+    if at != design:
         said = f"the designs tie on {by} (within {workload.margin:.0%})" if at.tie else f"the pick by {by} is {shown(str(at))}"
         return f"at {v:,} product page views a day {said}: go higher"
-    if v > 1 and pick(v - 1) == "embed or copy":
-        return f"at {v - 1:,} views a day 'embed or copy' is still the pick by {by}: go lower"
+    if v > 1 and pick(v - 1) == design:
+        return f"at {v - 1:,} views a day {shown(design)} is still the pick by {by}: go lower"
     return None

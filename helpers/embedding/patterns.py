@@ -10,6 +10,8 @@ What the lesson measures, one small function per idea:
   ``$lookup`` runs on the foreign collection for each input document;
 * two-way references and duplicated fields: :func:`with_book_ids`, :func:`books_with_author_names`,
   :func:`add_coauthor`, :func:`one_sided_references`, :func:`rename_author`, :func:`stale_copies`;
+  the catalogue's operations in each design: :func:`book_page_lookup`, :func:`add_coauthor_named`,
+  :func:`rename_author_bulk` (MongoDB 8.0's ``bulkWrite``: one round trip);
 * the bill's prices: :func:`priced` (a measured cost with the server's work of its queries);
 * writes: :func:`add_review_embedded` vs :func:`add_review_referenced`;
 * consistency: :func:`update_product_version` and :func:`product_is_consistent` (one document,
@@ -22,7 +24,8 @@ What the lesson measures, one small function per idea:
 * "start embedded, pivot later": :func:`migrate_reviews`, :func:`review_digests`,
   :func:`verify_migration`, :func:`drop_embedded_reviews`, :func:`product_page`; and the cut-over
   that loses no review written meanwhile: :func:`add_review`, :func:`migrate_reviews_flagged`,
-  :func:`product_reviews` (the read path while it runs).
+  :func:`product_reviews` (the read path while it runs); :func:`reviews_query_plans` (the page's
+  reviews query as the engine plans it, and covered).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import bson
+from pymongo import UpdateMany, UpdateOne
 from pymongo.errors import DocumentTooLarge, OperationFailure
 
 from ..backends import backend_info, info_of
@@ -43,7 +47,7 @@ from .migrate import (  # part two of the lesson (start embedded, pivot later), 
     _check_collection,
 )
 
-__all__ = ["authors_books_app_join", "authors_books_lookup", "authors_books_lookup_pipeline", "product_page_lookup", "priced", "find_work", "add_work", "foreign_query_plan", "ForeignPlan", "lookup_stage_stats", "books_with_author_names", "with_book_ids", "add_coauthor", "one_sided_references", "rename_author", "stale_copies", "update_product_version", "product_is_consistent", "author_copies_agree", "rename_author_in_transaction", "read_in_transaction", "count_torn_reads", "TornReads", "hot_document_throughput", "Throughput", "add_review_embedded", "add_review_referenced", "synthetic_reviews", "sizes_by_review_count", "push_reviews_until_limit", "GrowthResult", "product_page"]
+__all__ = ["authors_books_app_join", "authors_books_lookup", "authors_books_lookup_pipeline", "product_page_lookup", "priced", "find_work", "add_work", "foreign_query_plan", "ForeignPlan", "lookup_stage_stats", "books_with_author_names", "with_book_ids", "add_coauthor", "one_sided_references", "rename_author", "rename_author_bulk", "add_coauthor_named", "book_page_lookup", "reviews_query_plans", "stale_copies", "update_product_version", "product_is_consistent", "author_copies_agree", "rename_author_in_transaction", "read_in_transaction", "count_torn_reads", "TornReads", "hot_document_throughput", "Throughput", "add_review_embedded", "add_review_referenced", "synthetic_reviews", "sizes_by_review_count", "push_reviews_until_limit", "GrowthResult", "product_page"]
 
 Document = dict[str, Any]
 #: the first batch every read of the lesson asks for: the whole answer in one reply (up to 16 MiB),
@@ -204,6 +208,27 @@ def rename_author(authors: Any, books_named: Any, author_id: Any, new_name: str,
     return {"authors changed": a.modified_count, "books changed": b.modified_count}
 
 
+def rename_author_bulk(client: Any, authors: Any, books_named: Any, author_id: Any, new_name: str) -> dict[str, int]:
+    """:func:`rename_author` in one round trip: MongoDB 8.0's ``bulkWrite`` command
+    (``client.bulk_write``, pymongo 4.9+) carries the author's ``UpdateOne`` and the books'
+    ``UpdateMany`` to their two collections together, in that order. Still two writes: a reader can
+    land between them (section 5), as with :func:`rename_author`. Needs ``caps.client_bulk_write``.
+    """
+    _check_collection(authors, "authors")
+    _check_collection(books_named, "books_named")
+    if not isinstance(new_name, str) or not new_name.strip():
+        raise ValueError(f"new_name must be a non-empty string, not {new_name!r}")
+    result = client.bulk_write([
+        UpdateOne({"_id": author_id}, {"$set": {"name": new_name}}, namespace=authors.full_name),
+        UpdateMany({"authors._id": author_id}, {"$set": {"authors.$[who].name": new_name}},
+                   array_filters=[{"who._id": author_id}], namespace=books_named.full_name),
+    ], verbose_results=True)
+    a, b = result.update_results[0], result.update_results[1]
+    if a.matched_count == 0:
+        raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
+    return {"authors changed": a.modified_count, "books changed": b.modified_count}
+
+
 def stale_copies(authors: Any, books_named: Any) -> list[Document]:
     """Every book whose copy of an author's name differs from the author document, by book ``_id``."""
     _check_collection(authors, "authors")
@@ -293,15 +318,19 @@ class TornReads:
 
 
 def count_torn_reads(write: Callable[[int], Any], read_is_consistent: Callable[[], bool], *,
-                     writes: int = 100, readers: int = 1) -> TornReads:
-    """Run ``write(1)``, ..., ``write(writes)`` in one thread while ``readers`` threads call
+                     writes: int = 100, readers: int = 1, min_reads: int = 0) -> TornReads:
+    """Run ``write(1)``, ``write(2)``, ... in one thread while ``readers`` threads call
     ``read_is_consistent()`` in a loop until the writer is done; count the reads that returned False.
 
-    Server backends only: each thread sends its own commands, so the server interleaves them
-    (the mock is not thread-safe). A reader error is raised here, not swallowed.
+    The writer makes at least ``writes`` writes, and goes on until the readers have made at least
+    ``min_reads`` reads (it yields to them after a write while they lag behind that pace), so
+    a count of zero torn reads rests on that many reads. Server backends only: each thread sends its
+    own commands, so the server interleaves them (the mock is not thread-safe). A reader error is
+    raised here, not swallowed.
     """
-    if writes < 1 or readers < 1:
-        raise ValueError(f"writes and readers must be at least 1, not {writes!r}, {readers!r}")
+    if writes < 1 or readers < 1 or min_reads < 0:
+        raise ValueError(f"writes and readers must be at least 1 and min_reads 0 or more, not "
+                         f"{writes!r}, {readers!r}, {min_reads!r}")
     done = threading.Event()
     counts = [[0, 0] for _ in range(readers)]
     errors: list[BaseException] = []
@@ -321,17 +350,21 @@ def count_torn_reads(write: Callable[[int], Any], read_is_consistent: Callable[[
     for t in threads:
         t.start()
     t0 = time.perf_counter()
+    v = 0
     try:
         start.wait()
-        for v in range(1, writes + 1):
+        while not errors and (v < writes or sum(c[0] for c in counts) < min_reads):
+            v += 1
             write(v)
+            if sum(c[0] for c in counts) < min_reads * min(v, writes) / writes:
+                time.sleep(0)  # the readers lag behind: hand them the interpreter
     finally:
         done.set()
         for t in threads:
             t.join()
     if errors:
         raise errors[0]
-    return TornReads(writes, sum(c[0] for c in counts), sum(c[1] for c in counts), time.perf_counter() - t0)
+    return TornReads(v, sum(c[0] for c in counts), sum(c[1] for c in counts), time.perf_counter() - t0)
 
 
 @dataclass
@@ -405,41 +438,64 @@ def with_book_ids(authors: Iterable[Document], books: Iterable[Document]) -> lis
     return [{**a, "book_ids": sorted(owned.get(a["_id"], []))} for a in authors]
 
 
-def add_coauthor(authors_two_way: Any, books_named: Any, book_id: Any, author_id: Any, *,
-                 read_name_first: bool = False) -> dict[str, int]:
-    """Add ``author_id`` to a book in the embed-or-copy design: both sides, and the book's copy of the name.
+def add_coauthor(authors_two_way: Any, books_named: Any, book_id: Any, author_id: Any) -> dict[str, int]:
+    """Add ``author_id`` to a book with two-way references and copied names: both sides, and the name.
 
     One ``find_one_and_update`` adds the book to the author's ``book_ids`` and returns the author's
     name; one ``update_one`` pushes ``{_id, name}`` onto the book's ``authors`` unless the author is
     there: two round trips (a third, for the name, only when the author lists the book already), and
-    running it again changes nothing. ``read_name_first=True`` is the obvious form: a ``find_one`` for
-    the name, then the two writes (three round trips). An unknown author changes nothing; an unknown
-    book undoes the author's side. Returns the documents changed on each side. Notebook 01, section 4.
+    running it again changes nothing. An unknown author changes nothing; an unknown book undoes the
+    author's side. Returns the documents changed on each side. Notebook 01, section 4.
     """
     _check_collection(authors_two_way, "authors_two_way")
     _check_collection(books_named, "books_named")
-
-    def name_of_author() -> str:
+    found = authors_two_way.find_one_and_update({"_id": author_id, "book_ids": {"$ne": book_id}},
+                                                {"$push": {"book_ids": book_id}}, projection={"name": 1})
+    added = int(found is not None)
+    if found is None:
         found = authors_two_way.find_one({"_id": author_id}, {"name": 1})
         if found is None:
             raise KeyError(f"no author with _id {author_id!r} in {authors_two_way.name!r}: check author_id")
-        return found["name"]
-
-    if read_name_first:
-        name = name_of_author()
-        added = authors_two_way.update_one({"_id": author_id}, {"$addToSet": {"book_ids": book_id}}).modified_count
-    else:
-        found = authors_two_way.find_one_and_update({"_id": author_id, "book_ids": {"$ne": book_id}},
-                                                    {"$push": {"book_ids": book_id}}, projection={"name": 1})
-        added = int(found is not None)
-        name = found["name"] if found else name_of_author()
     b = books_named.update_one({"_id": book_id, "authors._id": {"$ne": author_id}},
-                               {"$push": {"authors": {"_id": author_id, "name": name}}})
+                               {"$push": {"authors": {"_id": author_id, "name": found["name"]}}})
     if b.matched_count == 0 and books_named.find_one({"_id": book_id}, {"_id": 1}) is None:
         if added:  # this call added the book to the author: take it back
             authors_two_way.update_one({"_id": author_id}, {"$pull": {"book_ids": book_id}})
         raise KeyError(f"no book with _id {book_id!r} in {books_named.name!r}: check book_id")
     return {"books changed": b.modified_count, "authors changed": added}
+
+
+def add_coauthor_named(books_named: Any, book_id: Any, author: Document) -> int:
+    """Add a co-author to a book that copies its authors' names (Extended Reference): one
+    ``update_one`` pushes ``author`` (``{"_id": ..., "name": ...}``, as the back-office form picked
+    it) onto ``authors`` unless the author is there. Returns the books changed (0 or 1). Notebook 01,
+    section 4."""
+    _check_collection(books_named, "books_named")
+    if not isinstance(author, dict) or set(author) != {"_id", "name"}:
+        raise ValueError(f"author must be {{'_id': ..., 'name': ...}}, not {author!r}")
+    b = books_named.update_one({"_id": book_id, "authors._id": {"$ne": author["_id"]}},
+                               {"$push": {"authors": dict(author)}})
+    if b.matched_count == 0 and books_named.find_one({"_id": book_id}, {"_id": 1}) is None:
+        raise KeyError(f"no book with _id {book_id!r} in {books_named.name!r}: check book_id")
+    return b.modified_count
+
+
+def book_page_lookup(books: Any, authors: Any, book_id: Any) -> Document | None:
+    """A book with its authors' names when books reference authors by ``_id`` only: one
+    ``aggregate``, ``$match`` on the book, ``$lookup`` of its ``author_ids`` on the authors' ``_id``
+    (their names only), then the authors put back in the book's order (``$lookup`` keeps none).
+    The same page as ``books_named.find_one({"_id": book_id})``. Notebook 01, section 4."""
+    _check_collection(books, "books")
+    _check_collection(authors, "authors")
+    in_order = {"$map": {"input": "$author_ids", "as": "a", "in": {"$first": {"$filter": {
+        "input": "$found", "cond": {"$eq": ["$$this._id", "$$a"]}}}}}}
+    pipeline = [
+        {"$match": {"_id": book_id}},
+        {"$lookup": {"from": authors.name, "localField": "author_ids", "foreignField": "_id",
+                     "pipeline": [{"$project": {"name": 1}}], "as": "found"}},
+        {"$project": {"title": 1, "year": 1, "authors": in_order}},
+    ]
+    return next(iter(books.aggregate(pipeline, batchSize=1)), None)
 
 
 def one_sided_references(authors_two_way: Any, books_named: Any) -> list[Document]:
@@ -571,6 +627,33 @@ def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Documen
                      "as": "reviews"}},
     ]
     return next(iter(products.aggregate(pipeline, batchSize=1)), None)
+
+
+#: the fields the product page shows of each review, and an index that holds all of them after the
+#: page's own ``{product_id: 1, date: 1}``: with an inclusion projection it can cover the reviews' query
+PAGE_FIELDS = ("date", "author", "rating", "text")
+COVERING_INDEX = [("product_id", 1), *((f, 1) for f in PAGE_FIELDS)]
+
+
+def reviews_query_plans(reviews: Any, product_id: Any) -> list[Document]:
+    """The engine's plan for the query the page's ``$lookup`` runs on ``reviews`` (explained as the
+    equivalent ``find``, by date), as the page sends it and as it could be covered: an inclusion
+    projection of :data:`PAGE_FIELDS` with :data:`COVERING_INDEX` (built here, dropped after, hinted).
+    One row each: the form, its stages, keys and documents examined. Where ``caps.explain`` holds;
+    never a real MongoDB's plan unless it ran on one. Notebook 01, section 8."""
+    _check_collection(reviews, "reviews")
+    rows = []
+    page = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0}).sort("date", 1)
+    rows.append(("as the page sends it, index {product_id: 1, date: 1}", page.explain()))
+    name = reviews.create_index(COVERING_INDEX)
+    try:
+        covered = reviews.find({"product_id": product_id}, {"_id": 0, **{f: 1 for f in PAGE_FIELDS}})
+        rows.append(("covered: index {product_id: 1, date: 1, author: 1, rating: 1, text: 1}, projection "
+                     "{_id: 0, date: 1, author: 1, rating: 1, text: 1}", covered.sort("date", 1).hint(name).explain()))
+    finally:
+        reviews.drop_index(name)
+    return [dict(zip(("form", "stages", "keys examined", "docs examined"), (form, *plan_summary(plan))))
+            for form, plan in rows]
 
 
 def find_work(collection: Any, filter: Document, sort: Sequence[tuple[str, int]] | None = None) -> dict[str, int]:
