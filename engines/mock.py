@@ -130,8 +130,12 @@ class MockCursor:
               "allow_disk_use", "where", "max", "min", "max_scan", "add_option", "remove_option"}
 
     def __init__(self, inner: Any, command: str, counter: Counter, batch_size: int = 0, limit: int = 0,
-                 eager: bool = False, document: dict[str, Any] | None = None) -> None:
+                 eager: bool = False, document: dict[str, Any] | None = None,
+                 batch_size_given: bool | None = None) -> None:
         self._inner = inner
+        # whether the read chose its first batch (find: a batch size above 0; aggregate: any batchSize)
+        self._batch_size_given = batch_size > 0 if batch_size_given is None else batch_size_given
+        self._first_full_default = False
         self._counter = counter
         self._command = command
         self._document = document  # the command document pymongo would send (completed by chaining)
@@ -161,6 +165,7 @@ class MockCursor:
                     self._document[name] = value
                 if name == "batch_size":
                     self._batch_size = int(args[0] if args else kwargs.get("batch_size", 0))
+                    self._batch_size_given = self._batch_size > 0
                 elif name == "limit":
                     self._limit = int(args[0] if args else kwargs.get("limit", 0))
                 if result is not None and result is not self._inner:
@@ -212,13 +217,16 @@ class MockCursor:
             batch.append(doc)
             size += s
         self._returned += len(batch)
+        if first:  # the driver's default first batch (no batch size, no small limit) cut this reply
+            self._first_full_default = (cut_by_count and not self._batch_size_given
+                                        and (self._limit == 0 or abs(self._limit) > FIRST_BATCH))
         if self._limit < 0 or (self._limit > 0 and self._returned >= self._limit):
             self._closed = True  # a single batch, or the limit reached: the server closes the cursor
         elif cut_by_count and not self._lookahead:
             pass  # the server does not know yet that nothing is left: one more (empty) getMore
         self._counter.record(self._command if first else "getMore", batch,
                command=self._document if first else None,
-               default_batch=self._sent == 2 and not self._batch_size and self._limit <= 0)
+               default_batch=self._sent == 2 and self._first_full_default)
         self._buffer.extend(batch)
 
     def __next__(self) -> Any:
@@ -314,9 +322,10 @@ class MockCollection:
 
             inner = _aggregate.process_pipeline(list(self._inner.find(first)), self._inner.database, stages,
                                                 kwargs.get("session"))
-        else:
-            inner = self._inner.aggregate(pipeline, *args, **kwargs)
+        else:  # the batch size is this adapter's to play (MockCursor), not mongomock-ng's (which warns)
+            inner = self._inner.aggregate(pipeline, *args, **{k: v for k, v in kwargs.items() if k != "batchSize"})
         return MockCursor(inner, "aggregate", self._counter, batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
+                          batch_size_given="batchSize" in kwargs,
                           document=self._cmd("aggregate", pipeline=list(pipeline),
                                              collation=kwargs.get("collation")))
 
@@ -371,9 +380,18 @@ class MockCollection:
         return result
 
     def _update(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        result = getattr(self._inner, method)(*args, **kwargs)
         q = args[0] if args else kwargs.get("filter")
         u = args[1] if len(args) > 1 else kwargs.get("update", kwargs.get("replacement"))
+        pipeline = isinstance(u, list) and method != "replace_one"
+        if pipeline:  # the documents it may change, for the copies below (uncounted: the adapter's own reads)
+            ids = [d["_id"] for d in self._inner.find(q, {"_id": 1}, limit=1 if method == "update_one" else 0)]
+        result = getattr(self._inner, method)(*args, **kwargs)
+        if pipeline:
+            # mongomock-ng stores a pipeline's {$literal: ...} value itself in every document it sets: the
+            # documents then share one object, and a later update of one changes them all (docs/ENGINES.md).
+            # Each document is stored again as its own copy, as on a server.
+            for doc in self._inner.find({"_id": {"$in": ids}}):
+                self._inner.replace_one({"_id": doc["_id"]}, doc)
         self._counter.record("update", written=result.modified_count + (1 if result.upserted_id is not None else 0),
                command=self._cmd("update", updates=[{"q": q, "u": u, "multi": method == "update_many",
                                                      "upsert": bool(kwargs.get("upsert"))}]))

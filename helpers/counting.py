@@ -51,10 +51,16 @@ class CommandCounter:
     #: with ``count_commands(index_keys=...)``: the index keys the block inserted plus those it deleted
     #: (``helpers.indexkeys``), ``None`` when not asked for or not countable
     index_keys_written: int | None = None
+    #: aggregations that write (``$merge``, ``$out``): their documents are not in ``docs_written``
+    aggregate_writes: int = 0
 
     def add_command(self, name: str, command: dict[str, Any] | None = None) -> None:
         self.round_trips += 1
         self.commands.append(name)
+        if name == "aggregate" and command is not None and any(
+                isinstance(stage, dict) and ("$merge" in stage or "$out" in stage)
+                for stage in command.get("pipeline") or []):
+            self.aggregate_writes += 1
         if self.keep_commands and command is not None:
             self.command_documents.append(_slim(command))
 
@@ -87,21 +93,21 @@ class Counters(Generic[T]):
     def __init__(self) -> None:
         self._open: list[T] = []
         self._lock = threading.Lock()
+        self._local = threading.local()  # .paused: this thread's events go to no counter
 
     def __bool__(self) -> bool:
-        return bool(self._open)
+        return bool(self._open) and not getattr(self._local, "paused", 0)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
-        """No counter receives anything while the ``with`` block runs (the workbook's own reads
-        that serve a measurement, such as an index-key snapshot)."""
-        with self._lock:
-            hidden, self._open = self._open, []
+        """No counter receives what *this thread* sends while the ``with`` block runs (the
+        workbook's own reads that serve a measurement, such as an index-key snapshot); other
+        threads count as before."""
+        self._local.paused = getattr(self._local, "paused", 0) + 1
         try:
             yield
         finally:
-            with self._lock:
-                self._open = hidden + self._open
+            self._local.paused -= 1
 
     @contextmanager
     def opened(self, counter: T) -> Iterator[T]:
@@ -112,11 +118,11 @@ class Counters(Generic[T]):
             yield counter
         finally:
             with self._lock:  # by identity: two counters that count the same are still two
-                del self._open[next(i for i, c in enumerate(self._open) if c is counter)]
+                self._open[:] = [c for c in self._open if c is not counter]
 
     def each(self, fn: Callable[[T], Any]) -> None:
-        """``fn(counter)`` for every open counter (none open: nothing to do)."""
-        if not self._open:
+        """``fn(counter)`` for every open counter (none open, or this thread paused: nothing to do)."""
+        if not self:
             return
         with self._lock:
             counters = list(self._open)
@@ -144,7 +150,7 @@ def count_commands(keep_commands: bool = False, index_keys: Any = None) -> Itera
         yield counter
     if snapshot is not None:
         with _ACTIVE.paused():
-            counter.index_keys_written = index_keys_written(before, snapshot.take())
+            counter.index_keys_written = index_keys_written(before, snapshot.take(before))
 
 
 @contextmanager
@@ -195,7 +201,8 @@ class _Listener(monitoring.CommandListener):
         cursor = reply.get("cursor")
         if isinstance(cursor, dict):
             docs = list(cursor.get("firstBatch", cursor.get("nextBatch", [])) or [])
-            if self._defaulted.pop(event.request_id, False) and cursor.get("id"):
+            # the default first batch is 101 documents; a shorter one was cut by size (16 MiB), not by it
+            if self._defaulted.pop(event.request_id, False) and cursor.get("id") and len(docs) >= 101:
                 self._default_cursors.add(cursor["id"])
         if name == "insert" or name == "delete":
             written = int(reply.get("n", 0))
@@ -210,7 +217,7 @@ class _Listener(monitoring.CommandListener):
         _ACTIVE.each(lambda c: (c.add_docs(docs), setattr(c, "docs_written", c.docs_written + written)))
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
+        self._defaulted.pop(event.request_id, None)
 
 
 _LISTENER = _Listener()

@@ -119,7 +119,7 @@ def benchmark(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int
                     docs_returned=first.docs_returned, bytes_returned=first.bytes_returned,
                     docs_written=first.docs_written, commands=tuple(first.commands), result=result,
                     index_keys_written=first.index_keys_written if index_keys is not None
-                    else (0 if first.docs_written == 0 else None),
+                    else (0 if first.docs_written == 0 and not first.aggregate_writes else None),
                     default_batch_getmores=first.default_batch_getmores)
     if explain is not None:
         if info is None:

@@ -48,27 +48,39 @@ def find_in_id_order(coll: Any, filter: dict | None = None, projection: Any = No
 
 
 def plan_summary(explain: dict) -> tuple[str, int | None, int | None]:
-    """Stages (outermost first), total keys examined and total documents examined of an explain."""
-    stages: list[str] = []
+    """Stages (outermost first), total keys examined and total documents examined of an explain: the
+    explain's own ``executionStats`` where it has them, else the sum of its parts' (a sharded
+    explain's shards, an aggregation's ``$cursor`` stage)."""
     keys = docs = None
+    plans: list[list[str]] = []  # the stages of each winning plan met (a shard's, a $cursor's, the top's)
 
-    def walk(node: Any, in_plan: bool) -> None:
+    def walk(node: Any, into: list[str] | None) -> None:
         nonlocal keys, docs
         if isinstance(node, dict):
-            if in_plan and "stage" in node and isinstance(node["stage"], str):
-                stages.append(node["stage"])
+            if into is not None and "stage" in node and isinstance(node["stage"], str):
+                into.append(node["stage"])
             for k, v in node.items():
                 if k == "executionStats" and isinstance(v, dict):
                     if "totalKeysExamined" in v:
                         keys = (keys or 0) + int(v["totalKeysExamined"])
                     if "totalDocsExamined" in v:
                         docs = (docs or 0) + int(v["totalDocsExamined"])
-                walk(v, in_plan or k in ("winningPlan", "queryPlan"))
+                if into is None and k in ("winningPlan", "queryPlan"):
+                    plans.append([])
+                    walk(v, plans[-1])
+                else:
+                    walk(v, into)
         elif isinstance(node, list):
             for v in node:
-                walk(v, in_plan)
+                walk(v, into)
 
-    walk(explain, False)
+    walk(explain, None)
+    stages = plans[0] if plans else []  # one plan shown: the same plan reported twice reads once
+    top = explain.get("executionStats") if isinstance(explain, dict) else None
+    if isinstance(top, dict) and "totalKeysExamined" in top:
+        # an engine that reports an aggregation's stats both at the top and inside its $cursor stage
+        # (SecantusDB) would be counted twice: the top level is the whole plan's
+        keys, docs = int(top["totalKeysExamined"]), int(top.get("totalDocsExamined", 0))
     seen: list[str] = []
     for s in stages:
         if not seen or seen[-1] != s:

@@ -86,48 +86,43 @@ class Operation:
 
 def cost_of(cost: Any) -> dict[str, float]:
     """The deterministic costs of one run of an operation, as a dict keyed by :data:`METRICS` (plus
-    ``"median ms"`` when the cost carries a time, and ``"keys examined"``/``"docs examined"`` when
-    it carries the server's work): from a ``Measurement``, a ``CommandCounter`` or a mapping with
-    those keys (a missing metric is an error, so no cost is silently zero; a missing or ``None``
-    server work is left out, not zero)."""
+    ``"median ms"`` when the cost carries a time, and :data:`WORK` where it carries the server's
+    work): from a ``Measurement``, a ``CommandCounter`` or a mapping with those keys (a missing
+    metric is an error, so no cost is silently zero; a missing or ``None`` server work is left out,
+    not zero, except that a cost that wrote nothing wrote no index key). Every value is a finite
+    number, 0 or more."""
     if hasattr(cost, "costs") and callable(cost.costs):  # helpers.measure.Measurement
         out = dict(cost.costs())
         out["median ms"] = cost.median_ms
-        for key, value in (("keys examined", getattr(cost, "keys_examined", None)),
-                           ("docs examined", getattr(cost, "docs_examined", None)),
-                           ("index keys written", getattr(cost, "index_keys_written", None))):
-            if value is not None:
-                out[key] = value
-        if getattr(cost, "default_batch_getmores", 0):
-            out["default batch getMores"] = cost.default_batch_getmores
-        return out
-    if hasattr(cost, "round_trips") and hasattr(cost, "docs_written"):  # helpers.counting.CommandCounter
+        extra = {"keys examined": getattr(cost, "keys_examined", None),
+                 "docs examined": getattr(cost, "docs_examined", None),
+                 "index keys written": getattr(cost, "index_keys_written", None),
+                 "default batch getMores": getattr(cost, "default_batch_getmores", 0)}
+        wrote_unseen = False
+    elif hasattr(cost, "round_trips") and hasattr(cost, "docs_written"):  # helpers.counting.CommandCounter
         out = {"round trips": cost.round_trips, "docs returned": cost.docs_returned,
                "bytes returned": cost.bytes_returned, "docs written": cost.docs_written}
-        keys = getattr(cost, "index_keys_written", None)
-        if keys is None and cost.docs_written == 0:
-            keys = 0  # nothing written: no index key written
-        if keys is not None:
-            out["index keys written"] = keys
-        if getattr(cost, "default_batch_getmores", 0):
-            out["default batch getMores"] = cost.default_batch_getmores
-        return out
-    if isinstance(cost, Mapping):
+        extra = {"index keys written": getattr(cost, "index_keys_written", None),
+                 "default batch getMores": getattr(cost, "default_batch_getmores", 0)}
+        wrote_unseen = bool(getattr(cost, "aggregate_writes", 0))
+    elif isinstance(cost, Mapping):
         missing = [m for m in METRICS if m not in cost]
         if missing:
             raise ValueError(f"a cost needs {', '.join(METRICS)}; this one lacks {', '.join(missing)}: {dict(cost)!r}")
         out = {m: cost[m] for m in METRICS}
         if "median ms" in cost:
             out["median ms"] = cost["median ms"]
-        for key in WORK:
-            if cost.get(key) is not None:
-                out[key] = cost[key]
-        if "index keys written" not in out and out["docs written"] == 0:
-            out["index keys written"] = 0  # nothing written: no index key written
-        if cost.get("default batch getMores"):
-            out["default batch getMores"] = cost["default batch getMores"]
-        return out
-    raise TypeError(f"a cost is a Measurement, a CommandCounter or a mapping of {METRICS}, not {type(cost).__name__}")
+        extra = {k: cost.get(k) for k in (*WORK, "default batch getMores")}
+        wrote_unseen = False
+    else:
+        raise TypeError(f"a cost is a Measurement, a CommandCounter or a mapping of {METRICS}, not {type(cost).__name__}")
+    out.update({k: v for k, v in extra.items() if v is not None and (v or k != "default batch getMores")})
+    if "index keys written" not in out and out["docs written"] == 0 and not wrote_unseen:
+        out["index keys written"] = 0  # nothing written: no index key written
+    for k, v in out.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"a cost's {k!r} must be a finite number, 0 or more, not {v!r}")
+    return out
 
 
 class Forms:
@@ -148,6 +143,11 @@ class Forms:
         if len(set(labels)) != len(labels):
             raise ValueError(f"Forms: form labels must differ; repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
         self.forms = {label: cost_of(cost) for label, cost in items}
+        carried = {label: tuple(k for k in WORK if k in c) for label, c in self.forms.items()}
+        if len(set(carried.values())) > 1:
+            raise ValueError("Forms: measure every form of an operation alike, so that they compare on the same "
+                             "columns; the server's work carried: "
+                             + "; ".join(f"{label}: {', '.join(k) or 'none'}" for label, k in carried.items()))
         self.teaching = dict(teaching or {})
         unknown = [label for label in self.teaching if label not in self.forms]
         if unknown:
@@ -159,8 +159,9 @@ class Forms:
 
 class Pick(str):
     """What :meth:`Workload.pick` found: a design's name (a ``str``), or ``"tie: A, B"`` when the
-    designs stay level on every criterion; ``sentence`` says how it was decided, ``designs`` are the
-    designs still level at the end (one: a decided pick), ``decided_by`` the column that decided."""
+    designs stay level on every criterion (so ``costs[pick]`` is an error for a tie: use
+    ``pick.designs``); ``sentence`` says how it was decided, ``designs`` are the designs still level
+    at the end (one: a decided pick), ``decided_by`` the column that decided (``None``: a tie)."""
 
     designs: tuple[str, ...]
     decided_by: str | None
@@ -180,10 +181,33 @@ class Pick(str):
         p.text(self.sentence)
 
 
+def _columns(by: Any, where: str) -> tuple[str, ...]:
+    keys = (by,) if isinstance(by, str) else tuple(by)
+    unknown = [k for k in keys if k not in COLUMNS]
+    if not keys or unknown:
+        raise ValueError(f"{where}: by names columns of weigh(): pick by one of {list(COLUMNS)}, not {list(keys)!r}")
+    return keys
+
+
 def _per_run(column: str) -> str:
     """The per-run metric behind a daily column (``"MB returned / day"`` -> ``"bytes returned"``)."""
     base = column.removesuffix(" / day")
     return {"MB returned": "bytes returned", "busy s": "median ms"}.get(base, base)
+
+
+#: the columns of :meth:`Workload.weigh` (``busy s`` only when timed, the server's work only when measured)
+COLUMNS = ("round trips / day", "docs returned / day", "MB returned / day", "docs written / day", "busy s / day",
+           *(f"{k} / day" for k in WORK))
+
+
+def _daily(metric: str, value: float) -> float:
+    """A per-run difference in the units of its daily column (bytes -> MB, ms -> s)."""
+    return value / 1e6 if metric == "bytes returned" else value / 1000 if metric == "median ms" else value
+
+
+def _pct(part: float, whole: float) -> str:
+    pct = 100 * part / whole if whole else 0.0
+    return f"{pct:.0f}%" if pct >= 10 or pct == 0 else f"{pct:.1f}%" if pct >= 0.1 else f"{pct:.2g}%"
 
 
 def _fmt(v: float) -> str:
@@ -204,10 +228,7 @@ class Workload:
     def __post_init__(self) -> None:
         ops = tuple(self.operations)
         object.__setattr__(self, "operations", ops)
-        object.__setattr__(self, "by", (self.by,) if isinstance(self.by, str) else tuple(self.by))
-        if not self.by or any(not str(b).endswith(" / day") for b in self.by):
-            raise ValueError(f"workload {self.title!r}: by names columns of weigh(), such as "
-                             f"'round trips / day', not {self.by!r}")
+        object.__setattr__(self, "by", _columns(self.by, f"workload {self.title!r}"))
         if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not 0 <= self.margin < 1:
             raise ValueError(f"workload {self.title!r}: margin is a fraction between 0 and 1 (0.03 is 3 %), "
                              f"not {self.margin!r}")
@@ -263,34 +284,47 @@ class Workload:
                                 for op, c in ((op, per_op[op]) for op in self.names)}
         return out
 
-    def _best(self, forms: Forms) -> str:
-        """The label of the cheapest form by this workload's criterion (per run), ties to the next
-        column and then to the order given."""
+    def _criterion(self, by: Any, margin: Any) -> tuple[tuple[str, ...], float]:
+        keys = self.by if by is None else _columns(by, "pick")
+        margin = self.margin if margin is None else margin
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
+            raise ValueError(f"margin is a fraction between 0 and 1 (0.03 is 3 %), not {margin!r}")
+        return keys, float(margin)
+
+    def _best(self, forms: Forms, by: tuple[str, ...], margin: float) -> str:
+        """The label of the cheapest form by ``by`` (per run, in order; within ``margin`` a tie goes
+        to the next column), then the fewest round trips and bytes, then the order given. Each
+        operation may so be billed up to ``margin`` above its cheapest form on a column: the daily
+        totals inherit that, and ``pick`` applies the margin again to them."""
         labels = list(forms.forms)
-        for column in self.by:
+        for column in by:
             metric = _per_run(column)
             if not all(metric in forms.forms[x] for x in labels):
-                continue
+                continue  # every form carries the same columns (Forms checks): the engine did not measure it
             best = min(forms.forms[x][metric] for x in labels)
-            labels = [x for x in labels if forms.forms[x][metric] <= best * (1 + self.margin)]
+            labels = [x for x in labels if forms.forms[x][metric] <= best * (1 + margin)]
             if len(labels) == 1:
                 break
-        if len(labels) > 1:  # level on every column: the fewest round trips, then bytes, then the order given
-            labels.sort(key=lambda x: (forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
+        labels.sort(key=lambda x: (forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
         return labels[0]
 
-    def billed(self, costs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
-        """Which form the bill prices, for each design's each operation: ``{design: {operation: form}}``."""
-        return {design: {op: self._best(forms) for op, forms in per_op.items()}
+    def billed(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None, *,
+               margin: float | None = None) -> dict[str, dict[str, str]]:
+        """Which form the bill prices, for each design's each operation: ``{design: {operation: form}}``
+        (by the workload's ``by``, or the ``by`` given)."""
+        keys, margin = self._criterion(by, margin)
+        return {design: {op: self._best(forms, keys, margin) for op, forms in per_op.items()}
                 for design, per_op in self._forms(costs).items()}
 
-    def _costs(self, costs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    def _costs(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None,
+               margin: float | None = None) -> dict[str, dict[str, dict[str, float]]]:
         """Each design's each operation at its best form (the bill's prices)."""
+        keys, margin = self._criterion(by, margin)
         out: dict[str, dict[str, dict[str, float]]] = {}
         for design, per_op in self._forms(costs).items():
             out[design] = {}
             for op, forms in per_op.items():
-                label = self._best(forms)
+                label = self._best(forms, keys, margin)
                 cost = forms.forms[label]
                 if cost.get("default batch getMores"):
                     raise ValueError(
@@ -301,40 +335,39 @@ class Workload:
                 out[design][op] = cost
         return out
 
-    def contest(self, costs: Mapping[str, Mapping[str, Any]]) -> Any:
+    def contest(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None) -> Any:
         """Every measured form of every operation of every design, one row each (a DataFrame indexed
         by design, operation, form): its costs per run, ``"billed"`` (the form the bill prices, the
-        cheapest by ``by``) or ``"counter-example"`` (with ``"note"``: the notebook's reason to
-        show it, and what it costs a day more than the billed form)."""
+        cheapest by ``by``) or ``"counter-example"``, and a ``"note"``: the notebook's reason to show
+        it, and what it costs a day against the billed form."""
         import pandas as pd
 
+        keys, margin = self._criterion(by, None)
         rows = []
         for design, per_op in self._forms(costs).items():
             for o in self.operations:
                 forms = per_op[o.name]
-                best = self._best(forms)
+                best = self._best(forms, keys, margin)
+                b = forms.forms[best]
                 for label, c in forms.forms.items():
-                    extra = []
+                    diffs = []
                     if label != best:
-                        b = forms.forms[best]
-                        for column in self.by:
+                        for column in keys:
                             metric = _per_run(column)
                             if metric in c and metric in b and c[metric] != b[metric]:
-                                scale = 1e-6 if metric == "bytes returned" else 1.0
-                                extra.append(f"{_fmt((c[metric] - b[metric]) * o.per_day * scale)} {column}")
+                                d = _daily(metric, c[metric] - b[metric]) * o.per_day
+                                diffs.append(f"{'+' if d > 0 else '-'}{_fmt(abs(d))} {column}")
                     note = "; ".join(x for x in (forms.teaching.get(label, ""),
-                                                 ("costs " + ", ".join(extra) + " more than the billed form")
-                                                 if extra else "") if x)
-                    row = {"design": design, "operation": o.name, "form": label,
-                           "billed": "billed" if label == best else "counter-example",
-                           **{m: c[m] for m in METRICS},
-                           **{k: c.get(k) for k in WORK},
-                           "note": note}
-                    rows.append(row)
+                                                 ("against the billed form: " + ", ".join(diffs)) if diffs else "")
+                                     if x)
+                    rows.append({"design": design, "operation": o.name, "form": label,
+                                 "billed": "billed" if label == best else "counter-example",
+                                 **{m: c[m] for m in METRICS}, **{k: c.get(k) for k in WORK}, "note": note})
         table = pd.DataFrame(rows).set_index(["design", "operation", "form"])
         return table.dropna(axis=1, how="all")
 
-    def weigh(self, costs: Mapping[str, Mapping[str, Any]], *, per_operation: bool = False) -> Any:
+    def weigh(self, costs: Mapping[str, Mapping[str, Any]], *, per_operation: bool = False, by: Any = None,
+              margin: float | None = None) -> Any:
         """Daily costs per design: each operation's measured cost times its rate per day, summed.
 
         ``costs`` maps each design to ``{operation name: cost}`` for every operation (see
@@ -344,13 +377,13 @@ class Workload:
         one machine, a comparison between designs, not a capacity plan), and, when every cost
         carries the server's work, ``keys examined / day``, ``docs examined / day`` and ``index keys
         written / day`` (each only when every design's every operation has it: a missing one is never
-        counted as zero). An operation given as :class:`Forms` is priced at its cheapest form (see
-        :meth:`contest`). ``per_operation=True`` gives the rows by (design, operation) instead, with
-        the ``billed form`` of each."""
+        counted as zero). An operation given as :class:`Forms` is priced at its cheapest form by the
+        workload's ``by`` (or the ``by`` given; see :meth:`contest`). ``per_operation=True`` gives
+        the rows by (design, operation) instead, with the ``billed form`` of each."""
         import pandas as pd
 
-        measured = self._costs(costs)
-        forms = self.billed(costs) if per_operation else {}
+        measured = self._costs(costs, by, margin)
+        forms = self.billed(costs, by, margin=margin) if per_operation else {}
         timed = all("median ms" in c for per_op in measured.values() for c in per_op.values())
         work = [k for k in WORK if all(k in c for per_op in measured.values() for c in per_op.values())]
         rows = []
@@ -377,48 +410,50 @@ class Workload:
     def pick(self, costs: Mapping[str, Mapping[str, Any]], by: str | Sequence[str] | None = None, *,
              margin: float | None = None) -> Pick:
         """The design with the lowest daily cost by the columns ``by`` of :meth:`weigh`, in order (the
-        workload's ``by`` unless given): designs within ``margin`` (the workload's, 3 % unless stated)
-        of the best on a column tie on it, and the next column decides among them. Returns a
-        :class:`Pick`: the design's name, or ``"tie: A, B"`` when no column separates them, with a
-        ``sentence`` that says which column decided and by how much. A column named explicitly must
-        be in the table; the workload's own ``by`` skips columns the engine could not measure (keys
-        and documents examined need ``caps.explain``), and the sentence says so."""
-        daily = self.weigh(costs)
-        margin = self.margin if margin is None else margin
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
-            raise ValueError(f"margin is a fraction between 0 and 1 (0.03 is 3 %), not {margin!r}")
-        keys = list(self.by) if by is None else ([by] if isinstance(by, str) else list(by))
-        for k in keys:
-            if k not in daily.columns and by is not None:
-                raise ValueError(f"pick by one of {list(daily.columns)}, not {k!r}")
+        workload's ``by`` unless given; each design billed at its cheapest form by the same columns):
+        designs within ``margin`` (the workload's, 3 % unless stated) of the best on a column tie on
+        it, and the next column decides among them. Returns a :class:`Pick`: the design's name, or
+        ``"tie: A, B"`` when no column separates them, with a ``sentence`` that says which column
+        decided and by how much. A column named explicitly must be in the table; the workload's own
+        ``by`` skips columns the engine could not measure (keys and documents examined need
+        ``caps.explain``), and the sentence says so."""
+        keys, margin = self._criterion(by, margin)
+        daily = self.weigh(costs, by=keys, margin=margin)
+        if by is not None:
+            for k in keys:
+                if k not in daily.columns:
+                    raise ValueError(f"pick by one of {list(daily.columns)}, not {k!r}")
         skipped = [k for k in keys if k not in daily.columns]
-        keys = [k for k in keys if k in daily.columns]
+        keys = tuple(k for k in keys if k in daily.columns)
         level = list(daily.index)
-        said: list[str] = []
+        steps: list[str] = []
         decided_by = None
-        for k in keys:
+        if len(level) == 1:
+            steps.append("there is one design only: nothing to compare")
+            decided_by = keys[0]
+        for k in keys if len(level) > 1 else ():
             values = {d: float(daily.loc[d, k]) for d in level}
             best = min(values.values())
             kept = [d for d in level if values[d] <= best * (1 + margin)]
-            if len(level) > 1 and len(kept) > 1:
+            if len(kept) > 1:
                 worst = max(values[d] for d in kept)
-                said.append(f"{', '.join(kept)} tie on {k} ({_fmt(best)} to {_fmt(worst)}, within {margin:.0%})")
+                steps.append(f"{k}: {', '.join(kept)} tie ({_fmt(best)} to {_fmt(worst)}, within {margin:.0%})")
+            else:
+                runner = min((d for d in level if d != kept[0]), key=lambda d: values[d])
+                gap = values[runner] - best
+                steps.append(f"{k}: {kept[0]} is cheapest, {_fmt(best)} against {_fmt(values[runner])} for "
+                             f"{runner} ({_pct(gap, values[runner])} less)")
+                decided_by = k
             level = kept
             if len(level) == 1:
-                decided_by = k
-                others = [v for d, v in values.items() if d != level[0]]
-                nxt = min(others) if others else best
-                gap = f"{(nxt - best) / nxt:.0%} fewer" if nxt else "fewer"
-                said.append(f"{level[0]} has the fewest {k}: {_fmt(best)} against {_fmt(nxt)} ({gap})")
                 break
         if len(level) > 1:
-            ordered = sorted(level, key=lambda d: tuple(float(daily.loc[d, k]) for k in keys))
-            level = ordered
-            said.append("no column separates them: a tie")
+            level = sorted(level, key=lambda d: tuple(float(daily.loc[d, k]) for k in keys))
+            steps.append("no column separates them")
+        head = f"Pick: {level[0]}" if len(level) == 1 else f"Tie: {', '.join(level)}"
         note = f" ({', '.join(skipped)}: not measured on this engine)" if skipped else ""
-        sentence = "; ".join(said) + note + "."
-        return Pick(level, decided_by, sentence[0].upper() + sentence[1:] if sentence else sentence)
-
+        said = "; ".join(steps)
+        return Pick(level, decided_by, f"{head}. {said[:1].upper()}{said[1:]}{note}.")
 
 def plot_daily(daily: Any, metrics: Iterable[str] = ("round trips / day", "docs returned / day",
                                                      "MB returned / day", "docs written / day"),

@@ -350,3 +350,74 @@ def test_storage_counts_documents_bytes_and_keys(db):
     assert got["documents"] == len(docs) and got["indexes"] == 2 and got["index keys"] == 2 * len(docs)
     import bson
     assert got["BSON bytes"] == sum(len(bson.encode(d)) for d in docs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the bill's server work (helpers/buckets/costs.py): index keys written, keys and documents examined
+
+from helpers.counting import count_commands  # noqa: E402
+
+
+def test_a_batch_filter_counts_the_index_keys_a_whole_collection_snapshot_counts(backend, db):
+    """bk.batch_filter is narrow, yet holds every document a store of the batch touches: the index keys
+    counted through it equal those counted over the whole collection, batch by batch, for both designs."""
+    reports = sorted(_stream(14, step_s=20), key=lambda r: (r["time"], r["icao24"]))
+    colls = {bk.DOCUMENTS: db["docs"], bk.BUCKETS: db["buckets"]}
+    colls[bk.DOCUMENTS].create_index(bk.REPORT_KEY)
+    colls[bk.BUCKETS].create_index(bk.LATEST_KEY)
+    bk.ensure_bucket_index(colls[bk.BUCKETS])  # before the measured blocks: an index created in one is refused
+    stores = {bk.DOCUMENTS: bk.insert_reports, bk.BUCKETS: lambda c, b: bucket_reports(c, b, max_reports=30)}
+    for design, coll in colls.items():
+        narrow = whole = 0
+        for i in range(0, len(reports), 50):
+            batch = reports[i:i + 50]
+            target = bk.index_keys_of(coll, bk.batch_filter(batch, design=design))
+            assert target == {coll: bk.batch_filter(batch, design=design)}  # an ordinary collection: counted
+            with count_commands(index_keys=target) as one, count_commands(index_keys=coll) as every:
+                stores[design](coll, batch)
+            narrow, whole = narrow + one.index_keys_written, whole + every.index_keys_written
+        assert narrow == whole > 0
+    assert narrow < 3 * len(reports)  # buckets: a few keys per bucket write, not per report
+    with pytest.raises(ValueError, match="design must be one of"):
+        bk.batch_filter(reports, design="tables")
+    with pytest.raises(ValueError, match="at least one"):
+        bk.batch_filter([], design=bk.BUCKETS)
+
+
+def test_every_read_sets_its_batch_size_and_the_default_pays_a_getmore(backend, db):
+    reports = _stream(15, aircraft=1, per_aircraft=240, step_s=10)   # 240 reports in 40 minutes: one track
+    colls, _ = _three_designs(db, backend, reports)
+    icao, end = reports[0]["icao24"], T0 + 3 * SPAN
+    for read in (lambda: bk.track_documents(colls[bk.DOCUMENTS], icao, T0, end),
+                 lambda: bk.track(colls[bk.BUCKETS], icao, T0, end),
+                 lambda: bk.latest(colls[bk.BUCKETS], icao, design=bk.BUCKETS),
+                 lambda: bk.latest(colls[bk.DOCUMENTS], icao, design=bk.DOCUMENTS),
+                 lambda: bk.hourly_summary(colls[bk.BUCKETS], icao, T0, end, design=bk.BUCKETS)):
+        with count_commands() as cost:
+            read()
+        assert cost.round_trips == 1 and cost.default_batch_getmores == 0, cost.commands
+    with count_commands() as cost:
+        assert len(bk.track_documents(colls[bk.DOCUMENTS], icao, T0, end, batch_size=0)) == 240
+    assert cost.round_trips == 2 and cost.default_batch_getmores == 1  # the counter-example of notebook 08
+
+
+def test_a_measured_read_counts_the_servers_work_once_and_labels_an_in_memory_sort(backend, db):
+    reports = _stream(16, aircraft=2, per_aircraft=60, step_s=30)
+    colls, _ = _three_designs(db, backend, reports)
+    icao = reports[0]["icao24"]
+    mine = [r for r in reports if r["icao24"] == icao]
+    track = bk.measured_read("track", lambda: bk.track(colls[bk.BUCKETS], icao, T0, T0 + SPAN), colls[bk.BUCKETS],
+                             repeat=1)
+    latest = bk.measured_read("latest", lambda: bk.latest(colls[bk.DOCUMENTS], icao, design=bk.DOCUMENTS),
+                              colls[bk.DOCUMENTS], repeat=1)
+    assert track.round_trips == latest.round_trips == 1 and latest.result == mine[-1]
+    if not backend.info.caps.explain:
+        assert track.keys_examined is None and "cannot explain faithfully" in track.plan_note
+        return
+    in_hour = colls[bk.BUCKETS].count_documents({"icao24": icao, "start": T0})
+    assert track.docs_examined == track.keys_examined == in_hour  # an aggregate's work, counted once
+    assert latest.docs_examined in (1, len(mine))  # a real MongoDB stops at the first; an in-memory sort reads all
+    if latest.docs_examined > 1:  # sorted in memory what the (icao24, time) index holds in order: said so
+        assert "SORT" in latest.stages and "icao24_1_time_1" in latest.plan_note and "stops after 1" in latest.plan_note
+    else:
+        assert latest.plan_note is None

@@ -186,3 +186,23 @@ def test_engines_import_nothing_from_helpers():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             assert not [n for n in names if n.split(".")[0] == "helpers"], f"{path.name} imports helpers"
+
+
+def test_a_pipeline_update_gives_each_document_its_own_copy(db):
+    """A ``$literal`` set by an update pipeline is each document's own value on every backend (the
+    mock stores it again per document: mongomock-ng kept one shared object, and updating one
+    document then changed them all), and an aggregate's ``batchSize`` raises no warning there."""
+    import warnings
+
+    coll = db["literal_copies"]
+    coll.insert_many([{"_id": i, "a": [{"k": 9}]} for i in range(3)])
+    chain = [{"k": 1, "name": "x"}]
+    with count_commands() as c:
+        coll.update_many({}, [{"$set": {"a": {"$concatArrays": [{"$literal": chain}, "$a"]}}}])
+    assert c.round_trips == 1 and c.docs_written == 3
+    chain[0]["name"] = "changed by the caller"
+    coll.update_one({"_id": 0}, {"$set": {"a.0.name": "y"}})
+    assert [d["a"][0]["name"] for d in coll.find({}, sort=[("_id", 1)])] == ["y", "x", "x"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(list(coll.aggregate([{"$unwind": "$a"}], batchSize=10))) == 6

@@ -24,7 +24,13 @@ def test_document_keys_follow_mongodbs_multikey_and_sparse_rules():
     assert sum(document_keys(doc, _index([("missing", 1)])).values()) == 1  # a null key
     assert sum(document_keys(doc, _index([("missing", 1)], sparse=True)).values()) == 0
     assert sum(document_keys({"_id": 2, "tags": []}, _index([("tags", 1)])).values()) == 1
-    assert document_keys({"_id": 1, "n": 1}, _index([("n", 1)])) == document_keys({"_id": 1, "n": 1.0}, _index([("n", 1)]))
+    # the server compares keys with their type bits: 1 -> 1.0 rewrites the key; within a document equal values are one
+    assert document_keys({"_id": 1, "n": 1}, _index([("n", 1)])) != document_keys({"_id": 1, "n": 1.0}, _index([("n", 1)]))
+    assert sum(document_keys({"_id": 1, "n": [1, 1.0]}, _index([("n", 1)])).values()) == 1
+    assert sum(document_keys({"_id": 1, "n": [2**53, float(2**53) + 1, 2**53 + 1]}, _index([("n", 1)])).values()) == 2
+    assert document_keys({"_id": 1, "h": 2.3}, _index([("h", "hashed")])) == document_keys({"_id": 1, "h": 2.9}, _index([("h", "hashed")]))
+    assert document_keys({"_id": 1, "a": []}, _index([("a", 1)])) != document_keys({"_id": 1, "a": None}, _index([("a", 1)]))
+    assert document_keys({"_id": 1, "s": "A"}, {**_index([("s", 1)]), "collation": {"locale": "en", "strength": 2}}) is None
     partial = _index([("n", 1)], partialFilterExpression={"n": {"$gt": 5}})
     assert sum(document_keys(doc, partial).values()) == 0
     assert sum(document_keys({"_id": 3, "n": 9}, partial).values()) == 1
@@ -64,7 +70,7 @@ def test_a_snapshot_reads_only_what_its_filter_names_and_says_unknown_for_uncoun
     coll = db["ikw_geo"]
     coll.insert_many([{"_id": i, "geo": {"type": "Point", "coordinates": [i, i]}} for i in range(3)])
     coll.create_index([("geo", "2dsphere")])
-    assert sum(sum(c.values()) for c in KeySnapshot({coll: {"_id": 1}}).take().values()) == 2  # _id and geo
+    assert sum(sum(v["keys"].values()) for v in KeySnapshot({coll: {"_id": 1}}).take().values()) == 2  # _id and geo
     with count_commands(index_keys=coll) as c:
         coll.insert_one({"_id": 9, "geo": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}})
     assert c.index_keys_written is None  # a line's S2 cells are not counted here: unknown, never zero
@@ -94,3 +100,87 @@ def test_a_default_first_batch_that_cut_the_reply_is_flagged_and_an_explicit_one
         coll.find_one({"_id": 3})
         list(coll.find({"_id": {"$lt": 20}}))  # the default batch did not cut this one
     assert c.default_batch_getmores == 0
+
+
+def test_a_write_that_moves_a_document_out_of_the_filter_is_still_seen(db):
+    coll = db["ikw_moves"]
+    coll.create_index([("status", 1)])
+    coll.insert_one({"_id": 1, "status": "open", "note": ""})
+    with count_commands(index_keys={coll: {"status": "open"}}) as c:
+        coll.update_one({"_id": 1}, {"$set": {"note": "x"}})
+    assert c.index_keys_written == 0
+    with count_commands(index_keys={coll: {"status": "open"}}) as c:
+        coll.update_one({"_id": 1}, {"$set": {"status": "closed"}})
+    assert c.index_keys_written == 2  # one key out, one in: the document left the filter, not the collection
+    with count_commands(index_keys={coll: {"_id": 1}}) as c:
+        coll.update_one({"_id": 1}, {"$set": {"status": 3}})
+    with count_commands(index_keys={coll: {"_id": 1}}) as c2:
+        coll.update_one({"_id": 1}, {"$set": {"status": 3.0}})  # the same value, another type: a new key
+    assert (c.index_keys_written, c2.index_keys_written) == (2, 2)
+
+
+def test_an_index_changed_inside_the_block_a_database_or_a_huge_snapshot_is_refused(db, monkeypatch):
+    import helpers.indexkeys as ik
+
+    coll = db["ikw_refuse"]
+    coll.insert_many([{"_id": i, "g": i} for i in range(30)])
+    with pytest.raises(ValueError, match="indexes of .* changed"):
+        with count_commands(index_keys=coll):
+            coll.create_index([("g", 1)])
+    with pytest.raises(TypeError, match="pass a collection"):
+        KeySnapshot(db)
+    with pytest.raises(TypeError, match="pass a collection"):
+        KeySnapshot("ikw_refuse")
+    monkeypatch.setattr(ik, "MAX_SNAPSHOT_DOCS", 20)
+    with pytest.raises(ValueError, match=r"more than 20 documents.*\{collection: filter\}"):
+        KeySnapshot(coll).take()
+    assert KeySnapshot({coll: {"_id": {"$lt": 5}}}).take() is not None
+
+
+def test_an_aggregation_that_writes_leaves_its_index_keys_unknown(db):
+    from helpers.workload import cost_of
+
+    src = db["ikw_src"]
+    src.insert_many([{"_id": i} for i in range(3)])
+    with count_commands() as c:
+        list(src.aggregate([{"$merge": {"into": "ikw_dst"}}]))
+    assert c.aggregate_writes == 1
+    assert "index keys written" not in cost_of(c)  # unknown, not 0: $merge wrote documents docs_written misses
+
+
+def test_the_mock_and_the_server_flag_the_same_default_batches(db):
+    coll = db["batches_agree"]
+    coll.insert_many([{"_id": i} for i in range(150)])
+    with count_commands() as c:
+        list(coll.find().limit(150))  # the limit is above the default first batch: 101, then a getMore
+    assert (c.round_trips, c.default_batch_getmores) == (2, 1)
+    with count_commands() as c:
+        list(coll.aggregate([{"$match": {}}], batchSize=0))  # a batch size chosen (0), not the default
+    assert c.default_batch_getmores == 0
+
+
+def test_a_pause_in_one_thread_leaves_another_threads_counting_alone(db):
+    import threading
+
+    from helpers.counting import paused
+
+    coll = db["pause_threads"]
+    coll.insert_one({"_id": 1})
+    ready, done = threading.Event(), threading.Event()
+
+    def pauser():
+        with paused():
+            ready.set()
+            done.wait(5)
+
+    t = threading.Thread(target=pauser)
+    t.start()
+    ready.wait(5)
+    with count_commands() as c:
+        coll.find_one({"_id": 1})
+    done.set()
+    t.join()
+    assert c.round_trips == 1
+    with paused(), count_commands() as hidden:
+        coll.find_one({"_id": 1})
+    assert hidden.round_trips == 0

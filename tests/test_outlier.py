@@ -25,6 +25,7 @@ from helpers.outlier import (
     outlier_layout,
     read_comments,
     read_post,
+    read_post_lookup,
 )
 from helpers.safety import reset_workbook, workbook_collection
 from helpers.sizes import MAX_BSON_SIZE
@@ -130,9 +131,9 @@ def test_boundary_and_costs(db):
     assert (c.round_trips, c.commands) == (1, ["findAndModify"])
     add_comment(db, 2, {"n": 2}, threshold=3)
     assert add_comment(db, 2, {"n": 3}, threshold=3) == Added(4, False)
-    with count_commands() as c:  # an overflowed comment: sequence number + flag, then the insert
+    with count_commands() as c:  # an overflowed comment: one update takes its number, then the insert
         assert add_comment(db, 2, {"n": 4}, threshold=3) == Added(5, False)
-    assert c.commands == ["findAndModify", "findAndModify", "insert"]
+    assert c.commands == ["findAndModify", "insert"]
     post1, _ = _state(db, 1)
     assert post1["hasOverflow"] is False and len(post1["comments"]) == 3
     with count_commands() as c:
@@ -143,6 +144,38 @@ def test_boundary_and_costs(db):
     assert c.round_trips == 2 and c.docs_returned == 3
     page = read_post(db, 2)
     assert page["title"] == "viral" and page["comments"] == [{"n": n} for n in range(5)]
+
+
+def test_a_comment_is_stored_as_written_even_with_dollar_strings(db):
+    """The update pipeline wraps the comment in $literal: a "$field" string is text, not a field path."""
+    workbook_collection(db, POSTS).insert_one({"_id": 1, "comments": [], "commentCount": 0, "hasOverflow": False})
+    tricky = [{"text": "$commentCount"}, {"text": "hi", "quote": {"by": "$author"}}, {"text": "$$ROOT", "n": 2}]
+    for c in tricky:
+        add_comment(db, 1, c, threshold=2)
+    assert read_comments(db, 1) == tricky
+
+
+def test_every_page_form_reads_the_same_comments_in_one_batch(db):
+    """read_post (the post, then its overflow) and read_post_lookup (one aggregate) give the same page,
+    lost markers skipped, in 2 and 1 round trips, and never leave a reply to the driver's default batch."""
+    posts = workbook_collection(db, POSTS)
+    posts.insert_many([{"_id": "quiet", "title": "q"}, {"_id": "viral", "title": "v"}])
+    for n in range(3):
+        add_comment(db, "quiet", {"n": n}, threshold=5)
+    for n in range(250):  # 245 overflowed: more than the driver's default first batch of 101
+        add_comment(db, "viral", {"n": n}, threshold=5)
+    db[OVERFLOW].delete_one({"post_id": "viral", "seq": 100})  # a hole, then repaired: a lost marker
+    assert repair_post(db, "viral") == [100]  # (imported with the bucket tests, below)
+    want = [{"n": n} for n in range(250) if n != 99]
+    for post_id, comments, trips in (("quiet", [{"n": n} for n in range(3)], (1, 1)), ("viral", want, (2, 1))):
+        for read, rt in zip((read_post, read_post_lookup), trips):
+            with count_commands() as c:
+                page = read(db, post_id)
+            assert page["comments"] == comments and page["title"] in ("q", "v")
+            assert (c.round_trips, c.default_batch_getmores) == (rt, 0), (read.__name__, post_id, c.commands)
+    assert read_post_lookup(db, "viral") == read_post(db, "viral")
+    with pytest.raises(PostNotFoundError):
+        read_post_lookup(db, "missing")
 
 
 def test_existing_comments_keep_their_place(db):
@@ -571,12 +604,13 @@ def test_buckets_costs_and_bulk_load(db):
     assert counts == {POSTS: 3, OVERFLOW_BUCKETS: 1 + 3}
     for post in source:
         assert read_post(db, post["_id"], bucket_size=100)["comments"] == post["comments"]
+        assert read_post_lookup(db, post["_id"], bucket_size=100) == read_post(db, post["_id"], bucket_size=100)
     with count_commands() as c:
         read_comments(db, 2, bucket_size=100)
     assert (c.round_trips, c.docs_returned) == (2, 4)  # the post and 3 buckets
-    with count_commands() as c:  # an overflowed comment: no match, the number and the flag, the upsert
+    with count_commands() as c:  # an overflowed comment: the number, then the upsert
         assert add_comment(db, 2, {"j": 260}, 4, bucket_size=100) == Added(261, False)
-    assert (c.commands, c.docs_written) == (["findAndModify", "findAndModify", "update"], 2)
+    assert (c.commands, c.docs_written) == (["findAndModify", "update"], 2)
     assert [e["seq"] for e in _buckets(db, 2)[-1]["comments"]] == [201 + i for i in range(61)]
 
 

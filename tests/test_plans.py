@@ -61,3 +61,19 @@ def test_find_in_id_order_walks_the_id_index_and_falls_back_where_a_hint_is_refu
     with pytest.raises(OperationFailure, match="not authorized"):
         list(find_in_id_order(denied))
     assert denied.hints == [[("_id", 1)]]
+
+
+def test_an_aggregations_stats_reported_twice_count_once_and_shards_add_up():
+    from helpers.plans import plan_summary
+
+    ixscan = {"stage": "FETCH", "inputStage": {"stage": "IXSCAN"}}
+    twice = {"queryPlanner": {"winningPlan": ixscan},
+             "executionStats": {"totalKeysExamined": 1, "totalDocsExamined": 1},
+             "stages": [{"$cursor": {"queryPlanner": {"winningPlan": ixscan},
+                                     "executionStats": {"totalKeysExamined": 1, "totalDocsExamined": 1}}}]}
+    assert plan_summary(twice) == ("FETCH > IXSCAN", 1, 1)
+    sharded = {"shards": {"a": {"queryPlanner": {"winningPlan": ixscan},
+                                "executionStats": {"totalKeysExamined": 2, "totalDocsExamined": 2}},
+                          "b": {"queryPlanner": {"winningPlan": ixscan},
+                                "executionStats": {"totalKeysExamined": 3, "totalDocsExamined": 3}}}}
+    assert plan_summary(sharded) == ("FETCH > IXSCAN", 5, 5)

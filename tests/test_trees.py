@@ -9,7 +9,6 @@ import re
 import uuid
 
 import bson
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,6 +17,7 @@ from helpers.counting import count_commands
 from helpers.safety import is_workbook_collection
 from helpers.trees import (
     PATTERNS,
+    TEACHING,
     AncestorsArray,
     ChildRefs,
     CycleError,
@@ -30,8 +30,12 @@ from helpers.trees import (
     disagreements,
     interrupt,
     operation_costs,
+    server_work,
     tree_shape,
+    workload_costs,
 )
+from helpers.trees.costs import _as_ranges, _prefix
+from helpers.workload import Forms, Operation, Workload
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,6 +64,11 @@ class Reference:
     def answers(self, n):
         return {"parent": self.parent[n], "children": self.children(n), "ancestors": self.ancestors(n),
                 "descendants": self.descendants(n)}
+
+    def named(self, n):
+        """What the workload's reads return: breadcrumbs (names, the node's own last), the menu, the subtree."""
+        return {"breadcrumbs": [self.name[a] for a in self.ancestors(n) + [n]],
+                "menu": [(c, self.name[c]) for c in self.children(n)], "descendants": self.descendants(n)}
 
 
 def answers(tree, n):
@@ -149,6 +158,10 @@ def test_patterns_agree_with_reference(db, case):
         for tree in graphs:
             assert tree.graph_ancestors(n) == want["ancestors"], f"{tree}: graph_ancestors({n})"
             assert tree.graph_descendants(n) == want["descendants"], f"{tree}: graph_descendants({n})"
+        for method, named in ref.named(n).items():  # every form of every pattern, after the moves and renames
+            for tree in trees.values():
+                for label, fn in tree.forms_of(method).items():
+                    assert fn(n) == named, f"{tree}: {method} ({label}) of {n}"
     # names and paths follow the moves and renames
     for n, doc in ((d["_id"], d) for d in trees["MaterializedPaths"].collection.find()):
         assert doc["path"] == "".join("/" + ref.name[a] for a in ref.ancestors(n) + [n])
@@ -195,10 +208,14 @@ def test_costs_are_what_the_lesson_says(db):
     assert costs(t["ChildRefs"].move, 5, 4)[2] == 2
     assert costs(t["AncestorsArray"].move, 5, 4)[2] == 4
     assert costs(t["MaterializedPaths"].move, 5, 4)[2] == 4
-    # renaming 2 (now 2, 3, 4 and the moved 5, 6, 7, 8): one write, except the paths of names
+    assert costs(t["AncestorsWithNames"].move, 5, 4)[2] == 4
+    # renaming 2 (now 2, 3, 4 and the moved 5, 6, 7, 8): one write, except where a descendant holds the name
     for name in ("ParentRefs", "ChildRefs", "AncestorsArray"):
         assert costs(t[name].rename, 2, "Mobile")[2] == 1
     assert costs(t["MaterializedPaths"].rename, 2, "Mobile")[2] == 7
+    assert costs(t["AncestorsWithNames"].rename, 2, "Mobile")[2] == 7
+    assert [a["name"] for a in t["AncestorsWithNames"].collection.find_one({"_id": 8})["ancestors"]] == \
+        ["Electronics", "Mobile", "Cases", "Audio", "Speakers", "Smart Speakers"]
     paths = sorted(d["path"] for d in t["MaterializedPaths"].collection.find())
     assert sum(p.startswith("/Electronics/Mobile") for p in paths) == 7
     assert "/Electronics/Mobile/Cases/Audio/Speakers" in paths and not any("Phones" in p for p in paths)
@@ -351,14 +368,99 @@ def test_operation_costs_and_decision_table(db):
     table = operation_costs(patterns, calls)
     assert table["same result"].all()
     assert {k: snapshot(v) for k, v in t.items()} == before, "moves and renames must be undone"
-    assert len(table) == 4 * 7 + 2
+    assert len(table) == 5 * 7 + 2
     assert table.loc[("ancestors", "AncestorsArray"), "round trips"] == 1
     assert table.loc[("rename", "MaterializedPaths"), "docs written"] == 3
-    rule = decision_table(table)
-    assert rule.loc["ancestors", "choose"] == "AncestorsArray"
-    assert "ParentRefs" in rule.loc["rename", "choose"].split(" or ")
+    assert table.loc[("rename", "MaterializedPaths"), "index keys written"] == 6  # the path index: out, in
+    assert table.loc[("rename", "AncestorsWithNames"), "index keys written"] == 0  # no index holds a name
     with pytest.raises(TypeError):
         GraphLookup(t["AncestorsArray"])
+
+
+BREADCRUMB_FORMS = {("ParentRefs", "one $graphLookup"): 1, ("ParentRefs", "one query per level"): 5,
+                    ("ChildRefs", "one $graphLookup"): 1, ("ChildRefs", "one query per level"): 6,
+                    ("AncestorsArray", "one $lookup"): 1, ("AncestorsArray", "two queries"): 2,
+                    ("AncestorsWithNames", "as measured"): 1, ("MaterializedPaths", "as measured"): 1}
+
+
+def test_breadcrumbs_and_menus_carry_names_in_every_form(db):
+    """The workload's reads are what a page shows: names. Each form gives the same names; the
+    competent forms take one round trip (the loops one per level)."""
+    t = build(db, ROWS)
+    want = ["Electronics", "Audio", "Speakers", "Smart Speakers", "Mini"]
+    for name, tree in t.items():
+        for label, fn in tree.forms_of("breadcrumbs").items():
+            assert fn(8) == want and fn(1) == ["Electronics"], (name, label)
+            assert costs(fn, 8)[0] == BREADCRUMB_FORMS[(name, label)], (name, label)
+        for label, fn in tree.forms_of("menu").items():
+            assert fn(1) == [(2, "Phones"), (5, "Audio")] and fn(8) == [], (name, label)
+            assert costs(fn, 1)[0] <= (2 if name == "MaterializedPaths" or label == "two queries" else 1), (name, label)
+    assert sorted(BREADCRUMB_FORMS) == sorted((n, f) for n, tr in t.items() for f in tr.forms_of("breadcrumbs"))
+    assert all(key in TEACHING for key in [("breadcrumbs", "one query per level"), ("breadcrumbs", "two queries")])
+    with pytest.raises(UnknownNodeError):
+        t["AncestorsArray"].lookup_breadcrumbs(99)
+    with pytest.raises(UnknownNodeError):
+        t["ChildRefs"].lookup_menu(99)
+
+
+def test_workload_costs_bill_each_design_at_its_competent_form(db, backend):
+    t = build(db, ROWS)
+    shop = Workload("tree", (Operation("ancestors", "read", 600, "fast", "breadcrumbs", "assumption: test"),
+                             Operation("descendants", "read", 250, "fast", "ids", "assumption: test"),
+                             Operation("children", "read", 150, "fast", "menu", "assumption: test"),
+                             Operation("rename", "write", 2, "slow", "nothing", "assumption: test")))
+    calls = {"ancestors": ("breadcrumbs", (8,)), "descendants": ("descendants", (5,)), "children": ("menu", (1,)),
+             "rename": ("rename", (5, "Sound"))}
+    before = {k: snapshot(v) for k, v in t.items()}
+    designs = workload_costs(t, calls, examined=backend.info.caps.explain)
+    assert {k: snapshot(v) for k, v in t.items()} == before, "a measured write must be undone"
+    assert isinstance(designs["ParentRefs"]["ancestors"], Forms)
+    billed = shop.billed(designs)
+    assert billed["ParentRefs"] == {"ancestors": "one $graphLookup", "descendants": "one $graphLookup",
+                                    "children": "as measured", "rename": "as measured"}
+    assert billed["AncestorsArray"]["ancestors"] == "one $lookup" and billed["ChildRefs"]["children"] == "one $lookup"
+    contest = shop.contest(designs)
+    loop = contest.loc[("ParentRefs", "ancestors", "one query per level")]
+    assert loop["billed"] == "counter-example" and loop["note"].startswith("the obvious loop")
+    daily = shop.weigh(designs)
+    assert "index keys written / day" in daily.columns  # every write carries its index keys
+    assert ("docs examined / day" in daily.columns) == backend.info.caps.explain
+    rename = contest.xs("rename", level="operation")
+    assert rename.loc[("AncestorsWithNames", "as measured"), "docs written"] == 4  # 5 and its 3 descendants
+    assert rename.loc[("AncestorsWithNames", "as measured"), "index keys written"] == 0
+    assert rename.loc[("MaterializedPaths", "as measured"), "index keys written"] == 8
+    rule = decision_table(shop, designs)
+    assert rule.loc["ancestors", "choose"].split(" or ")[0] in ("AncestorsWithNames", "MaterializedPaths")
+    assert "ParentRefs" in rule.loc["rename", "choose"].split(" or ")
+    t["AncestorsArray"].lookup_breadcrumbs = lambda node: ["wrong"]  # a form that answers something else
+    with pytest.raises(TreeError, match="differently"):
+        workload_costs({"AncestorsArray": t["AncestorsArray"], "MaterializedPaths": t["MaterializedPaths"]},
+                       {"ancestors": ("breadcrumbs", (8,))})
+
+
+def test_no_read_leaves_its_first_batch_to_the_driver(db):
+    """Every read sets its batch size: a subtree of 150 nodes comes back in one round trip."""
+    rows = [(0, None, "root")] + [(i, 0, f"c{i}") for i in range(1, 151)]
+    t = build(db, rows)
+    for name, tree in t.items():
+        for method in ("descendants", "menu", "children"):
+            for label, fn in tree.forms_of(method).items():
+                with count_commands() as c:
+                    assert len(fn(0)) == 150
+                assert c.default_batch_getmores == 0 and "getMore" not in c.commands, (name, method, label)
+    assert costs(t["AncestorsArray"].descendants, 0)[0] == 1
+    assert costs(t["AncestorsWithNames"].descendants, 0)[0] == 1
+    assert costs(t["MaterializedPaths"].descendants, 0)[0] == 2
+
+
+def test_a_prefix_regex_is_explained_as_its_key_range():
+    assert _prefix("^/Electronics/") == "/Electronics/"
+    assert _prefix("^/A\\.b\\+/[^/]+$") == "/A.b+/"
+    assert _prefix("^/Ab?c") == "/A" and _prefix("abc") is None and _prefix("^(x)") is None
+    assert _as_ranges({"path": {"$regex": "^/a/"}}) == {"path": {"$gte": "/a/", "$lt": "/a0"}}
+    assert _as_ranges({"$or": [{"path": "/a"}, {"path": {"$regex": "^/a/"}}]}) == \
+        {"$or": [{"path": "/a"}, {"path": {"$gte": "/a/", "$lt": "/a0"}}]}
+    assert _as_ranges({"parent": 3}) == {"parent": 3}
 
 
 def test_shape_sizes_and_disagreements(db):
@@ -395,24 +497,44 @@ def test_costs_name_what_they_count_and_the_server_work(db, backend):
     patterns = {"AncestorsArray": t["AncestorsArray"], "MaterializedPaths": t["MaterializedPaths"],
                 "ParentRefs + $graphLookup": GraphLookup(t["ParentRefs"])}
     caps = backend.info.caps
-    table = operation_costs(patterns, [("descendants", (1,))], examined=caps.explain)
+    patterns["ParentRefs"] = t["ParentRefs"]
+    patterns["AncestorsWithNames"] = t["AncestorsWithNames"]
+    table = operation_costs(patterns, [("descendants", (1,)), ("breadcrumbs", (8,))], examined=caps.explain)
     below = len(t["ParentRefs"].descendants(1))
     graph = table.loc[("descendants", "ParentRefs + $graphLookup")]
     assert (graph["round trips"], graph["docs returned"], graph["nodes returned"]) == (1, 1, below + 1)
     anc = table.loc[("descendants", "AncestorsArray")]
     assert anc["docs returned"] == anc["nodes returned"] == below
-    assert decision_table(table).loc["descendants", "its cost"].startswith("1 RT, ")
     if not caps.explain:
         assert "keys examined" not in table.columns
         return
-    assert pd.isna(graph["keys examined"]) and pd.isna(graph["docs examined"])
+    # the $graphLookup's own lookups are counted: its $match, then the same indexed reads the loop sends
+    loop = table.loc[("descendants", "ParentRefs")]
+    assert graph["docs examined"] == 1 + loop["docs examined"] == 1 + below
     assert (anc["keys examined"], anc["docs examined"]) == (below, below)  # one index range scan
     paths = table.loc[("descendants", "MaterializedPaths")]
-    n = len(ROWS)
-    if caps.explain_regex:  # the anchored path regex is an index range scan
-        assert paths["docs examined"] == 1 + below
-    else:  # the engine scans the collection for the regex (docs/ENGINES.md)
-        assert paths["docs examined"] == 1 + n
+    assert paths["docs examined"] == 1 + below  # the path, then the prefix's key range (as a real MongoDB scans)
+    crumbs = table.xs("breadcrumbs", level="operation")["docs examined"]
+    assert crumbs["AncestorsWithNames"] == crumbs["MaterializedPaths"] == 1  # the node holds every name
+    assert crumbs["AncestorsArray"] == 1 + 4  # the node, then its 4 ancestors by _id (two queries)
+    assert crumbs["ParentRefs + $graphLookup"] == 1 + 4  # the node, then one _id lookup per level
+
+
+def test_server_work_counts_lookups_and_the_indexed_part_of_a_write(db, backend):
+    if not backend.info.caps.explain:
+        pytest.skip("this engine cannot explain")
+    t = build(db, ROWS)
+    for name, method, node, docs in (("AncestorsArray", "lookup_breadcrumbs", 8, 1 + 4),
+                                     ("ChildRefs", "lookup_menu", 1, 1 + 2),
+                                     ("ChildRefs", "graph_breadcrumbs", 8, 1 + 4)):
+        with count_commands(keep_commands=True) as c:
+            getattr(t[name], method)(node)
+        assert server_work(db, c.command_documents)[1] == docs, (name, method)
+    # a move's update of the subtree: the descendants the ancestors index finds, never the collection
+    with count_commands(keep_commands=True) as c:
+        t["AncestorsArray"].move(5, 4)
+    t["AncestorsArray"].move(5, 1)
+    assert server_work(db, c.command_documents)[1] <= 2 + 1 + 3 + 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -149,7 +149,8 @@ def test_a_tie_within_the_margin_goes_to_the_next_column_and_says_so():
     p = w.pick(costs)
     assert isinstance(p, Pick) and isinstance(p, str)
     assert p == "embedded" and p.decided_by == "docs examined / day"  # round trips tie: 1,010 each
-    assert "tie on round trips / day" in p.sentence and "fewest docs examined / day" in p.sentence
+    assert p.sentence == ("Pick: embedded. Round trips / day: embedded, referenced tie (1,010 to 1,010, within 3%); "
+                          "docs examined / day: embedded is cheapest, 1,010 against 11,000 for referenced (91% less).")
     assert w.pick(costs, by="round trips / day").tie  # alone, round trips cannot separate them
     assert w.pick(costs, by="round trips / day") == "tie: embedded, referenced"
     near = {"a": {"read a post": _cost(100), "add a comment": _cost(0, 0, 0, 0)},
@@ -210,3 +211,40 @@ def test_index_keys_written_joins_the_bill_only_when_every_write_carries_it():
     assert daily.loc["x", "index keys written / day"] == 30  # the read wrote none: 0, not missing
     unknown = {"x": {"read a post": _cost(1), "add a comment": _cost(1, 0, 0, 1)}}
     assert "index keys written / day" not in _workload().weigh(unknown).columns
+
+
+def test_pick_by_another_column_bills_each_design_by_that_column_too():
+    w = _workload()
+    x = Forms({"few rt": {**_cost(1), "docs examined": 50}, "few docs": {**_cost(3), "docs examined": 2}})
+    costs = {"x": {"read a post": x, "add a comment": {**_cost(1, 0, 0, 1), "docs examined": 1}},
+             "y": {"read a post": {**_cost(2), "docs examined": 10}, "add a comment": {**_cost(1, 0, 0, 1), "docs examined": 1}}}
+    assert w.pick(costs, by="docs examined / day") == "x"  # its "few docs" form: 2,010 against 10,010
+    assert w.billed(costs, by="docs examined / day")["x"]["read a post"] == "few docs"
+
+
+def test_forms_measured_unalike_a_negative_cost_and_a_misspelt_column_are_refused():
+    with pytest.raises(ValueError, match="measure every form of an operation alike"):
+        Forms({"explained": {**_cost(1), "docs examined": 3}, "not": _cost(1)})
+    with pytest.raises(ValueError, match="finite number, 0 or more"):
+        cost_of(_cost(-1))
+    with pytest.raises(ValueError, match="finite number, 0 or more"):
+        cost_of(_cost(float("nan")))
+    with pytest.raises(ValueError, match="pick by one of"):
+        _workload().pick(COSTS, by="round trip / day")
+
+
+def test_the_sentence_is_true_for_one_design_small_gaps_and_names_as_written():
+    one = _workload().pick({"only": COSTS["embedded"]})
+    assert one == "only" and one.sentence.startswith("Pick: only. There is one design only: nothing to compare")
+    near = {"a": {"read a post": _cost(1000), "add a comment": _cost(0, 0, 0, 0)},
+            "b": {"read a post": _cost(1001), "add a comment": _cost(0, 0, 0, 0)}}
+    p = _workload().pick(near, by="round trips / day", margin=0)
+    assert "(0.1% less)" in p.sentence and p == "a"
+
+
+def test_a_counter_examples_note_says_more_and_less_as_they_are():
+    w = Workload("w", _workload().operations, by=("round trips / day", "MB returned / day"))
+    costs = {"x": {"read a post": Forms({"lean": _cost(1, 1, 2_000), "chatty": _cost(3, 1, 1_000)}),
+                   "add a comment": _cost(1, 0, 0, 1)}}
+    note = w.contest(costs).loc[("x", "read a post", "chatty"), "note"]
+    assert note == "against the billed form: +2,000 round trips / day, -1 MB returned / day"

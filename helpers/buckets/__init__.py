@@ -1,10 +1,12 @@
 """Position reports over time: one document per report, capped buckets, a time series collection (notebook 08).
 
-The lesson's face: every name notebook 08 uses, imported from its parts: ``pattern`` (the three designs' writes, reads and drops); ``checks`` holds the exercises' checkers.
+The lesson's face: every name notebook 08 uses, imported from its parts: ``pattern`` (the three designs' writes, reads and drops), ``costs`` (the server's work in the bill: index keys written, keys and documents examined); ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations
 
+from .costs import batch_filter, index_keys_of, measured_read, read_plan
 from .pattern import (
+    BATCH_SIZE,
     BUCKETS,
     DESIGNS,
     DOCUMENTS,
@@ -56,4 +58,9 @@ __all__ = [
     "storage",
     "window_state",
     "store_in_window",
+    "BATCH_SIZE",
+    "batch_filter",
+    "index_keys_of",
+    "measured_read",
+    "read_plan",
 ]

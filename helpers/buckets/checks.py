@@ -34,10 +34,26 @@ def hourly_from_summaries(answer: Any, *, buckets: Any, icao24: str) -> str | No
     return None
 
 
+def _designs(pick: Any) -> frozenset | None:
+    """The designs a pick names: a ``Pick``'s designs, ``"tie: A, B"`` as {A, B}, a name as {name}, or a
+    tuple, list or set of names; None for anything else."""
+    if hasattr(pick, "designs"):
+        return frozenset(pick.designs)
+    if isinstance(pick, str):
+        return frozenset(pick[len("tie: "):].split(", ")) if pick.startswith("tie: ") else frozenset([pick])
+    if isinstance(pick, (tuple, list, set, frozenset)) and pick and all(isinstance(x, str) for x in pick):
+        return frozenset(pick)
+    return None
+
+
 @exercise("8.2", hint="workload.with_rate(operation, rate).pick(costs, by=...) for a few rates (0, 100, 1_000, ...): "
-                      "give the first rate where the answer is not the pick of section 8.7")
+                      "give the first rate where the answer is not the pick of section 8.7, and that answer as pick "
+                      "says it (a tie too: 'tie: A, B')")
 def flipping_rate(answer: Any, *, workload: Any, costs: Any, operation: str, by: str) -> str | None:
-    """``(rate, design)``: a rate of ``operation`` at which the pick ``by`` one daily cost changes."""
+    """``(rate, design)``: a rate of ``operation`` at which the pick ``by`` one daily cost changes, and
+    the pick there. Designs within the workload's margin tie, and a tie is a change of pick: it is given
+    as ``pick`` gives it (``"tie: A, B"``) or as a tuple of the tied designs, in any order; one of the
+    tied designs alone is not the pick."""
     if not isinstance(answer, tuple) or len(answer) != 2:
         return "give a pair: (rate per day, the design picked at that rate)"
     rate, design = answer
@@ -45,10 +61,16 @@ def flipping_rate(answer: Any, *, workload: Any, costs: Any, operation: str, by:
         return f"the rate is a number of runs a day, 0 or more, not {shown(rate)}"
     base = workload.pick(costs, by=by)
     picked = workload.with_rate(operation, rate).pick(costs, by=by)
-    if picked == base:
-        return f"at {rate:,} a day the pick by {by} is still {shown(base)}"
-    if design != picked:
-        return f"at {rate:,} a day the pick is {shown(picked)}, not {shown(design)}"
+    if _designs(picked) == _designs(base):
+        return f"at {rate:,} a day the pick by {by} is still {shown(str(base))}"
+    given = _designs(design)
+    if given is None:
+        return f"give the design as a name, as pick's answer ('tie: A, B'), or the tied designs as a tuple, not {shown(design)}"
+    if given != _designs(picked):
+        if picked.tie and given < _designs(picked):
+            return (f"at {rate:,} a day {shown(design)} does not win alone: {len(picked.designs)} designs are within "
+                    f"{workload.margin:.0%} of each other, a tie; give the tie, as pick says it")
+        return f"at {rate:,} a day the pick is {shown(str(picked))}, not {shown(design)}"
     return None
 
 

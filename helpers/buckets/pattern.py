@@ -40,11 +40,14 @@ from ..backends import info_of
 from ..plans import explain_find
 from ..safety import fresh_collection
 
-__all__ = ["SPAN", "KEY", "LATEST_KEY", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
+__all__ = ["SPAN", "KEY", "LATEST_KEY", "BATCH_SIZE", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
 LATEST_KEY = [("icao24", 1), ("last", -1)]  #: the buckets' index for an aircraft's latest report
+#: every read's first batch: more documents than any answer of the lesson's reads (an hour holds at most
+#: 7,200 reports at ADS-B's 2 a second), so no read pays a ``getMore`` for the driver's default of 101
+BATCH_SIZE = 10_000
 _MAX_RETRIES = 1000  # a window re-read this often means something else keeps writing it: give up loudly
 
 
@@ -126,7 +129,7 @@ def window_state(collection: Any, keys: list[tuple[str, _dt.datetime]],
     held = _held_between_hour_bounds(hours, given)
     pipeline = [{"$match": {"$or": branches} if len(branches) > 1 else branches[0]},
                 {"$project": {"icao24": 1, "start": 1, "n": 1, "count": 1, "cap": 1, "held": held}}]
-    return _by_window_in_n_order(state, collection.aggregate(pipeline))
+    return _by_window_in_n_order(state, collection.aggregate(pipeline, batchSize=BATCH_SIZE))
 
 
 def _group_by_hour(keys: list[tuple[str, _dt.datetime]],
@@ -301,10 +304,12 @@ def _store_reading_again_on_conflict(collection: Any, key: tuple[str, _dt.dateti
     return total
 
 
-def track(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime) -> list[dict[str, Any]]:
+def track(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
+          batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
     """The reports of ``icao24`` with ``start <= time < end``, in time order, each as it was given
     (introduced in notebook 08). One aggregation: the buckets of the hours that overlap the range,
-    on the ``(icao24, start, n)`` index, each trimmed on the server to the reports in the range."""
+    on the ``(icao24, start, n)`` index, each trimmed on the server to the reports in the range, in
+    one first batch of up to ``batch_size`` buckets."""
     if not isinstance(icao24, str) or not icao24:
         raise ValueError(f"icao24 must be a non-empty string, not {icao24!r}")
     for name, t in (("start", start), ("end", end)):
@@ -315,7 +320,7 @@ def track(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime) 
     in_range = {"$and": [{"$gte": ["$$this.time", start]}, {"$lt": ["$$this.time", end]}]}
     pipeline = [{"$match": {"icao24": icao24, "start": {"$gte": window_start(start), "$lt": end}}},
                 {"$project": {"_id": 0, "reports": {"$filter": {"input": "$reports", "cond": in_range}}}}]
-    out = [{"icao24": icao24, **r} for b in collection.aggregate(pipeline) for r in b["reports"]]
+    out = [{"icao24": icao24, **r} for b in collection.aggregate(pipeline, batchSize=batch_size) for r in b["reports"]]
     return sorted(out, key=lambda r: r["time"])
 
 
@@ -390,29 +395,34 @@ def insert_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, key
         return int(e.details.get("nInserted", 0))
 
 
-def track_documents(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime) -> list[dict]:
+def track_documents(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
+                    batch_size: int = BATCH_SIZE) -> list[dict]:
     """One aircraft's reports with ``start <= time < end`` from one-document-per-report storage
-    (a plain collection or a time series collection), in time order, on the ``(icao24, time)`` index."""
+    (a plain collection or a time series collection), in time order, on the ``(icao24, time)`` index,
+    in one first batch of up to ``batch_size`` reports (``0``: the driver's default, 101, then a
+    ``getMore`` for the rest: the counter-example of notebook 08)."""
     return list(collection.find({"icao24": icao24, "time": {"$gte": start, "$lt": end}}, {"_id": 0},
-                                sort=REPORT_KEY))
+                                sort=REPORT_KEY, batch_size=batch_size))
 
 
-def latest(collection: Any, icao24: str, *, design: str) -> dict[str, Any] | None:
+def latest(collection: Any, icao24: str, *, design: str, batch_size: int = BATCH_SIZE) -> dict[str, Any] | None:
     """The aircraft's latest report (its last known position), one round trip in every design.
     Buckets: the bucket with the latest ``last`` (on the :data:`LATEST_KEY` index, one bucket read),
-    trimmed on the server to that report; the others: the ``(icao24, time)`` index read backwards."""
+    trimmed on the server to that report, in a first batch of up to ``batch_size`` (a batch of exactly
+    one can leave the cursor open, and the driver then sends a ``getMore`` that finds nothing); the others: one ``find``
+    sorted by time, newest first, limit 1 (``find_one``), on the ``(icao24, time)`` index read backwards."""
     if design == BUCKETS:
         got = list(collection.aggregate([
             {"$match": {"icao24": icao24}}, {"$sort": {"icao24": 1, "last": -1}}, {"$limit": 1},
             {"$project": {"_id": 0, "report": {"$filter": {
-                "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}}}]))
+                "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}}}], batchSize=batch_size))
         return {"icao24": icao24, **got[0]["report"][0]} if got and got[0]["report"] else None
     _design(design)
     return collection.find_one({"icao24": icao24}, {"_id": 0}, sort=[("icao24", 1), ("time", -1)])
 
 
 def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
-                   design: str) -> list[dict]:
+                   design: str, batch_size: int = BATCH_SIZE) -> list[dict]:
     """One aircraft's hours in ``[start, end)``: reports, lowest and highest altitude, on the same
     index as its track. Buckets add up their summary fields (no report is grouped); the other
     designs group the aircraft's reports by ``$dateTrunc`` hour."""
@@ -427,7 +437,7 @@ def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.d
                                 "minAltitude": {"$min": "$altitude"}, "maxAltitude": {"$max": "$altitude"}}}]
     rows = [{"hour": g["_id"], "reports": g["reports"],
              "minAltitude": g.get("minAltitude"), "maxAltitude": g.get("maxAltitude")}
-            for g in collection.aggregate(pipeline)]
+            for g in collection.aggregate(pipeline, batchSize=batch_size)]
     return sorted(rows, key=lambda r: r["hour"])
 
 

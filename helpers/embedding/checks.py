@@ -97,25 +97,29 @@ def torn_possible(answer: Any) -> str | None:
     return None
 
 
-@exercise("1.5", hint="workload.with_rate('view a product page', v).pick(costs, by=by) for a few values of v: the "
-                      "answer is the smallest v at which the pick is still 'embed or copy'")
+@exercise("1.5", hint="workload.with_rate('view a product page', v).pick(costs, by=by) for a few values of v: a tie "
+                      "(pick.tie) is not a pick; the answer is the smallest v at which the pick is 'embed or copy' itself")
 def views_at_flip(answer: Any, *, workload: Any, costs: Any, by: str = "round trips / day") -> str | None:
-    """Weigh the measured costs with the product page's rate changed, at the answer and one below."""
+    """Weigh the measured costs with the product page's rate changed, at the answer and one below:
+    the pick at the answer is "embed or copy" outright (a tie within the workload's margin is not),
+    and one view fewer it is not."""
     if isinstance(answer, bool) or not hasattr(answer, "__index__"):
         return f"give a whole number of page views a day, not {shown(answer)}"
     if by not in workload.weigh(costs).columns:  # the engine gave no server work (caps.explain): nothing to find
         return None if int(answer) == 0 else (
             f"the costs carry no {shown(by)} on this engine (it gives no keys or documents examined: caps.explain), "
-            f"so no rate makes the pick flip by it: answer 0")
+            f"so no rate makes 'embed or copy' the pick by it: answer 0")
     if int(answer) < 1:
         return f"give a whole number of page views a day, 1 or more, not {shown(answer)}"
     v = int(answer)
 
-    def pick(views: int) -> str:
+    def pick(views: int) -> Any:
         return workload.with_rate("view a product page", views, "exercise 1.5").pick(costs, by=by)
 
-    if pick(v) != "embed or copy":
-        return f"at {v:,} product page views a day the pick by {by} is {shown(pick(v))}: go higher"
+    at = pick(v)
+    if at != "embed or copy":
+        said = f"the designs tie on {by} (within {workload.margin:.0%})" if at.tie else f"the pick by {by} is {shown(str(at))}"
+        return f"at {v:,} product page views a day {said}: go higher"
     if v > 1 and pick(v - 1) == "embed or copy":
         return f"at {v - 1:,} views a day 'embed or copy' is still the pick by {by}: go lower"
     return None

@@ -60,21 +60,25 @@ def _check_arguments_and_record(products: Any, reviews: Any, batch_size: int) ->
     track_collection(reviews.database, reviews.name)
 
 
+#: the index of the referenced design: the page finds a product's reviews by it, in date order
+PAGE_INDEX = [("product_id", 1), ("date", 1)]
+
+
 def _index_unless_first_copy(reviews: Any) -> bool:
-    """Is this a first copy (``reviews`` empty)? If not, build the ``(product_id, n)`` index now,
-    since the deletes find a batch's reviews by it; a first copy deletes nothing and builds the
-    index once at the end (:func:`_index_after_first_copy`), not on every insert."""
+    """Is this a first copy (``reviews`` empty)? If not, build the page's ``(product_id, date)``
+    index now, since the deletes find a batch's reviews by its prefix; a first copy deletes nothing
+    and builds the index once at the end (:func:`_index_after_first_copy`), not on every insert."""
     first_copy = reviews.find_one({}, {"_id": 1}) is None
     if not first_copy:
-        reviews.create_index([("product_id", 1), ("n", 1)])  # each batch's deletes find its reviews by it
+        reviews.create_index(PAGE_INDEX)  # each batch's deletes find its reviews by it
     return first_copy
 
 
 def _index_after_first_copy(reviews: Any, first_copy: bool) -> None:
-    """After a first copy, build the ``(product_id, n)`` index (the read path and
-    :func:`verify_migration` use it); any other copy built it before it started."""
+    """After a first copy, build the page's ``(product_id, date)`` index; any other copy built it
+    before it started."""
     if first_copy:
-        reviews.create_index([("product_id", 1), ("n", 1)])  # the read path and verify_migration use it
+        reviews.create_index(PAGE_INDEX)  # the page reads a product's reviews by it, in date order
 
 
 def _count_product(report: MigrationReport, pid: Any, n_reviews: int) -> None:
@@ -92,8 +96,8 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
     position in the array; the meta fields last, so a review's own ``product_id`` or ``n`` cannot
     override them; the ``_id`` of product ``1`` and of product ``"1"`` would collide: keep one type). Safe to run again: when ``reviews`` already holds reviews, each batch
     first deletes that batch's products' reviews, then inserts them, in one ordered ``bulk_write``.
-    A first copy (``reviews`` empty when it starts) has nothing to delete, and builds the
-    ``(product_id, n)`` index once at the end instead of updating it on every insert; it assumes
+    A first copy (``reviews`` empty when it starts) has nothing to delete, and builds the page's
+    ``(product_id, date)`` index once at the end instead of updating it on every insert; it assumes
     nobody else writes ``reviews`` meanwhile (if one does, an insert stops with E11000, and running
     it again finishes the copy: nothing is lost). The products are not changed
     (drop the arrays with :func:`drop_embedded_reviews` once :func:`verify_migration` agrees).
@@ -111,7 +115,8 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
 
     pids, ops = [], []  # the batch: its products' _ids, and its reviews' inserts
     wanted: dict[str, Any] = {} if only is None else {"_id": {"$in": list(only)}}
-    for p in products.find({"reviews": {"$exists": True}, **wanted}, {"reviews": 1}).sort("_id", 1):
+    for p in products.find({"reviews": {"$exists": True}, **wanted}, {"reviews": 1},
+                           batch_size=batch_size).sort("_id", 1):  # a batch of products per read
         pid = p["_id"]
         pids.append(pid)
         for n, review in enumerate(p["reviews"]):
@@ -246,7 +251,8 @@ def migrate_reviews_flagged(products: Any, reviews: Any, *, batch_size: int = 20
     notebook uses it to write a review in the middle of the migration). Notebook 01, section 8.
     """
     _check_arguments_and_record(products, reviews, batch_size)
-    reviews.create_index([("product_id", 1), ("n", 1)])
+    reviews.create_index([("product_id", 1), ("n", 1)])  # the cut-over's read path (product_reviews)
+    reviews.create_index(PAGE_INDEX)  # the page's, once the cut-over is done
     report = MigrationReport()
     unfinished = {"$or": [{"reviews_in": {"$ne": "collection"}}, {"reviews": {"$exists": True}}]}
     ids = [p["_id"] for p in products.find(unfinished, {"_id": 1}).sort("_id", 1)]

@@ -8,9 +8,9 @@ What the lesson measures, one small function per idea:
   (``$lookup`` with a pipeline that sorts and trims the joined books);
 * what a ``$lookup`` makes the server examine: :func:`foreign_query_plan` explains the query that
   ``$lookup`` runs on the foreign collection for each input document;
-* two-way references and duplicated fields: :func:`with_book_ids`, :func:`add_coauthor`,
-  :func:`one_sided_references`, :func:`books_with_author_names`, :func:`rename_author`,
-  :func:`stale_copies`;
+* two-way references and duplicated fields: :func:`with_book_ids`, :func:`books_with_author_names`,
+  :func:`add_coauthor`, :func:`one_sided_references`, :func:`rename_author`, :func:`stale_copies`;
+* the bill's prices: :func:`priced` (a measured cost with the server's work of its queries);
 * writes: :func:`add_review_embedded` vs :func:`add_review_referenced`;
 * consistency: :func:`update_product_version` and :func:`product_is_consistent` (one document,
   several fields and an array, atomic), :func:`author_copies_agree` and
@@ -34,16 +34,23 @@ from typing import Any, Callable, Iterable, Sequence
 import bson
 from pymongo.errors import DocumentTooLarge, OperationFailure
 
+from ..backends import backend_info, info_of
 from ..generators import reviews as synthetic_reviews
 from ..plans import explain_find, lookup_summary, plan_summary
 from ..sizes import check_document_size
+from ..workload import cost_of
 from .migrate import (  # part two of the lesson (start embedded, pivot later), re-exported here
     _check_collection,
 )
 
-__all__ = ["authors_books_app_join", "authors_books_lookup", "authors_books_lookup_pipeline", "product_page_lookup", "product_page_work", "find_work", "add_work", "foreign_query_plan", "ForeignPlan", "lookup_stage_stats", "books_with_author_names", "with_book_ids", "add_coauthor", "one_sided_references", "rename_author", "stale_copies", "update_product_version", "product_is_consistent", "author_copies_agree", "rename_author_in_transaction", "read_in_transaction", "count_torn_reads", "TornReads", "hot_document_throughput", "Throughput", "add_review_embedded", "add_review_referenced", "synthetic_reviews", "sizes_by_review_count", "push_reviews_until_limit", "GrowthResult", "product_page"]
+__all__ = ["authors_books_app_join", "authors_books_lookup", "authors_books_lookup_pipeline", "product_page_lookup", "priced", "find_work", "add_work", "foreign_query_plan", "ForeignPlan", "lookup_stage_stats", "books_with_author_names", "with_book_ids", "add_coauthor", "one_sided_references", "rename_author", "stale_copies", "update_product_version", "product_is_consistent", "author_copies_agree", "rename_author_in_transaction", "read_in_transaction", "count_torn_reads", "TornReads", "hot_document_throughput", "Throughput", "add_review_embedded", "add_review_referenced", "synthetic_reviews", "sizes_by_review_count", "push_reviews_until_limit", "GrowthResult", "product_page"]
 
 Document = dict[str, Any]
+#: the first batch every read of the lesson asks for: the whole answer in one reply (up to 16 MiB),
+#: never the driver's default of 101 documents
+BATCH = 10_000
+
+
 def _check_ids(author_ids: Any) -> list[Any] | None:
     if author_ids is None:
         return None
@@ -60,17 +67,18 @@ def authors_books_app_join(authors: Any, books: Any, author_ids: Sequence[Any] |
     """Application-side join: one query for the authors, one for their books, joined in Python.
 
     A book with two authors comes back once and is listed under both. Authors in ``_id`` order,
-    books in ``_id`` order. Notebook 01, section 2.
+    books in ``_id`` order; each query asks for its whole answer in its first batch (``BATCH``).
+    Notebook 01, section 2.
     """
     _check_collection(authors, "authors")
     _check_collection(books, "books")
     ids = _check_ids(author_ids)
     author_filter = {} if ids is None else {"_id": {"$in": ids}}
-    people = list(authors.find(author_filter).sort("_id", 1))
+    people = list(authors.find(author_filter, batch_size=BATCH).sort("_id", 1))
     wanted = [a["_id"] for a in people]
     by_author: dict[Any, list[Document]] = {a: [] for a in wanted}
     for book in books.find({"author_ids": {"$in": wanted}},
-                           {"_id": 0, "title": 1, "year": 1, "author_ids": 1}).sort("_id", 1):
+                           {"_id": 0, "title": 1, "year": 1, "author_ids": 1}, batch_size=BATCH).sort("_id", 1):
         for a in book["author_ids"]:
             if a in by_author:
                 by_author[a].append({"title": book["title"], "year": book["year"]})
@@ -92,7 +100,7 @@ def authors_books_lookup(authors: Any, books: Any, author_ids: Sequence[Any] | N
         {"$lookup": {"from": books.name, "localField": "_id", "foreignField": "author_ids", "as": "books"}},
     ]
     out = []
-    for a in authors.aggregate(pipeline):
+    for a in authors.aggregate(pipeline, batchSize=BATCH):
         joined = sorted(a["books"], key=lambda b: b["_id"])  # $lookup promises no order
         out.append({"_id": a["_id"], "name": a["name"],
                     "books": [{"title": b["title"], "year": b["year"]} for b in joined]})
@@ -116,7 +124,8 @@ def authors_books_lookup_pipeline(authors: Any, books: Any,
                      "pipeline": [{"$sort": {"_id": 1}}, {"$project": {"_id": 0, "title": 1, "year": 1}}],
                      "as": "books"}},
     ]
-    return [{"_id": a["_id"], "name": a["name"], "books": a["books"]} for a in authors.aggregate(pipeline)]
+    return [{"_id": a["_id"], "name": a["name"], "books": a["books"]}
+            for a in authors.aggregate(pipeline, batchSize=BATCH)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,32 +405,51 @@ def with_book_ids(authors: Iterable[Document], books: Iterable[Document]) -> lis
     return [{**a, "book_ids": sorted(owned.get(a["_id"], []))} for a in authors]
 
 
-def add_coauthor(authors_two_way: Any, books: Any, book_id: Any, author_id: Any) -> dict[str, int]:
-    """Add ``author_id`` to a book's authors: with two-way references, both sides must be written.
+def add_coauthor(authors_two_way: Any, books_named: Any, book_id: Any, author_id: Any, *,
+                 read_name_first: bool = False) -> dict[str, int]:
+    """Add ``author_id`` to a book in the embed-or-copy design: both sides, and the book's copy of the name.
 
-    ``$addToSet`` on ``authors.book_ids`` and on ``books.author_ids``, so running it again changes
-    nothing: two writes, no read first. An unknown author changes nothing; an unknown book undoes
-    the author's side. Returns the documents changed on each side.
+    One ``find_one_and_update`` adds the book to the author's ``book_ids`` and returns the author's
+    name; one ``update_one`` pushes ``{_id, name}`` onto the book's ``authors`` unless the author is
+    there: two round trips (a third, for the name, only when the author lists the book already), and
+    running it again changes nothing. ``read_name_first=True`` is the obvious form: a ``find_one`` for
+    the name, then the two writes (three round trips). An unknown author changes nothing; an unknown
+    book undoes the author's side. Returns the documents changed on each side. Notebook 01, section 4.
     """
     _check_collection(authors_two_way, "authors_two_way")
-    _check_collection(books, "books")
-    a = authors_two_way.update_one({"_id": author_id}, {"$addToSet": {"book_ids": book_id}})
-    if a.matched_count == 0:
-        raise KeyError(f"no author with _id {author_id!r} in {authors_two_way.name!r}: check author_id")
-    b = books.update_one({"_id": book_id}, {"$addToSet": {"author_ids": author_id}})
-    if b.matched_count == 0:
-        if a.modified_count:  # this call added the book to the author: take it back
+    _check_collection(books_named, "books_named")
+
+    def name_of_author() -> str:
+        found = authors_two_way.find_one({"_id": author_id}, {"name": 1})
+        if found is None:
+            raise KeyError(f"no author with _id {author_id!r} in {authors_two_way.name!r}: check author_id")
+        return found["name"]
+
+    if read_name_first:
+        name = name_of_author()
+        added = authors_two_way.update_one({"_id": author_id}, {"$addToSet": {"book_ids": book_id}}).modified_count
+    else:
+        found = authors_two_way.find_one_and_update({"_id": author_id, "book_ids": {"$ne": book_id}},
+                                                    {"$push": {"book_ids": book_id}}, projection={"name": 1})
+        added = int(found is not None)
+        name = found["name"] if found else name_of_author()
+    b = books_named.update_one({"_id": book_id, "authors._id": {"$ne": author_id}},
+                               {"$push": {"authors": {"_id": author_id, "name": name}}})
+    if b.matched_count == 0 and books_named.find_one({"_id": book_id}, {"_id": 1}) is None:
+        if added:  # this call added the book to the author: take it back
             authors_two_way.update_one({"_id": author_id}, {"$pull": {"book_ids": book_id}})
-        raise KeyError(f"no book with _id {book_id!r} in {books.name!r}: check book_id")
-    return {"books changed": b.modified_count, "authors changed": a.modified_count}
+        raise KeyError(f"no book with _id {book_id!r} in {books_named.name!r}: check book_id")
+    return {"books changed": b.modified_count, "authors changed": added}
 
 
-def one_sided_references(authors_two_way: Any, books: Any) -> list[Document]:
+def one_sided_references(authors_two_way: Any, books_named: Any) -> list[Document]:
     """Pairs that only one side records: a book listing an author who does not list it, or back."""
     _check_collection(authors_two_way, "authors_two_way")
-    _check_collection(books, "books")
-    from_books = {(b["_id"], a) for b in books.find({}, {"author_ids": 1}) for a in b["author_ids"]}
-    from_authors = {(b, a["_id"]) for a in authors_two_way.find({}, {"book_ids": 1}) for b in a.get("book_ids", [])}
+    _check_collection(books_named, "books_named")
+    from_books = {(b["_id"], a["_id"]) for b in books_named.find({}, {"authors._id": 1}, batch_size=BATCH)
+                  for a in b["authors"]}
+    from_authors = {(b, a["_id"]) for a in authors_two_way.find({}, {"book_ids": 1}, batch_size=BATCH)
+                    for b in a.get("book_ids", [])}
     out = [{"book": b, "author": a, "recorded by": "book only"} for b, a in from_books - from_authors]
     out += [{"book": b, "author": a, "recorded by": "author only"} for b, a in from_authors - from_books]
     return sorted(out, key=lambda d: (d["book"], d["author"]))
@@ -440,7 +468,9 @@ def add_review_embedded(products: Any, product_id: Any, review: Document) -> int
 
 
 def add_review_referenced(reviews: Any, product_id: Any, review: Document) -> Any:
-    """Insert a review as its own document that references the product; returns the new ``_id``."""
+    """Insert a review as its own document that references the product (``product_id``): one round
+    trip, no counter to read first, since the page sorts the reviews by ``date`` on the index
+    ``{product_id: 1, date: 1}``; returns the new ``_id``."""
     _check_collection(reviews, "reviews")
     return reviews.insert_one({"product_id": product_id, **review}).inserted_id
 
@@ -510,33 +540,37 @@ def push_reviews_until_limit(products: Any, product_id: Any, reviews: Sequence[D
 
 
 def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Document | None:
-    """The read path: a product with its reviews, from the array or (``reviews=``) the collection."""
+    """The read path: a product with its reviews, from the array or (``reviews=``) the collection.
+
+    With ``reviews=``, two queries: the product, then its reviews by date (the index
+    ``{product_id: 1, date: 1}`` serves both the filter and the order), all in the first batch."""
     _check_collection(products, "products")
     product = products.find_one({"_id": product_id}, None if reviews is None else {"reviews": 0})
     if product is None or reviews is None:
         return product
     _check_collection(reviews, "reviews")
-    found = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0}).sort("n", 1)
+    found = reviews.find({"product_id": product_id}, {"_id": 0, "product_id": 0, "n": 0},
+                         batch_size=BATCH).sort("date", 1)
     return {**product, "reviews": list(found)}
 
 
 def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Document | None:
     """The referenced read path in one round trip: one ``aggregate``, ``$match`` then ``$lookup``.
 
-    ``$lookup`` joins the reviews whose ``product_id`` equals the product's ``_id`` (served by the
-    ``product_id, n`` index on the foreign collection), sorted by ``n`` and without the
-    bookkeeping fields, as ``reviews``: the same page as :func:`product_page` with ``reviews=``,
-    which sends two queries. The joined page is one document, so it is held to the 16 MiB limit.
+    ``$lookup`` joins the reviews whose ``product_id`` equals the product's ``_id``, by date (the
+    index ``{product_id: 1, date: 1}`` serves both), without the bookkeeping fields, as ``reviews``:
+    the same page as :func:`product_page` with ``reviews=``, which sends two queries. The joined
+    page is one document, so it is held to the 16 MiB limit.
     """
     _check_collection(products, "products")
     _check_collection(reviews, "reviews")
     pipeline = [
         {"$match": {"_id": product_id}},
         {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",
-                     "pipeline": [{"$sort": {"n": 1}}, {"$project": {"_id": 0, "product_id": 0, "n": 0}}],
+                     "pipeline": [{"$sort": {"date": 1}}, {"$project": {"_id": 0, "product_id": 0, "n": 0}}],
                      "as": "reviews"}},
     ]
-    return next(iter(products.aggregate(pipeline)), None)
+    return next(iter(products.aggregate(pipeline, batchSize=1)), None)
 
 
 def find_work(collection: Any, filter: Document, sort: Sequence[tuple[str, int]] | None = None) -> dict[str, int]:
@@ -556,18 +590,23 @@ def add_work(*works: dict[str, int]) -> dict[str, int]:
     return {k: sum(w[k] for w in works) for k in ("keys examined", "docs examined")}
 
 
-def product_page_work(products: Any, product_id: Any, *, reviews: Any = None) -> dict[str, int]:
-    """Keys and documents the server examines for one product page, from ``find`` explains.
+def priced(cost: Any, *queries: tuple, info: Any = None) -> dict[str, Any]:
+    """A measured cost as the bill takes it: round trips, documents, bytes and index keys written
+    (:func:`helpers.workload.cost_of`), plus the server's work of the queries it sends, where the
+    engine explains (``caps.explain``; elsewhere left out, never zero).
 
-    The product by ``_id``; with ``reviews=``, plus the query a ``$lookup`` runs on the foreign
-    collection for it (``reviews.find({"product_id": product_id}).sort("n", 1)``, explained
-    separately: an aggregate explain need not report a ``$lookup`` stage's statistics). Only
-    meaningful where ``caps.explain`` holds. Notebook 01, section 8.
+    ``queries`` are ``(collection, filter)`` or ``(collection, filter, sort)``, one per query the
+    operation sends: each is explained as a ``find`` (:func:`find_work`) and the keys and documents
+    examined are summed. A write's filter stands for the work of finding what it changes; an insert
+    sends none (it examines nothing). ``info``: the backend (default: the first query's, else the
+    notebook's). Notebook 01, section 4.
     """
-    work = find_work(products, {"_id": product_id})
-    if reviews is None:
-        return work
-    return add_work(work, find_work(reviews, {"product_id": product_id}, [("n", 1)]))
+    out = cost_of(cost)
+    info = info or (info_of(queries[0][0]) if queries else None) or backend_info()
+    if info.caps.explain:
+        out.update(add_work(*(find_work(*q) for q in queries)) if queries
+                   else {"keys examined": 0, "docs examined": 0})
+    return out
 
 
 def lookup_stage_stats(collection: Any, pipeline: list[Document]) -> dict[str, Any] | None:

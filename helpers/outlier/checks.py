@@ -1,7 +1,6 @@
 """Checkers of notebook 02 (the outlier pattern)."""
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from ..counting import count_commands
@@ -13,7 +12,7 @@ from .pattern import (
     add_comment,
     check_post,
     newest_comments_reference,
-    read_post,
+    read_comments,
     simulated_crash,
 )
 
@@ -59,18 +58,28 @@ def newest_comments(answer: Any, *, db: Any) -> str | None:
     return None
 
 
-@exercise("2.3", hint="a view of an unflagged post is one query instead of two; a flagged one is two either way")
-def saved_queries(answer: Any, *, db: Any, views: list[Any]) -> str | None:
-    """Run each viewed post's page with the pattern's read path and count the queries it sends."""
+@exercise("2.3", hint="for typical_id and viral_id, count the documents each design's page reads (the post, plus "
+                      "the documents it joins: count_documents by post_id), then weigh the difference by each view's "
+                      "rate in workload")
+def saved_reads(answer: Any, *, db: Any, workload: Any, typical_id: Any, viral_id: Any) -> str | None:
+    """The documents a day's page views make the server read, reference everything minus the outlier
+    pattern: per view, the post plus its comment documents against the post plus its overflow
+    documents (lost markers included: the page's query reads them too), times the workload's rates."""
+    if isinstance(answer, float) and answer.is_integer():
+        answer = int(answer)
     if isinstance(answer, bool) or not hasattr(answer, "__index__"):
-        return f"give a whole number of queries, not {shown(answer)}"
-    pattern_queries = 0
-    for post_id, n_views in sorted(Counter(views).items()):  # a page costs the same on every view
-        with count_commands() as cost:
-            read_post(db, post_id)
-        pattern_queries += n_views * cost.commands.count("find")
-    if int(answer) != 2 * len(views) - pattern_queries:
-        return f"{shown(answer)} is not it: running the views saves a different number"
+        return f"give a whole number of documents, not {shown(answer)}"
+    saved = {}
+    for operation, post_id in (("view a typical post", typical_id), ("view the viral post", viral_id)):
+        referenced = 1 + db["comments_ref"].count_documents({"post_id": post_id})
+        pattern = 1 + db[OVERFLOW].count_documents({"post_id": post_id})
+        saved[operation] = workload.operation(operation).per_day * (referenced - pattern)
+    if int(answer) == saved["view a typical post"]:
+        return "that is what the typical views save; the viral post's views save some documents too"
+    if int(answer) == saved["view the viral post"]:
+        return "that is what the viral post's views save; the typical views save documents too"
+    if int(answer) != sum(saved.values()):
+        return f"{shown(answer)} documents a day is not it"
     return None
 
 
@@ -113,25 +122,54 @@ def holes(answer: Any, *, db: Any) -> str | None:
     return None
 
 
-#: exercise 2.5's live event: comments a day on the viral post
-LIVE_EVENT_COMMENTS = 80_000
+def _started_post(db: Any, post_id: str) -> None:
+    db[POSTS].insert_one({"_id": post_id, "title": "exercise 2.5", "comments": [], "commentCount": 0,
+                          "hasOverflow": False})
 
 
-@exercise("2.5", hint="workload.with_rate('comment on the viral post', 80_000) is the live event's day; pick from "
-                      "its weigh() over the designs other than 'embed everything', by 'round trips / day'")
-def live_event_pick(answer: Any, *, workload: Any, costs: Any) -> str | None:
-    """Weigh the measured costs by the live event's workload and compare the learner's pick with the
-    design of fewest round trips a day among those that bound every document."""
-    if not isinstance(answer, str) or answer not in costs:
-        return f"give a design's name, one of {sorted(costs)}, not {shown(answer)}"
-    if answer == "embed everything":
-        return ("embed everything does not bound the viral post: at 80,000 comments a day it passes 16 MiB "
-                "within days, and then every comment on it fails")
-    live = workload.with_rate("comment on the viral post", LIVE_EVENT_COMMENTS, "exercise 2.5: a live event")
-    bounded = {d: c for d, c in costs.items() if d != "embed everything"}
-    want = live.pick(bounded)
-    if answer != want:
-        daily = live.weigh(bounded)["round trips / day"]
-        return (f"{shown(answer)} sends {daily[answer]:,.0f} round trips a day during the live event; "
-                f"another bounded design sends fewer")
+@exercise("2.5", hint="one find_one_and_update with an update pipeline (a list of stages) can number the comment "
+                      "and embed it only while the post is not flagged; the document it returns after the update "
+                      "says which happened, and so whether one insert must follow")
+def two_round_trip_write(answer: Any, *, db: Any) -> str | None:
+    """Run the learner's ``write_comment(db, post_id, comment, threshold)`` on a fresh post (the pattern's
+    fields set, threshold 3) for six comments, counting each call's round trips (embedded: one;
+    overflowed: two; the first overflow, which sets the flag, may take more), then check what is
+    stored: the first three embedded, the flag, ``commentCount``, the overflow numbered 4 to 6, every
+    comment once and in order (``read_comments``), every number accounted for (``check_post``)."""
+    if not callable(answer):
+        return "write_comment should be a function: def write_comment(db, post_id, comment, threshold): ..."
+    if db[OVERFLOW].count_documents({}, limit=1) == 0:
+        return "the posts of section 2.3 are not loaded (posts_overflow is empty): run the notebook from the top"
+    post_id, threshold = "exercise 2.5: a post written in two round trips", 3
+    sent = [{"author": f"user{n}", "text": f"comment {n}", "note": "$commentCount"} for n in range(1, 7)]
+    _started_post(db, post_id)
+    try:
+        for n, comment in enumerate(sent, start=1):
+            with count_commands() as cost:
+                answer(db, post_id, dict(comment), threshold)
+            most = 1 if n <= threshold else None if n == threshold + 1 else 2
+            if most is not None and cost.round_trips > most:
+                where = "embedded" if n <= threshold else "overflowed"
+                return (f"comment {n} ({where}) took {cost.round_trips} round trips ({', '.join(cost.commands)}); "
+                        f"{most} {'is' if most == 1 else 'are'} enough")
+        post = db[POSTS].find_one({"_id": post_id}) or {}
+        if any(isinstance(c, dict) and c.get("note") != "$commentCount" for c in post.get("comments") or []):
+            return ("a comment's text '$commentCount' was stored as the post's commentCount: inside a pipeline a "
+                    "string that starts with $ is a field path; wrap the comment in {'$literal': comment}")
+        if post.get("comments") != sent[:threshold]:
+            return f"the post embeds {shown(post.get('comments'))}, not its first {threshold} comments"
+        if post.get("hasOverflow") is not True or post.get("commentCount") != len(sent):
+            return (f"after {len(sent)} comments the post has hasOverflow {shown(post.get('hasOverflow'))} and "
+                    f"commentCount {shown(post.get('commentCount'))}")
+        seqs = sorted(d.get("seq") for d in db[OVERFLOW].find({"post_id": post_id}, {"seq": 1}))
+        if seqs != list(range(threshold + 1, len(sent) + 1)):
+            return f"posts_overflow holds the numbers {shown(seqs)} for this post, not 4, 5 and 6"
+        if read_comments(db, post_id) != sent:
+            return "read_comments does not give the six comments back, once each and in the order they were added"
+        state = check_post(db, post_id)
+        if not state.consistent:
+            return f"check_post finds the numbers not accounted for: {shown(state)}"
+    finally:
+        db[POSTS].delete_one({"_id": post_id})
+        db[OVERFLOW].delete_many({"post_id": post_id})
     return None

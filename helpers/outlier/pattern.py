@@ -1,9 +1,9 @@
 """The outlier pattern: embed comments up to a threshold, overflow the rest (notebook 02).
 
 Most posts have a handful of comments; a viral few have tens of thousands. Embedding everything
-makes those few documents huge (towards MongoDB's 16 MiB limit) and every read of them expensive;
-referencing everything makes every read of every post cost a second query. The outlier pattern
-keeps the common case as one read and pays only for the outliers:
+makes those few documents huge (towards MongoDB's 16 MiB limit), and every read of them makes the
+server load the whole document; referencing everything makes every page join every comment
+document. The outlier pattern keeps the common case one small document and pays only for the outliers:
 
 * a post in ``posts`` embeds at most ``threshold`` comments in ``comments``;
 * past the threshold the post gets ``hasOverflow: true`` and each further comment goes to
@@ -12,15 +12,19 @@ keeps the common case as one read and pays only for the outliers:
   sequence number ``i + 1``, an overflowed one carries its own ``seq``, so embedded and overflowed
   comments form one total order (embedded first, because a flagged post never embeds again).
 
-The write path is safe under concurrency without transactions. The threshold check and the push
-are one atomic single-document update whose filter is the array's length (``comments.<t-1>`` must
-not exist) and the flag (``hasOverflow`` must not be true), and it increments ``commentCount`` in
-the same update. A writer that loses the race at the boundary gets no match and takes the overflow
-path, whose sequence number comes from another atomic update (``$inc`` plus ``$set`` of the flag).
-So two writers can neither push past the threshold nor lose or duplicate a comment. The flag is
-set *before* the overflow document is written, so a reader that sees ``hasOverflow: false`` never
-misses an acknowledged comment. A push that the server refuses because the post would pass 16 MiB
-takes the overflow path too (an engine that does not enforce the limit, the mock, accepts it).
+The write path is safe under concurrency without transactions. Every comment starts with one
+atomic single-document update, an update pipeline, whose filter admits a flagged post or one with
+room (``comments.<t-1>`` must not exist): it increments ``commentCount`` (the comment's number) and
+appends the comment to the array only if the post is not flagged. So an embedded comment is one
+round trip, and an overflowed one two: that update, then the insert under the number it returned.
+A writer that finds the array full on a post not yet flagged (no match: once per post, or a few
+times when writers meet at the boundary) records and indexes the overflow collection, then sets
+the flag and takes the next number in one more atomic update (``$inc`` plus ``$set``), filtered on
+the full array and the missing flag. So two writers can neither push past the threshold nor lose
+or duplicate a comment. The flag is set *before* any overflow document of the post is written, so a
+reader that sees ``hasOverflow: false`` never misses an acknowledged comment. A push that the server
+refuses because the post would pass 16 MiB takes the overflow path too (an engine that does not
+enforce the limit, the mock, accepts it).
 
 A writer that dies between reserving a sequence number and storing the comment leaves a *hole*:
 ``commentCount`` counts a number that no document holds. Nothing acknowledged is lost (that
@@ -65,7 +69,7 @@ from ..datasets import staged_load
 from ..safety import track_collection
 from ..sizes import MAX_BSON_SIZE
 
-__all__ = ["POSTS", "OVERFLOW", "OVERFLOW_BUCKETS", "BUCKET_SIZE", "PostNotFoundError", "Added", "add_comment", "PostState", "WriterCrashed", "simulated_crash", "check_post", "repair_post", "read_comments", "read_post", "newest_comments_reference", "ensure_overflow_index", "outlier_layout", "load_outlier_posts", "comment_count_stats", "OUTLIER_FACTOR"]
+__all__ = ["POSTS", "OVERFLOW", "OVERFLOW_BUCKETS", "BUCKET_SIZE", "PostNotFoundError", "Added", "add_comment", "PostState", "WriterCrashed", "simulated_crash", "check_post", "repair_post", "read_comments", "read_post", "read_post_lookup", "newest_comments_reference", "ensure_overflow_index", "outlier_layout", "load_outlier_posts", "comment_count_stats", "OUTLIER_FACTOR"]
 
 POSTS = "posts"
 OVERFLOW = "posts_overflow"
@@ -393,16 +397,32 @@ def _store_comment_in_bucket(db: Any, post_id: Any, seq: int, comment: dict[str,
     return outcome != "lost"
 
 
+def _flag_and_reserve(db: Any, post_id: Any, threshold: int, too_large: bool,
+                      bucket_size: int | None) -> Mapping[str, Any] | None:
+    """The first overflow of a post, once per post: record and index the overflow collection, then
+    set ``hasOverflow`` and take the next number in one atomic update (filtered on a full array, or
+    on nothing more after a push the 16 MiB limit refused). ``None``, with nothing written, when
+    this writer may not flag the post: not started yet, or flagged meanwhile by another writer."""
+    full = {} if too_large else {f"comments.{threshold - 1}": {"$exists": True}}
+    if not _record_overflow_before_flagging(db, post_id, full, bucket_size):
+        return None
+    return db[POSTS].find_one_and_update(
+        {"_id": post_id, "commentCount": {"$exists": True}, "hasOverflow": {"$ne": True}, **full},
+        {"$inc": {"commentCount": 1}, "$set": {"hasOverflow": True}},
+        projection={"_id": 0, "commentCount": 1, "hasOverflow": 1}, return_document=ReturnDocument.AFTER)
+
+
 def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: int, *,
                 bucket_size: int | None = None) -> Added:
     """Add ``comment`` to post ``post_id``: embedded while the post has fewer than ``threshold``.
 
     Past the threshold the post is flagged ``hasOverflow: true`` and the comment is stored in
     ``posts_overflow`` under ``(post_id, seq)``. Safe for concurrent writers (see the module
-    docstring). The common case is one round trip; an overflowed comment costs three (the embed
-    that does not match, the sequence number, the insert). Once per post, the first comment
-    (starting the sequence) and the first overflow (recording and indexing ``posts_overflow``)
-    cost a few more. Returns ``Added(seq, embedded)``: the comment's place in the post's order.
+    docstring). An embedded comment is one round trip (one ``findAndModify``); an overflowed one
+    is two: the same ``findAndModify``, which takes its sequence number, then the insert. Once per
+    post, the first comment (starting the sequence) and the first overflow (recording and indexing
+    ``posts_overflow``, then setting the flag) cost a few more. Returns ``Added(seq, embedded)``:
+    the comment's place in the post's order.
 
     Raises ``ValueError`` for a threshold below 1, ``TypeError`` for a comment that is not a
     document, ``DocumentTooLarge`` for a comment over 16 MiB on its own and
@@ -413,60 +433,62 @@ def add_comment(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: in
     """
     comment, threshold, bucket_size = _checked_arguments(post_id, comment, threshold, bucket_size)
     posts = db[POSTS]
-    for _ in range(5):  # more rounds only after starting a fresh post's counter, or a race
-        # 1. embed: the length check, the flag check and the push are one atomic update
+    for _ in range(5):  # more rounds only after starting a fresh post's counter, a race, or a lost number
+        # 1. one atomic update (an update pipeline) on a flagged post or one with room: the next
+        #    number always, and the comment appended to the array only while the post is not flagged
         try:
             after = posts.find_one_and_update(
-                {"_id": post_id, "commentCount": {"$exists": True}, "hasOverflow": {"$ne": True},
-                 f"comments.{threshold - 1}": {"$exists": False}},
-                {"$push": {"comments": comment}, "$inc": {"commentCount": 1}},
-                projection={"_id": 0, "commentCount": 1},
+                {"_id": post_id, "commentCount": {"$exists": True},
+                 "$or": [{"hasOverflow": True}, {f"comments.{threshold - 1}": {"$exists": False}}]},
+                [{"$set": {"commentCount": {"$add": ["$commentCount", 1]},
+                           "comments": {"$cond": [{"$eq": ["$hasOverflow", True]}, "$comments",
+                                                  {"$concatArrays": [{"$ifNull": ["$comments", []]},
+                                                                     [{"$literal": comment}]]}]}}}],
+                projection={"_id": 0, "commentCount": 1, "hasOverflow": 1},
                 return_document=ReturnDocument.AFTER,
             )
             too_large = False
         except OperationFailure as exc:  # the push would grow the post past 16 MiB: overflow instead
             _reraise_unless_too_large(exc, db, post_id, comment)
             after, too_large = None, True
-        if after is not None:
+        if after is not None and after.get("hasOverflow") is not True:
             return Added(int(after["commentCount"]), True)
-        # 2. overflow: take the next sequence number and set the flag, atomically, before writing. Two
-        #    filters, not the pre-image SecantusDB gets wrong under concurrency: already flagged (the
-        #    usual case), or flag it now (once per post; only a full array or a refused push may).
-        full = {} if too_large else {f"comments.{threshold - 1}": {"$exists": True}}
-        stored = None
-        for flagged in (True, False):
-            if not flagged and not _record_overflow_before_flagging(db, post_id, full, bucket_size):
-                break  # not started yet, or flagged meanwhile: handled below
-            after = posts.find_one_and_update(
-                {"_id": post_id, "commentCount": {"$exists": True},
-                 **({"hasOverflow": True} if flagged else {"hasOverflow": {"$ne": True}, **full})},
-                {"$inc": {"commentCount": 1}, "$set": {"hasOverflow": True}},
-                projection={"_id": 0, "commentCount": 1},
-                return_document=ReturnDocument.AFTER,
-            )
-            if after is not None:
-                seq = _reserved_number(post_id, after)
-                if bucket_size is None:
-                    stored = _insert_overflow(db, _overflow_doc(post_id, seq, comment))
-                else:
-                    stored = _store_comment_in_bucket(db, post_id, seq, comment, bucket_size)
-                if stored:
-                    return Added(seq, False)
-                break  # repair_post marked this number lost meanwhile: take a new one
-        if stored is None:  # no match at all: a post never used before, or another writer changed it
-            _start_counter(db, post_id)  # starts its sequence (PostNotFoundError if there is no such post)
+        if after is None:  # the array is full and the post not yet flagged (once per post), or not started
+            after = _flag_and_reserve(db, post_id, threshold, too_large, bucket_size)
+            if after is None:  # not started (PostNotFoundError if there is no such post), or flagged meanwhile
+                _start_counter(db, post_id)
+                continue
+        # 2. the flag is set and the number taken: store the comment in the overflow under it
+        seq = _reserved_number(post_id, after)
+        if bucket_size is None:
+            stored = _insert_overflow(db, _overflow_doc(post_id, seq, comment))
+        else:
+            stored = _store_comment_in_bucket(db, post_id, seq, comment, bucket_size)
+        if stored:
+            return Added(seq, False)
+        # repair_post marked this number lost meanwhile: take a new one
     raise RuntimeError(f"post {post_id!r}: the comment could not be placed after 5 tries (the post "
                        f"keeps changing under concurrent writers); nothing was written, try again")
 
 
-def _overflow_comments(db: Any, post_id: Any, bucket_size: int | None = None) -> list[Any]:
+def _overflow_batch(post: Mapping[str, Any]) -> int:
+    """A first batch that holds a flagged post's whole overflow (its numbers past the embedded ones,
+    and one more, so the reply can say that it is the last): one round trip, no ``getMore``."""
+    return max(1, int(post.get("commentCount") or 0) - len(post.get("comments") or [])) + 1
+
+
+def _overflow_comments(db: Any, post: Mapping[str, Any], post_id: Any, bucket_size: int | None = None) -> list[Any]:
+    # lost markers are skipped here, not in the filter: they are rare, and the query stays the
+    # overflow index's own equality and order
+    batch = _overflow_batch(post)
     if bucket_size is not None:
         buckets = db[OVERFLOW_BUCKETS].find({"post_id": post_id},  # the entries' seq stays on the server
-                                            {"_id": 0, "comments.comment": 1, "comments.lost": 1}).sort("bucket", 1)
+                                            {"_id": 0, "comments.comment": 1, "comments.lost": 1},
+                                            batch_size=batch).sort("bucket", 1)
         return [e["comment"] for b in buckets for e in b.get("comments", []) if e.get("lost") is not True]
-    cursor = db[OVERFLOW].find({"post_id": post_id, "lost": {"$ne": True}},
-                               {"_id": 0, "comment": 1}).sort("seq", 1)
-    return [d["comment"] for d in cursor]
+    cursor = db[OVERFLOW].find({"post_id": post_id}, {"_id": 0, "comment": 1, "lost": 1},
+                               batch_size=batch).sort("seq", 1)
+    return [d["comment"] for d in cursor if d.get("lost") is not True]
 
 
 class PostState(NamedTuple):
@@ -543,12 +565,12 @@ def read_comments(db: Any, post_id: Any, *, bucket_size: int | None = None) -> l
     """
     _check_post_id(post_id)
     bucket_size = _check_bucket_size(bucket_size)
-    post = db[POSTS].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    post = db[POSTS].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1, "hasOverflow": 1})
     if post is None:
         raise _not_found(db, post_id)
     comments = list(post.get("comments") or [])
     if post.get("hasOverflow"):
-        comments += _overflow_comments(db, post_id, bucket_size)
+        comments += _overflow_comments(db, post, post_id, bucket_size)
     return comments
 
 
@@ -563,7 +585,31 @@ def read_post(db: Any, post_id: Any, *, bucket_size: int | None = None) -> dict[
     if post is None:
         raise _not_found(db, post_id)
     if post.get("hasOverflow"):
-        post["comments"] = list(post.get("comments") or []) + _overflow_comments(db, post_id, bucket_size)
+        post["comments"] = list(post.get("comments") or []) + _overflow_comments(db, post, post_id, bucket_size)
+    return post
+
+
+def read_post_lookup(db: Any, post_id: Any, *, bucket_size: int | None = None) -> dict[str, Any]:
+    """The same page as :func:`read_post` in one round trip: one ``aggregate``, the post, and by
+    ``$lookup`` on the overflow index's ``post_id`` its overflow in order (for an unflagged post the
+    lookup finds nothing). Notebook 02, section 2.4.
+    """
+    _check_post_id(post_id)
+    bucket_size = _check_bucket_size(bucket_size)
+    order, fields = (("seq", {"_id": 0, "comment": 1, "lost": 1}) if bucket_size is None
+                     else ("bucket", {"_id": 0, "comments.comment": 1, "comments.lost": 1}))
+    pages = db[POSTS].aggregate([
+        {"$match": {"_id": post_id}},
+        {"$lookup": {"from": _overflow_name(bucket_size), "localField": "_id", "foreignField": "post_id",
+                     "pipeline": [{"$sort": {order: 1}}, {"$project": fields}], "as": "overflow"}},
+    ], batchSize=2)  # one document at most: with room for two, the first reply says it is the last
+    post = next(iter(pages), None)
+    if post is None:
+        raise _not_found(db, post_id)
+    overflow = post.pop("overflow")
+    entries = overflow if bucket_size is None else [e for b in overflow for e in b.get("comments", [])]
+    post["comments"] = list(post.get("comments") or []) + [e["comment"] for e in entries
+                                                           if e.get("lost") is not True]
     return post
 
 

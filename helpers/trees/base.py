@@ -16,8 +16,11 @@ from bson.regex import Regex
 from ..backends import info_of
 from ..safety import track_collection
 
-__all__ = ["SEPARATOR", "PENDING", "TreeError", "UnknownNodeError", "CycleError", "interrupt"]
+__all__ = ["SEPARATOR", "PENDING", "BATCH", "TreeError", "UnknownNodeError", "CycleError", "interrupt"]
 
+#: the first batch every read of the patterns asks for: the whole answer in one reply (the driver's
+#: default first batch of 101 documents would add a ``getMore`` round trip nobody chose)
+BATCH = 10_000
 #: the path separator of :class:`MaterializedPaths`; no node name may contain it, in any pattern
 SEPARATOR = "/"
 #: the field that marks a node whose multi-document move or rename has started and not finished
@@ -133,7 +136,12 @@ class _Pattern:
     _ID_ARGS = {"parent": ("node_id",), "children": ("node_id",), "ancestors": ("node_id",),
                 "descendants": ("node_id",), "is_ancestor": ("a", "b"), "move": ("node_id", "new_parent_id"),
                 "rename": ("node_id",), "graph_pipeline": ("node_id",), "graph_walk": ("node_id",),
-                "graph_ancestors": ("node_id",), "graph_descendants": ("node_id",), "subtree_sizes": ()}
+                "graph_ancestors": ("node_id",), "graph_descendants": ("node_id",), "subtree_sizes": (),
+                "breadcrumbs": ("node_id",), "graph_breadcrumbs": ("node_id",),
+                "lookup_breadcrumbs": ("node_id",), "menu": ("node_id",), "lookup_menu": ("node_id",)}
+    #: every way this pattern answers an operation, ``{method: {form label: method name}}``: the
+    #: forms a bill measures (:func:`helpers.trees.workload_costs`); a method not named has one form
+    forms: dict[str, dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every public method that takes node ids refuses a query operator first (:func:`_check_id`)."""
@@ -205,12 +213,21 @@ class _Pattern:
             raise CycleError(f"cannot move node {node!r} under {new_parent!r}, one of its own descendants: "
                              f"the subtree would be cut off in a cycle; pick a new_parent_id outside the subtree")
 
+    def forms_of(self, method: str) -> dict[str, Callable[..., Any]]:
+        """Every form of ``method`` this pattern has, ``{form label: bound method}`` (see ``forms``)."""
+        named = self.forms.get(method, {"as measured": method})
+        return {label: getattr(self, name) for label, name in named.items()}
+
     def ancestors(self, node: Any) -> list[Any]:  # pragma: no cover - every pattern overrides
         raise NotImplementedError
 
+    def _walk_up(self, node: Any) -> list[Any]:
+        """The ancestors' ids, root first, as a move's check and ``is_ancestor`` read them."""
+        return self.ancestors(node)
+
     def _ancestors_of(self, node: Any, what: str) -> list[Any]:
         try:
-            return self.ancestors(node)
+            return self._walk_up(node)
         except UnknownNodeError as e:
             if node is None or not str(e).startswith("node_id="):
                 raise
@@ -249,7 +266,7 @@ class _Pattern:
     def interrupted(self) -> list[dict]:
         """The moves and renames a process started and did not finish: ``{"_id": node, "pending":
         what it was doing}`` for each marked node (only without transactions; see :meth:`repair`)."""
-        return list(self.collection.find({PENDING: {"$exists": True}}, {PENDING: 1}).sort("_id", 1))
+        return list(self.collection.find({PENDING: {"$exists": True}}, {PENDING: 1}, batch_size=BATCH).sort("_id", 1))
 
     def repair(self) -> int:
         """Finish every interrupted move or rename (:meth:`interrupted`) and remove its mark; returns

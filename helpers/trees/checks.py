@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..counting import count_commands
 from ..exercises import exercise, shown
 
 
 def _tree(categories: Any) -> tuple[dict[Any, Any], dict[Any, str]]:
     """``(parent of each node, name of each node)`` from the loaded category rows."""
-    rows = list(categories.find({}, {"parent_id": 1, "name": 1}))
+    rows = list(categories.find({}, {"parent_id": 1, "name": 1}, batch_size=10_000))
     return {d["_id"]: d.get("parent_id") for d in rows}, {d["_id"]: d["name"] for d in rows}
 
 
@@ -25,53 +26,102 @@ def _below(parents: dict[Any, Any], node: Any) -> dict[Any, int]:
     return found
 
 
-@exercise("3.1", hint="the materialized path already holds the names; split it on '/'")
-def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
-    """The names from the root down to ``node``, joined with " > ", rebuilt from the parent ids."""
-    if not isinstance(answer, str):
-        return f"breadcrumbs should be a string, not {type(answer).__name__}"
+def _chain(parents: dict[Any, Any], node: Any) -> list[Any]:
+    """``node`` and its ancestors, the root first."""
+    chain, n = [], node
+    while n is not None:
+        chain, n = [n, *chain], parents[n]
+    return chain
+
+
+def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | None:
+    """Call ``answer(n)`` on ``node``, its parent and its root, counting what each call sends: the
+    names from the root down joined with " > ", in one round trip, reading no more documents than
+    there are names (and with ``only``, a collection, reading nothing else)."""
+    if not callable(answer):
+        return "give a function: def breadcrumbs(node): ... that returns the text for that node"
     parents, names = _tree(categories)
     if node not in parents:
         return f"there is no category {shown(node)}"
-    chain, n = [], node
-    while n is not None:
-        chain, n = [names[n], *chain], parents[n]
-    if answer != " > ".join(chain):
-        return f"expected {len(chain)} names from the root down to node {node}, got {shown(answer)}"
+    chain = _chain(parents, node)
+    for n in dict.fromkeys((node, parents[node] if parents[node] is not None else node, chain[0])):
+        want = [names[x] for x in _chain(parents, n)]
+        with count_commands(keep_commands=only is not None) as cost:
+            got = answer(n)
+        if got != " > ".join(want):
+            return f"node {n}: got {shown(got)}, not its {len(want)} names from the root down joined with ' > '"
+        if cost.round_trips > 1:
+            return f"node {n} took {cost.round_trips} round trips ({', '.join(cost.commands)}); one is enough"
+        if cost.docs_returned > len(want):
+            return (f"node {n}: {cost.docs_returned:,} documents came back for {len(want)} names; read only "
+                    f"the documents that hold them")
+        if only is not None:
+            read = {str(c.get(k)) for c in cost.command_documents for k in ("find", "aggregate") if k in c}
+            read |= {str(s[op].get("from")) for c in cost.command_documents for s in c.get("pipeline", [])
+                     if isinstance(s, dict) for op in ("$lookup", "$graphLookup") if op in s}
+            if read - {only.name}:
+                return f"read the ancestors array's collection ({only.name}) only, not {', '.join(sorted(read - {only.name}))}"
     return None
 
 
-@exercise("3.2", hint="the category itself plus tree.descendants(category), then one $in query on category_id",
+@exercise("3.1", hint="one pattern keeps every name of the way up in the node's own document: read that "
+                      "document (find_one with a projection) and split or list what it holds")
+def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
+    """Call the learner's ``breadcrumbs(node)`` on ``node``, on its parent and on its root, and
+    compare with the names rebuilt from the parent ids: one round trip each, and no more documents
+    than names."""
+    return _crumbs(answer, categories, node)
+
+
+@exercise("3.2", hint="per pattern: one read of the categories in the subtree in the pattern's fastest form "
+                      "($graphLookup over references, one indexed query on an ancestors array, the path then "
+                      "its prefix for materialized paths), then one $in query on category_id with batch_size",
           query_result=True)
 def products_under(answer: Any, *, products: Any, categories: Any, category: Any, patterns: Any) -> str | None:
-    """The sorted product ids in ``category`` or below it, per pattern."""
+    """Call each pattern's function on ``category`` and on a small category below it, counting
+    round trips and documents: the sorted product ids in the category or below it, in one round
+    trip more than the pattern's fastest walk down (its reads of the subtree, then the products)."""
     names = sorted(patterns)
     if not isinstance(answer, dict) or sorted(answer) != names:
-        return f"expected a dict with the keys {names}"
+        return f"expected a dict with the keys {names}: for each, a function of a category id"
     parents, _ = _tree(categories)
-    inside = [category, *_below(parents, category)]
-    want = sorted(d["_id"] for d in products.find({"category_id": {"$in": inside}}, {"_id": 1}))
-    wrong = [name for name, ids in sorted(answer.items()) if list(ids) != want]
-    if wrong:
-        return f"{', '.join(wrong)}: not the {len(want)} sorted ids of the products in the category or below it"
+    below = _below(parents, category)
+    small = min((n for n in below if _below(parents, n)), key=lambda n: (len(_below(parents, n)), n), default=category)
+    for where in dict.fromkeys((category, small)):
+        inside = [where, *_below(parents, where)]
+        want = sorted(d["_id"] for d in products.find({"category_id": {"$in": inside}}, {"_id": 1}, batch_size=10_000))
+        for name in names:
+            tree = patterns[name]
+            walks = []
+            for walk in tree.forms_of("descendants").values():
+                with count_commands() as fastest:
+                    walk(where)
+                walks.append(fastest.round_trips)
+            if not callable(answer[name]):
+                return f"{name}: give a function of a category id, not {shown(answer[name])}"
+            with count_commands() as cost:
+                got = answer[name](where)
+            if not isinstance(got, list) or got != want:
+                return f"{name}, category {where}: not the {len(want)} sorted ids of the products in it or below it"
+            if cost.default_batch_getmores:
+                return (f"{name}, category {where}: a read came back in two batches (the driver's first batch "
+                        f"holds 101 documents); set batch_size")
+            if cost.round_trips > min(walks) + 1:
+                return (f"{name}, category {where}: {cost.round_trips} round trips; {min(walks) + 1} are enough "
+                        f"(the subtree in {min(walks)}, then the products)")
+            if cost.docs_returned > len(inside) + 1 + len(want):
+                return (f"{name}, category {where}: {cost.docs_returned:,} documents came back; ask the server "
+                        f"for the products of the subtree only")
     return None
 
 
-@exercise("3.3", hint="workload.with_rate(name, per_day) is the changed workload; its pick(designs, by=[...]) "
-                     "ranks the designs by the daily columns you name")
-def flipped_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
-    """The design the workload picks by MB returned a day once nobody asks for descendants."""
-    if answer not in designs:
-        return f"{shown(answer)} is not one of the designs: {sorted(designs)}"
-    by = ["MB returned / day", "round trips / day"]
-    before = workload.pick(designs, by=by)
-    want = workload.with_rate("descendants", 0).pick(designs, by=by)
-    if answer == before and want != before:
-        return f"{answer} is the pick before the change: set descendants to 0 a day first"
-    if answer != want:
-        daily = workload.with_rate("descendants", 0).weigh(designs)["MB returned / day"]
-        return f"{answer} returns {daily[answer]:,.1f} MB a day; another design returns less"
-    return None
+@exercise("3.3", hint="one aggregate on the ancestors array's collection: $match the node, then $lookup from "
+                      "the same collection with localField 'ancestors' and foreignField '_id'; put the names "
+                      "in the order of the node's ancestors in Python")
+def breadcrumbs_in_one(answer: Any, *, tree: Any, categories: Any, node: Any) -> str | None:
+    """Call the learner's ``breadcrumbs(node)`` on ``node``, its parent and its root: the text from
+    the root down, in one round trip, reading only the ancestors array's collection (``tree``)."""
+    return _crumbs(answer, categories, node, only=tree.collection)
 
 
 @exercise("3.4", hint="maxDepth counts from 0: 0 = the children, 1 = children and grandchildren")

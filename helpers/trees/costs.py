@@ -1,19 +1,39 @@
 """Comparing notebook 03's tree patterns: a tree's shape, where patterns disagree, what each operation costs (notebook 03).
 
 :func:`operation_costs` runs the same calls on every pattern of :mod:`helpers.trees` and counts
-each one; :func:`decision_table` and :func:`design_costs` read that table. The lesson imports all
-of it from :mod:`helpers.trees`.
+each one; :func:`workload_costs` measures a workload's operations in every form each pattern has
+(``forms_of``), as :class:`helpers.workload.Forms` for the bill; :func:`decision_table` reads the
+bill one operation at a time. :func:`server_work` gives the keys and documents the server examined
+for what a call sent, ``$lookup`` and ``$graphLookup`` included. The lesson imports all of it from
+:mod:`helpers.trees`.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..counting import count_commands
+from ..backends import engine_limits, info_of
+from ..counting import count_commands, paused
 from ..measure import plot_costs
-from ..plans import examined as _examined
-from .base import Rows, TreeError, _check_rows
+from ..plans import plan_summary
+from ..workload import Forms
+from .base import BATCH, Rows, TreeError, _check_rows
 
-__all__ = ["tree_shape", "disagreements", "operation_costs", "plot_operation_costs", "decision_table", "design_costs"]
+__all__ = ["tree_shape", "disagreements", "operation_costs", "plot_operation_costs", "server_work",
+           "workload_costs", "decision_table", "TEACHING"]
+
+#: the writes of a tree: measured with the index keys they write, and undone after counting
+WRITES = ("move", "rename")
+#: why a notebook keeps a weaker form in view, ``{(method, form): note}`` (the bill never prices it)
+TEACHING = {
+    ("breadcrumbs", "one query per level"): "the obvious loop (3.3): a round trip per level; a competent "
+                                            "engineer walks up on the server with $graphLookup (3.7)",
+    ("descendants", "one query per level"): "the obvious loop (3.3): a round trip per level; a competent "
+                                            "engineer walks down on the server with $graphLookup (3.7)",
+    ("breadcrumbs", "two queries"): "the obvious form: the ancestors' ids, then their names ($in); one "
+                                    "aggregate with $lookup joins them on the server (exercise 3.3)",
+    ("menu", "two queries"): "the obvious form: the children's ids, then their names ($in); one aggregate "
+                             "with $lookup joins them on the server",
+}
 
 
 def tree_shape(rows: Rows) -> dict[str, int]:
@@ -54,9 +74,199 @@ def disagreements(patterns: Mapping[str, Any], nodes: Iterable[Any],
 
 def _short(result: Any) -> str:
     if isinstance(result, list):
-        head = ", ".join(map(str, result[:4]))
-        return f"{len(result)} ids [{head}{', ...' if len(result) > 4 else ''}]"
+        shown = [x if not isinstance(x, tuple) else x[-1] for x in result[:4]]
+        head = ", ".join(map(str, shown))
+        what = "names" if result and isinstance(result[0], (str, tuple)) else "ids"
+        return f"{len(result)} {what} [{head}{', ...' if len(result) > 4 else ''}]"
     return str(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# what the server examined
+
+_METACHARS = set("\\.^$|?*+()[]{}")
+
+
+def _prefix(regex: str) -> str | None:
+    """The literal text an anchored regex (``^...``) starts with, as MongoDB reads it for index bounds."""
+    if not regex.startswith("^"):
+        return None
+    out, i = [], 1
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\" and i + 1 < len(regex) and regex[i + 1] in _METACHARS:
+            ch, i = regex[i + 1], i + 1
+        elif ch in _METACHARS:
+            break
+        if i + 1 < len(regex) and regex[i + 1] in "?*{":  # an optional character is no prefix
+            break
+        out.append(ch)
+        i += 1
+    return "".join(out) or None
+
+
+def _as_ranges(query: Any) -> Any:
+    """``query`` with each anchored ``$regex`` replaced by the key range of its literal prefix: the
+    bounds a real MongoDB scans in the index for it (for an engine that scans the collection instead)."""
+    if isinstance(query, list):
+        return [_as_ranges(q) for q in query]
+    if not isinstance(query, Mapping):
+        return query
+    out = {}
+    for key, value in query.items():
+        head = _prefix(value["$regex"]) if isinstance(value, Mapping) and isinstance(value.get("$regex"), str) else None
+        if head:
+            rest = {k: v for k, v in value.items() if k not in ("$regex", "$options")}
+            out[key] = {**rest, "$gte": head, "$lt": head[:-1] + chr(ord(head[-1]) + 1)}
+        else:
+            out[key] = _as_ranges(value) if key in ("$or", "$and", "$nor") else value
+    return out
+
+
+def _explain(database: Any, coll: str, query: Mapping[str, Any]) -> dict:
+    return database.command("explain", {"find": coll, "filter": dict(query)}, verbosity="executionStats")
+
+
+def _indexed_equality(database: Any, coll: str, query: Mapping[str, Any]) -> dict | None:
+    """The equalities of ``query`` on fields that lead an index, when it has other conditions too."""
+    leading = {next(iter(ix["key"])) for ix in database[coll].list_indexes()}
+    equal = {k: v for k, v in query.items() if k in leading and not _is_operator(v)}
+    return equal if equal and len(equal) < len(query) else None
+
+
+def _is_operator(value: Any) -> bool:
+    return isinstance(value, Mapping) and any(str(k).startswith("$") for k in value)
+
+
+def _found(database: Any, coll: str, query: Mapping[str, Any], ranges: bool) -> tuple[int, int]:
+    """Keys and documents examined by ``find(query)`` on ``coll``, from its explain. With ``ranges``
+    an anchored regex counts as a real MongoDB runs it: the keys of its prefix's range, and only the
+    documents whose key the regex matches (it filters the keys before fetching). Where the engine
+    scans the collection for an indexed equality joined to another condition (SecantusDB:
+    docs/ENGINES.md), the equality's index scan is counted, the plan a real MongoDB runs (the other
+    condition filters the documents it fetched)."""
+    bounded = _as_ranges(query) if ranges else query
+    stages, keys, docs = plan_summary(_explain(database, coll, bounded))
+    if bounded != query and len(query) == 1:  # one field, its regex filtered on the keys: fetch the matches
+        docs = int(_explain(database, coll, query).get("executionStats", {}).get("nReturned", docs or 0))
+    elif "COLLSCAN" in stages and (equal := _indexed_equality(database, coll, bounded)) is not None:
+        stages, keys, docs = plan_summary(_explain(database, coll, equal))
+    return keys or 0, docs or 0
+
+
+def _value(doc: Mapping[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        doc = doc.get(part) if isinstance(doc, Mapping) else None
+    return doc
+
+
+def _values(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _graph_reads(database: Any, spec: Mapping[str, Any], start: Mapping[str, Any]) -> list[dict]:
+    """The queries a ``$graphLookup`` runs for one input document, level by level: each level asks
+    for ``connectToField`` in the values still to look up (with ``restrictSearchWithMatch``)."""
+    coll = database[spec["from"]]
+    cap = spec.get("maxDepth", engine_limits(database)[0])
+    restrict = dict(spec.get("restrictSearchWithMatch") or {})
+    frontier, asked, seen, depth, queries = _values(_value(start, spec["startWith"].lstrip("$"))), [], set(), 0, []
+    while frontier and (cap is None or depth <= cap):
+        query = {spec["connectToField"]: {"$in": frontier}}
+        query = {"$and": [query, restrict]} if restrict else query
+        queries.append(query)
+        asked.extend(frontier)
+        with paused():
+            docs = list(coll.find(query, {spec["connectFromField"]: 1}, batch_size=BATCH))
+        following = []
+        for d in docs:
+            if d["_id"] not in seen:
+                seen.add(d["_id"])
+                following.extend(_values(_value(d, spec["connectFromField"])))
+        frontier = [v for v in dict.fromkeys(following) if v not in asked]
+        depth += 1
+    return queries
+
+
+def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> tuple[int, int]:
+    """An aggregate's work: its leading ``$match`` (from an explain), then the queries each
+    ``$lookup`` (``localField``/``foreignField``) or ``$graphLookup`` runs per input document, each
+    explained as the ``find`` it is (an aggregate's explain need not count them)."""
+    coll, stages = command["aggregate"], list(command.get("pipeline", []))
+    if not stages or "$match" not in stages[0]:
+        raise TreeError(f"server_work replays a pipeline that starts with $match, not {stages[:1]!r}")
+    keys, docs = _found(database, coll, stages[0]["$match"], ranges)
+    with paused():
+        inputs = list(database[coll].find(stages[0]["$match"], batch_size=BATCH))
+    for stage in stages[1:]:
+        if "$lookup" in stage:
+            spec = stage["$lookup"]
+            if "pipeline" in spec or "localField" not in spec:
+                raise TreeError("server_work replays a $lookup with localField and foreignField only")
+            reads = [(spec["from"], {spec["foreignField"]: {"$in": _values(_value(d, spec["localField"]))}})
+                     for d in inputs]
+        elif "$graphLookup" in stage:
+            reads = [(stage["$graphLookup"]["from"], q) for d in inputs
+                     for q in _graph_reads(database, stage["$graphLookup"], d)]
+        else:
+            continue  # $project, $unwind, $sort: no reads
+        for target, query in reads:
+            k, d = _found(database, target, query, ranges)
+            keys, docs = keys + k, docs + d
+    return keys, docs
+
+
+def server_work(database: Any, commands: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """Keys and documents the server examined for ``commands`` (``count_commands(keep_commands=True)``),
+    each from an explain: a ``find`` as sent; an ``aggregate`` as its ``$match`` plus the queries
+    its ``$lookup`` or ``$graphLookup`` runs (explained one by one); an ``update`` or ``delete`` as
+    the ``find`` of its filter (the work of finding what it changes). Where the engine scans the
+    collection for an anchored prefix regex (``caps.explain_regex`` False), the regex is explained
+    as the key range a real MongoDB scans for it. Call it only where ``caps.explain``. Notebook 03."""
+    info = info_of(database)
+    ranges = info is not None and not info.caps.explain_regex
+    keys = docs = 0
+    for command in commands:
+        name = next(iter(command), None)
+        if name == "find":
+            found = [_found(database, command["find"], command.get("filter", {}), ranges)]
+        elif name == "aggregate":
+            found = [_aggregate_work(database, command, ranges)]
+        elif name in ("update", "delete"):
+            statements = command.get("updates" if name == "update" else "deletes", [])
+            found = [_found(database, command[name], s.get("q", {}), ranges) for s in statements]
+        elif name == "findAndModify":
+            found = [_found(database, command[name], command.get("query", {}), ranges)]
+        else:  # getMore, insert, commitTransaction, ...: nothing more to find
+            continue
+        keys += sum(k for k, _ in found)
+        docs += sum(d for _, d in found)
+    return keys, docs
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring calls
+
+def _measure(tree: Any, method: str, fn: Callable[..., Any], args: tuple, examined: bool) -> dict[str, Any]:
+    """One call, counted: round trips, documents, nodes and bytes returned, documents and index keys
+    written (a write is undone afterwards, uncounted), and with ``examined`` the server's work."""
+    inner = getattr(tree, "tree", tree)
+    undo = None
+    if method == "move":
+        undo = (inner.move, (args[0], inner.parent(args[0])))
+    elif method == "rename":
+        undo = (inner.rename, (args[0], inner._require(args[0], {"name": 1})["name"]))
+    with count_commands(keep_commands=examined, index_keys=inner.collection if undo else None) as c:
+        result = fn(*args)
+    if undo is not None:
+        undo[0](*undo[1])  # first, so the writes' filters are explained on the tree they ran on
+    row = {"result": result, "round trips": c.round_trips, "docs returned": c.docs_returned,
+           "nodes returned": c.nodes_returned, "bytes returned": c.bytes_returned, "docs written": c.docs_written,
+           "index keys written": c.index_keys_written if undo else 0,
+           "default batch getMores": c.default_batch_getmores}
+    if examined:
+        row["keys examined"], row["docs examined"] = server_work(inner.collection.database, c.command_documents)
+    return row
 
 
 def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tuple]], *,
@@ -68,11 +278,11 @@ def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tupl
     ``result`` (short), ``round trips``, ``docs returned`` (documents sent back to the client),
     ``nodes returned`` (those documents plus the node documents embedded in their arrays: a
     ``$graphLookup`` returns one document carrying every node it found), ``bytes returned``,
-    ``docs written`` and ``same result`` (equal to the first pattern's answer). With ``examined``
-    (only where ``backend_info().caps.explain``), also ``keys examined`` and ``docs examined`` on the
-    server, from the explain of every read the call sent (empty for ``$graphLookup``: see
-    :func:`helpers.plans.examined`). A ``move`` or ``rename`` is undone afterwards (not counted), so
-    every call sees the same tree. Raises :class:`TreeError` if a call fails on one pattern. Notebook 03.
+    ``docs written``, ``index keys written`` (``helpers.indexkeys``) and ``same result`` (equal to
+    the first pattern's answer). With ``examined`` (only where ``backend_info().caps.explain``),
+    also ``keys examined`` and ``docs examined`` on the server (:func:`server_work`). A ``move`` or
+    ``rename`` is undone afterwards (not counted), so every call sees the same tree. Raises
+    :class:`TreeError` if a call fails on one pattern. Notebook 03.
     """
     import pandas as pd
 
@@ -88,35 +298,17 @@ def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tupl
             fn: Callable | None = getattr(tree, method, None)
             if fn is None:
                 continue
-            undo = None
-            if method == "move":
-                undo = (tree.move, (args[0], tree.parent(args[0])))
-            elif method == "rename":
-                undo = (tree.rename, (args[0], _name_of(tree, args[0])))
-            with count_commands(keep_commands=examined) as c:
-                result = fn(*args)
-            row = {"operation": label_op, "pattern": label, "result": _short(result),
-                   "round trips": c.round_trips, "docs returned": c.docs_returned,
-                   "nodes returned": c.nodes_returned, "bytes returned": c.bytes_returned,
-                   "docs written": c.docs_written}
-            if examined:
-                collection = getattr(tree, "tree", tree).collection
-                keys, docs = _examined(collection.database, c.command_documents)
-                row.update({"keys examined": keys, "docs examined": docs})
-            if undo is not None:
-                undo[0](*undo[1])
+            row = _measure(tree, method, fn, args, examined)
+            result = row.pop("result")
+            row.pop("default batch getMores")
             if first is None:
                 first = (result,)
-            rows.append({**row, "same result": result == first[0]})
+            rows.append({"operation": label_op, "pattern": label, "result": _short(result), **row,
+                         "same result": result == first[0]})
     table = pd.DataFrame(rows).set_index(["operation", "pattern"])
     if examined:
         table = table.astype({"keys examined": "Int64", "docs examined": "Int64"})
     return table
-
-
-def _name_of(tree: Any, node: Any) -> str:
-    inner = getattr(tree, "tree", tree)
-    return inner._require(node, {"name": 1})["name"]
 
 
 def plot_operation_costs(table: Any, *, title: str | None = None) -> Any:
@@ -125,52 +317,70 @@ def plot_operation_costs(table: Any, *, title: str | None = None) -> Any:
     return plot_costs(table, ["round trips", "nodes returned", "docs written"], title=title)
 
 
-def decision_table(table: Any, operations: Sequence[str] | None = None) -> Any:
-    """For each operation as "the most frequent query": the cheapest and the dearest pattern, from ``table``.
+def workload_costs(patterns: Mapping[str, Any], calls: Mapping[str, tuple[str, tuple]], *,
+                   examined: bool = False) -> dict[str, dict[str, Forms]]:
+    """``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`: each operation
+    of a workload (``calls`` maps its name to ``(method, args)``) measured in every form each pattern
+    has for that method (its ``forms_of``: the obvious one and the competent one), as
+    :func:`operation_costs` counts a call, with the server's work where ``examined``. A kept weaker
+    form carries its :data:`TEACHING` note. Every form of every design must give the same answer
+    (else :class:`TreeError`). Notebook 03."""
+    out: dict[str, dict[str, Forms]] = {}
+    first: dict[str, tuple] = {}
+    for design, tree in patterns.items():
+        out[design] = {}
+        for op, (method, args) in calls.items():
+            measured = {}
+            for label, fn in tree.forms_of(method).items():
+                row = _measure(tree, method, fn, args, examined)
+                result = row.pop("result")
+                if first.setdefault(op, (result, design, label))[0] != result:
+                    raise TreeError(f"{design} ({label}) answers {op} differently from {first[op][1]} "
+                                    f"({first[op][2]}): {_short(result)} against {_short(first[op][0])}")
+                row.pop("nodes returned")
+                measured[label] = row
+            teaching = {label: TEACHING[(method, label)] for label in measured if (method, label) in TEACHING}
+            out[design][op] = Forms(measured, teaching=teaching)
+    return out
 
-    Cheapest = fewest round trips, then fewest nodes returned (documents, and the nodes embedded
-    in them), then fewest written, then fewest bytes returned (all deterministic). Notebook 03.
-    """
+
+_PER_RUN = {"round trips / day": "round trips", "docs examined / day": "docs examined",
+            "keys examined / day": "keys examined", "MB returned / day": "bytes returned",
+            "docs written / day": "docs written", "index keys written / day": "index keys written"}
+
+
+def decision_table(workload: Any, costs: Mapping[str, Mapping[str, Any]]) -> Any:
+    """For each operation of ``workload`` as "the most frequent query": the designs it would pick
+    (each at its billed form, :meth:`~helpers.workload.Workload.contest`) and the dearest one.
+
+    Designs are compared per run by the workload's own criterion (``workload.by``), then documents
+    and index keys written; designs within ``workload.margin`` on a column tie on it and the next
+    column decides. A column the engine did not measure (documents examined on the mock) is skipped.
+    Notebook 03."""
     import pandas as pd
 
-    ops = operations or list(dict.fromkeys(table.index.get_level_values(0)))
+    contest = workload.contest(costs)
+    billed = contest[contest["billed"] == "billed"].reset_index(level="form")
+    columns = [_PER_RUN[c] for c in workload.by if c in _PER_RUN] + ["docs written", "index keys written"]
+    columns = [c for c in dict.fromkeys(columns) if c in billed.columns and billed[c].notna().all()]
+
+    def fmt(r: Any) -> str:
+        parts = [f"{int(r['round trips'])} RT"]
+        if "docs examined" in columns:
+            parts.append(f"{int(r['docs examined'])} docs examined")
+        parts.append(f"{int(r['bytes returned']):,} B")
+        if r["docs written"]:
+            parts.append(f"{int(r['docs written'])} written")
+        return f"{r['form']}: " + ", ".join(parts)
+
     rows = []
-
-    def fmt(label: str, r: Any) -> str:
-        nodes = int(r["nodes returned"])
-        return f"{label} ({r['round trips']} RT, {nodes} node{'' if nodes == 1 else 's'}, {r['docs written']} written)"
-
-    keys = ["round trips", "nodes returned", "docs written", "bytes returned"]
-    for op in ops:
-        sub = table.loc[op]
-        cost = {p: tuple(int(sub.loc[p, k]) for k in keys) for p in sub.index}
-        order = sorted(sub.index, key=lambda p: (cost[p], p))
-        best, worst = order[0], order[-1]
-        tied = [p for p in order if cost[p] == cost[best]]
-        rows.append({"most frequent query": op, "choose": " or ".join(tied),
-                     "its cost": fmt("", sub.loc[best]).strip(" ()"),
-                     "dearest": fmt(worst, sub.loc[worst])})
+    for op in workload.names:
+        sub = billed.xs(op, level="operation")
+        level = list(sub.index)
+        for column in columns:
+            best = min(float(sub.loc[d, column]) for d in level)
+            level = [d for d in level if float(sub.loc[d, column]) <= best * (1 + workload.margin)]
+        worst = max(sub.index, key=lambda d: tuple(float(sub.loc[d, c]) for c in columns))
+        rows.append({"most frequent query": op, "choose": " or ".join(level), "its cost": fmt(sub.loc[level[0]]),
+                     "dearest": f"{worst} ({fmt(sub.loc[worst])})"})
     return pd.DataFrame(rows).set_index("most frequent query")
-
-
-def design_costs(table: Any, operations: Sequence[str] | None = None,
-                 fill_from: Mapping[str, str] | None = None) -> dict[str, dict[str, dict]]:
-    """``{design: {operation: cost}}`` from an :func:`operation_costs` table, the form
-    :meth:`helpers.workload.Workload.weigh` takes (only ``operations``, e.g. a workload's ``names``,
-    when given). A design without a row for an operation (the
-    ``$graphLookup`` rows have only ancestors and descendants) takes it from the pattern
-    ``fill_from[design]`` names. Notebook 03."""
-    fill_from = dict(fill_from or {})
-    keys = ("round trips", "docs returned", "bytes returned", "docs written")
-    ops = list(operations) if operations is not None else list(dict.fromkeys(table.index.get_level_values(0)))
-    out: dict[str, dict[str, dict]] = {}
-    for design in dict.fromkeys(table.index.get_level_values(1)):
-        per_op = {}
-        for op in ops:
-            row = (op, design) if (op, design) in table.index else (op, fill_from.get(design))
-            if row not in table.index:
-                raise TreeError(f"design {design!r} has no cost for {op!r}; name the pattern it uses "
-                                f"for it in fill_from, e.g. {{{design!r}: 'ParentRefs'}}")
-            per_op[op] = {k: int(table.loc[row, k]) for k in keys}
-        out[str(design)] = per_op
-    return out

@@ -1,4 +1,4 @@
-"""Tree patterns of notebook 03: four patterns answering the same operations, and ``$graphLookup``.
+"""Tree patterns of notebook 03: four patterns and a variant answering the same operations, and ``$graphLookup``.
 
 Introduced in notebook 03 (tree patterns). One class per pattern, all with the same methods, so a
 notebook or a test can run the same operation on each and count what it costs:
@@ -7,6 +7,8 @@ notebook or a test can run the same operation on each and count what it costs:
 * :class:`ChildRefs`: ``{_id, name, children: [ids]}``; multikey index on ``children``.
 * :class:`AncestorsArray`: ``{_id, name, parent, ancestors: [root, ..., parent]}`` (the hybrid with
   the parent reference); indexes on ``parent`` and ``ancestors``.
+* :class:`AncestorsWithNames`: the same with ``ancestors: [{_id, name}, ...]`` (extended references:
+  the breadcrumbs in one read; a rename rewrites the name in every descendant); index on ``ancestors._id``.
 * :class:`MaterializedPaths`: ``{_id, name, path: "/Electronics/Phones/Smartphones"}`` (the path of
   names, the node's own name last); unique index on ``path``. A path of names is only unambiguous
   when sibling names are unique (as in a file system), so this pattern refuses a load, move or
@@ -14,16 +16,21 @@ notebook or a test can run the same operation on each and count what it costs:
 
 Build one as ``Pattern(collection)``, fill an empty collection with ``.load(rows)`` (rows are
 ``(node_id, parent_id, name)``, ``parent_id`` None at a root), then call ``parent``, ``children``
-(sorted ids), ``ancestors`` (ids, root first), ``descendants`` (sorted ids), ``is_ancestor(a, b)``,
-``move(node_id, new_parent_id)`` (``None`` makes it a root) and ``rename(node_id, new_name)``.
-``ParentRefs`` and ``ChildRefs`` also have ``graph_ancestors`` / ``graph_descendants`` (one
-``$graphLookup`` round trip each) and ``graph_walk`` (``max_depth``, depths, ``restrict``).
+(sorted ids), ``menu`` (the children's ``(id, name)``), ``ancestors`` (ids, root first),
+``breadcrumbs`` (names, root first, the node's own last), ``descendants`` (sorted ids),
+``is_ancestor(a, b)``, ``move(node_id, new_parent_id)`` (``None`` makes it a root) and
+``rename(node_id, new_name)``. ``ParentRefs`` and ``ChildRefs`` also have ``graph_ancestors`` /
+``graph_descendants`` / ``graph_breadcrumbs`` (one ``$graphLookup`` round trip each) and
+``graph_walk`` (``max_depth``, depths, ``restrict``); ``AncestorsArray.lookup_breadcrumbs`` and
+``ChildRefs.lookup_menu`` join the names with one ``$lookup``. Each class's ``forms`` names every
+way it answers an operation (the obvious one and the competent one), for a bill to measure. Every
+read sets its first batch (``BATCH``), so no answer pays a ``getMore`` it did not choose.
 
 Bad input (an unknown id, a move under the node itself or one of its descendants, a name that is
 empty or contains ``/``) raises a :class:`TreeError` with what to do, before anything is written.
 
-A move or rename that writes more than one document (``ChildRefs.move``, ``AncestorsArray.move``,
-``MaterializedPaths`` moves and renames) runs in a multi-document transaction where the engine has
+A move or rename that writes more than one document (``ChildRefs.move``, the ancestors arrays'
+moves, ``AncestorsWithNames`` and ``MaterializedPaths`` renames, ``MaterializedPaths`` moves) runs in a multi-document transaction where the engine has
 them (``Capabilities.transactions``): a process that dies half-way leaves nothing. Elsewhere (a
 standalone ``mongod``), or with ``transaction=False``, it first marks the node (``pending``: what it
 is doing), then writes in an order that can be finished, then removes the mark: ``interrupted()``
@@ -42,6 +49,7 @@ from pymongo import UpdateOne
 
 from ..backends import engine_limits, info_of
 from .base import (
+    BATCH,
     SEPARATOR,
     CycleError,
     Row,
@@ -50,7 +58,8 @@ from .base import (
     _Pattern,
 )
 
-__all__ = ["ParentRefs", "ChildRefs", "AncestorsArray", "MaterializedPaths", "PATTERNS", "GraphLookup"]
+__all__ = ["ParentRefs", "ChildRefs", "AncestorsArray", "AncestorsWithNames", "MaterializedPaths", "PATTERNS",
+           "GraphLookup"]
 
 
 _BIG = 1 << 30  # "to the end of the array" for $slice
@@ -69,8 +78,9 @@ class _Graph(_Pattern):
 
     # ---------------------------------------------------------------------
     def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
-                       restrict: Mapping[str, Any] | None = None) -> list[dict]:
-        """The aggregation that walks up (ancestors) or down (descendants) from ``node`` in one round trip."""
+                       restrict: Mapping[str, Any] | None = None, names: bool = False) -> list[dict]:
+        """The aggregation that walks up (ancestors) or down (descendants) from ``node`` in one round
+        trip; ``names`` keeps the node's name and each found node's (breadcrumbs)."""
         spec = {"from": self.collection.name, **(self.up if up else self.down), "as": "found",
                 "depthField": "depth"}
         if max_depth is not None:
@@ -79,8 +89,9 @@ class _Graph(_Pattern):
             spec["maxDepth"] = max_depth
         if restrict is not None:
             spec["restrictSearchWithMatch"] = dict(restrict)
-        return [{"$match": {"_id": node}}, {"$graphLookup": spec},
-                {"$project": {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up else {})}}]
+        keep = {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up else {}),
+                **({"name": 1, "found.name": 1} if names else {})}
+        return [{"$match": {"_id": node}}, {"$graphLookup": spec}, {"$project": keep}]
 
     def graph_walk(self, node: Any, *, up: bool, max_depth: int | None = None,
                    restrict: Mapping[str, Any] | None = None) -> list[tuple[Any, int]]:
@@ -88,9 +99,15 @@ class _Graph(_Pattern):
         return [(d["_id"], d["depth"]) for d in self._graph(node, up, max_depth, restrict)]
 
     def _graph(self, node: Any, up: bool, max_depth: int | None = None,
-               restrict: Mapping[str, Any] | None = None) -> list[dict]:
+               restrict: Mapping[str, Any] | None = None, names: bool = False) -> list[dict]:
+        return self._graph_from(node, up, max_depth, restrict, names)[1]
+
+    def _graph_from(self, node: Any, up: bool, max_depth: int | None = None,
+                    restrict: Mapping[str, Any] | None = None, names: bool = False) -> tuple[dict, list[dict]]:
+        """The start document and the nodes found, sorted by depth then id."""
         out = list(self.collection.aggregate(self.graph_pipeline(node, up=up, max_depth=max_depth,
-                                                                 restrict=restrict)))
+                                                                 restrict=restrict, names=names),
+                                             batchSize=BATCH))
         if not out:
             raise self._unknown(node)
         found = out[0].get("found", [])
@@ -98,11 +115,11 @@ class _Graph(_Pattern):
             d["depth"] = int(d["depth"])
         cap = engine_limits(self.collection.database)[0]
         if cap is not None and (max_depth is None or max_depth > cap):
-            found = self._beyond(node, found, up, cap, max_depth, restrict)
-        return sorted(found, key=lambda d: (d["depth"], d["_id"]))
+            found = self._beyond(node, found, up, cap, max_depth, restrict, names)
+        return out[0], sorted(found, key=lambda d: (d["depth"], d["_id"]))
 
     def _beyond(self, node: Any, found: list[dict], up: bool, cap: int, max_depth: int | None,
-                restrict: Mapping[str, Any] | None) -> list[dict]:
+                restrict: Mapping[str, Any] | None, names: bool = False) -> list[dict]:
         """The engine's ``$graphLookup`` stops at depth ``cap`` when no ``maxDepth`` is given
         (``Capabilities.graph_max_depth``): walk on from the nodes found at that depth, one more
         ``$graphLookup`` per ``cap + 1`` levels, until no node is left there. A node met again
@@ -115,10 +132,10 @@ class _Graph(_Pattern):
             left = None if max_depth is None else max_depth - offset
             if left is not None and left < 0:
                 break
-            pipeline = self.graph_pipeline(node, up=up, max_depth=left, restrict=restrict)
+            pipeline = self.graph_pipeline(node, up=up, max_depth=left, restrict=restrict, names=names)
             pipeline[0] = {"$match": {"_id": {"$in": frontier}}}
             frontier = []
-            for doc in self.collection.aggregate(pipeline):
+            for doc in self.collection.aggregate(pipeline, batchSize=BATCH):
                 for d in doc.get("found", []):
                     depth = int(d["depth"])
                     if d["_id"] in seen:
@@ -158,6 +175,16 @@ class _Graph(_Pattern):
         self._check_chain(node, found)
         return [d["_id"] for d in reversed(found)]
 
+    def graph_breadcrumbs(self, node: Any) -> list[str]:
+        """Names from the root down to the node, its own last: one ``$graphLookup`` that keeps the names."""
+        start, found = self._graph_from(node, True, names=True)
+        self._check_chain(node, found)
+        return [d["name"] for d in reversed(found)] + [start["name"]]
+
+    def _walk_up(self, node: Any) -> list[Any]:
+        """A move's check walks up with one ``$graphLookup``, not one read per level."""
+        return self.graph_ancestors(node)
+
     def _check_chain(self, node: Any, found: list[dict]) -> None:
         top_parent = found[-1].get("parent") if found else None
         if any(d["_id"] == node for d in found) or [d["depth"] for d in found] != list(range(len(found))) \
@@ -179,6 +206,8 @@ class ParentRefs(_Graph):
 
     pattern = "parent references"
     indexes = (("parent", {}),)
+    forms = {"breadcrumbs": {"one $graphLookup": "graph_breadcrumbs", "one query per level": "breadcrumbs"},
+             "descendants": {"one $graphLookup": "graph_descendants", "one query per level": "descendants"}}
     up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
     down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
 
@@ -191,10 +220,29 @@ class ParentRefs(_Graph):
 
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: one query on the ``parent`` index."""
-        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
+        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}, batch_size=BATCH))
         if not kids:
             self._require(node)  # a leaf, or an unknown id?
         return kids
+
+    def menu(self, node: Any) -> list[tuple[Any, str]]:
+        """``(id, name)`` of each child, sorted by id (one level of a menu): one query on ``parent``."""
+        return _menu_by_parent(self, node)
+
+    def breadcrumbs(self, node: Any) -> list[str]:
+        """Names from the root down to the node, its own last: one read per level, walking up."""
+        doc = self._require(node, {"name": 1, "parent": 1})
+        names, seen = [doc["name"]], {node}
+        while doc["parent"] is not None:
+            parent = doc["parent"]
+            if parent in seen:
+                raise CycleError(f"the parent references above {node!r} form a cycle through {parent!r}; fix the data")
+            seen.add(parent)
+            doc = self.collection.find_one({"_id": parent}, {"name": 1, "parent": 1})
+            if doc is None:
+                raise TreeError(f"node {node!r} has an ancestor {parent!r} with no document; fix the data")
+            names.append(doc["name"])
+        return names[::-1]
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: one read per level, walking up."""
@@ -214,7 +262,7 @@ class ParentRefs(_Graph):
 
     def _level_below(self, frontier: list[Any]) -> list[Any]:
         """The children of the frontier's nodes: one query on the ``parent`` index."""
-        return [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1})]
+        return [d["_id"] for d in self.collection.find({"parent": {"$in": frontier}}, {"_id": 1}, batch_size=BATCH)]
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Make ``new_parent`` (None: a root) the parent of ``node``: one write, whatever the subtree."""
@@ -230,6 +278,9 @@ class ChildRefs(_Graph):
 
     pattern = "child references"
     indexes = (("children", {}),)
+    forms = {"breadcrumbs": {"one $graphLookup": "graph_breadcrumbs", "one query per level": "breadcrumbs"},
+             "descendants": {"one $graphLookup": "graph_descendants", "one query per level": "descendants"},
+             "menu": {"one $lookup": "lookup_menu", "two queries": "menu"}}
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
 
@@ -241,10 +292,10 @@ class ChildRefs(_Graph):
         return [{"_id": n, "name": name, "children": kids[n]} for n, _p, name in ordered]
 
     def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
-                       restrict: Mapping[str, Any] | None = None) -> list[dict]:
-        """As for parent references, keeping only ``_id`` and ``depth`` of each node found."""
-        pipeline = super().graph_pipeline(node, up=up, max_depth=max_depth, restrict=restrict)
-        pipeline[-1] = {"$project": {"found._id": 1, "found.depth": 1}}
+                       restrict: Mapping[str, Any] | None = None, names: bool = False) -> list[dict]:
+        """As for parent references, keeping only ``_id`` and ``depth`` of each node found (and names)."""
+        pipeline = super().graph_pipeline(node, up=up, max_depth=max_depth, restrict=restrict, names=names)
+        pipeline[-1]["$project"].pop("found.parent", None)
         return pipeline
 
     def parent(self, node: Any) -> Any:
@@ -258,6 +309,34 @@ class ChildRefs(_Graph):
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: one read of the node."""
         return sorted(self._require(node, {"children": 1})["children"])
+
+    def menu(self, node: Any) -> list[tuple[Any, str]]:
+        """``(id, name)`` of each child, sorted by id: the node's ``children``, then their names (two queries)."""
+        kids = self._require(node, {"children": 1})["children"]
+        found = self.collection.find({"_id": {"$in": kids}}, {"name": 1}, batch_size=BATCH) if kids else []
+        return sorted((d["_id"], d["name"]) for d in found)
+
+    def lookup_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """The same menu from one aggregate: the node, its children's names joined by ``$lookup``."""
+        pipeline = [{"$match": {"_id": node}},
+                    {"$lookup": {"from": self.collection.name, "localField": "children", "foreignField": "_id",
+                                 "as": "found"}},
+                    {"$project": {"found._id": 1, "found.name": 1}}]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        return sorted((d["_id"], d["name"]) for d in out[0]["found"])
+
+    def breadcrumbs(self, node: Any) -> list[str]:
+        """Names from the root down to the node, its own last: one query per level, walking up."""
+        names, seen, current = [self._require(node, {"name": 1})["name"]], {node}, node
+        while (doc := self.collection.find_one({"children": current}, {"name": 1})) is not None:
+            if doc["_id"] in seen:
+                raise CycleError(f"the child references above {node!r} form a cycle; fix the data")
+            seen.add(doc["_id"])
+            names.append(doc["name"])
+            current = doc["_id"]
+        return names[::-1]
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: one query per level, walking up."""
@@ -276,7 +355,7 @@ class ChildRefs(_Graph):
 
     def _level_below(self, frontier: list[Any]) -> list[Any] | None:
         """The children of the frontier's nodes: one read of their ``children`` arrays."""
-        docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}))
+        docs = list(self.collection.find({"_id": {"$in": frontier}}, {"children": 1}, batch_size=BATCH))
         return [c for d in docs for c in d.get("children", [])] if docs else None
 
     def move(self, node: Any, new_parent: Any) -> None:
@@ -303,6 +382,7 @@ class AncestorsArray(_Pattern):
 
     pattern = "array of ancestors"
     indexes = (("parent", {}), ("ancestors", {}))
+    forms = {"breadcrumbs": {"one $lookup": "lookup_breadcrumbs", "two queries": "breadcrumbs"}}
 
     def documents(self, ordered: list[Row]) -> list[dict]:
         anc: dict[Any, list[Any]] = {}
@@ -316,47 +396,84 @@ class AncestorsArray(_Pattern):
         """The parent's id (None for a root): one read of the node."""
         return self._require(node, {"parent": 1})["parent"]
 
+    #: the field the ``ancestors`` index holds the ids in (``AncestorsWithNames``: ``ancestors._id``)
+    key = "ancestors"
+
+    def _ids(self, ancestors: list[Any]) -> list[Any]:
+        """The ids of a stored ``ancestors`` array."""
+        return list(ancestors)
+
+    def _link(self, doc: Mapping[str, Any]) -> Any:
+        """What a child's ``ancestors`` array holds for ``doc`` (its id)."""
+        return doc["_id"]
+
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: one query on the ``parent`` index."""
-        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}))
+        kids = sorted(d["_id"] for d in self.collection.find({"parent": node}, {"_id": 1}, batch_size=BATCH))
         if not kids:
             self._require(node)
         return kids
+
+    def menu(self, node: Any) -> list[tuple[Any, str]]:
+        """``(id, name)`` of each child, sorted by id (one level of a menu): one query on ``parent``."""
+        return _menu_by_parent(self, node)
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: one read of the node, already in order."""
         return list(self._require(node, {"ancestors": 1})["ancestors"])
 
+    def breadcrumbs(self, node: Any) -> list[str]:
+        """Names from the root down to the node, its own last: read the node's ``ancestors``, then
+        their names (``$in``): two queries (one for a root)."""
+        doc = self._require(node, {"name": 1, "ancestors": 1})
+        ids = doc["ancestors"]
+        found = self.collection.find({"_id": {"$in": ids}}, {"name": 1}, batch_size=BATCH) if ids else []
+        return _in_order(node, ids, {d["_id"]: d["name"] for d in found}) + [doc["name"]]
+
+    def lookup_breadcrumbs(self, node: Any) -> list[str]:
+        """The same names from one aggregate: the node, and its ancestors joined by ``$lookup`` on
+        their ``_id`` (put in the order of the node's ``ancestors`` here, root first)."""
+        pipeline = [{"$match": {"_id": node}},
+                    {"$lookup": {"from": self.collection.name, "localField": "ancestors", "foreignField": "_id",
+                                 "as": "found"}},
+                    {"$project": {"name": 1, "ancestors": 1, "found._id": 1, "found.name": 1}}]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        doc = out[0]
+        return _in_order(node, doc["ancestors"], {d["_id"]: d["name"] for d in doc["found"]}) + [doc["name"]]
+
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: one query on the multikey ``ancestors`` index."""
-        found = sorted(d["_id"] for d in self.collection.find({"ancestors": node}, {"_id": 1}))
+        found = sorted(d["_id"] for d in self.collection.find({"ancestors": node}, {"_id": 1}, batch_size=BATCH))
         if not found:
             self._require(node)
         return found
 
     def subtree_sizes(self) -> dict[Any, int]:
         """Descendants per node that has any, in one aggregation: what a move of each node rewrites."""
-        pipeline = [{"$unwind": "$ancestors"}, {"$group": {"_id": "$ancestors", "n": {"$sum": 1}}}]
-        return {d["_id"]: int(d["n"]) for d in self.collection.aggregate(pipeline)}
+        pipeline = [{"$unwind": "$ancestors"}, {"$group": {"_id": "$" + self.key, "n": {"$sum": 1}}}]
+        return {d["_id"]: int(d["n"]) for d in self.collection.aggregate(pipeline, batchSize=BATCH)}
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: one read of both nodes."""
-        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": [a, b]}}, {"ancestors": 1})}
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": [a, b]}}, {self.key: 1}, batch_size=BATCH)}
         for node, what in ((a, "a"), (b, "b")):
             if node not in docs:
                 raise self._unknown(node, what)
-        return a in docs[b]["ancestors"]
+        return a in self._ids(docs[b]["ancestors"])
 
     def move(self, node: Any, new_parent: Any) -> None:
         """Set the node's parent and ancestors, then rewrite the ancestors of every descendant."""
         wanted = [node] if new_parent is None else [node, new_parent]
-        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"ancestors": 1})}
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"ancestors": 1, "name": 1},
+                                                          batch_size=BATCH)}
         if node not in docs:
             raise self._unknown(node)
         if new_parent is not None and new_parent not in docs:
             raise self._unknown(new_parent, "new_parent_id")
-        chain = [] if new_parent is None else docs[new_parent]["ancestors"] + [new_parent]
-        self._check_new_parent(node, new_parent, chain)
+        chain = [] if new_parent is None else docs[new_parent]["ancestors"] + [self._link(docs[new_parent])]
+        self._check_new_parent(node, new_parent, self._ids(chain))
         old = docs[node]["ancestors"]
         if old == chain:
             return  # already there
@@ -371,6 +488,95 @@ class AncestorsArray(_Pattern):
         self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
                                    session=session)
         self.collection.update_many({"ancestors": node, f"ancestors.{len(old)}": node}, [{"$set": {"ancestors": {
+            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
+            session=session)
+
+
+def _in_order(node: Any, ids: list[Any], names: Mapping[Any, str]) -> list[str]:
+    """The names of ``ids`` in their order (an ancestor without a document is an error)."""
+    missing = [a for a in ids if a not in names]
+    if missing:
+        raise TreeError(f"ancestors {missing} of {node!r} have no document; fix the data")
+    return [names[a] for a in ids]
+
+
+def _menu_by_parent(tree: Any, node: Any) -> list[tuple[Any, str]]:
+    """``(id, name)`` of the children of ``node``, sorted by id: one query on the ``parent`` index."""
+    kids = sorted((d["_id"], d["name"]) for d in tree.collection.find({"parent": node}, {"name": 1}, batch_size=BATCH))
+    if not kids:
+        tree._require(node)
+    return kids
+
+
+# ---------------------------------------------------------------------------------------------
+class AncestorsWithNames(AncestorsArray):
+    """The array of ancestors as extended references, ``[{_id, name}, ...]`` root first, plus the
+    parent (MongoDB's Extended Reference pattern: each reference carries the field the frequent
+    read needs). Breadcrumbs in one read; a rename rewrites the name in every descendant. Notebook 03."""
+
+    pattern = "array of ancestors with names"
+    indexes = (("parent", {}), ("ancestors._id", {}))
+    forms: dict[str, dict[str, str]] = {}
+    key = "ancestors._id"
+
+    def _ids(self, ancestors: list[Any]) -> list[Any]:
+        return [a["_id"] for a in ancestors]
+
+    def _link(self, doc: Mapping[str, Any]) -> Any:
+        return {"_id": doc["_id"], "name": doc["name"]}
+
+    def documents(self, ordered: list[Row]) -> list[dict]:
+        anc: dict[Any, list[dict]] = {}
+        names: dict[Any, str] = {}
+        docs = []
+        for n, p, name in ordered:
+            names[n] = name
+            anc[n] = [] if p is None else anc[p] + [{"_id": p, "name": names[p]}]
+            docs.append({"_id": n, "name": name, "parent": p, "ancestors": anc[n]})
+        return docs
+
+    def ancestors(self, node: Any) -> list[Any]:
+        """Ids from the root down to the parent: one read of the node, already in order."""
+        return [a["_id"] for a in self._require(node, {"ancestors._id": 1})["ancestors"]]
+
+    def descendants(self, node: Any) -> list[Any]:
+        """Sorted ids of the whole subtree: one query on the multikey ``ancestors._id`` index."""
+        found = sorted(d["_id"] for d in self.collection.find({"ancestors._id": node}, {"_id": 1}, batch_size=BATCH))
+        if not found:
+            self._require(node)
+        return found
+
+    def breadcrumbs(self, node: Any) -> list[str]:
+        """Names from the root down to the node, its own last: one read of the node."""
+        doc = self._require(node, {"name": 1, "ancestors.name": 1})
+        return [a["name"] for a in doc["ancestors"]] + [doc["name"]]
+
+    def lookup_breadcrumbs(self, node: Any) -> list[str]:
+        """Nothing to join: the names are stored beside the ids (:meth:`breadcrumbs`, one read)."""
+        return self.breadcrumbs(node)
+
+    def rename(self, node: Any, new_name: str) -> None:
+        """Rename the node and the copy of its name in every descendant's ``ancestors`` (one update
+        on the server, the positional ``$``): 1 + descendants documents written."""
+        _check_name(new_name)
+        intent = {"op": "rename", "name": new_name}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        """A rename: the node's name, then every copy of it (the positional ``$``: the array element
+        that matched). A move: as :meth:`AncestorsArray.finish`, the chain's elements being
+        ``{_id, name}``. Each write can run again."""
+        if intent["op"] == "rename":
+            if self.collection.update_one({"_id": node}, {"$set": {"name": intent["name"]}},
+                                          session=session).matched_count == 0:
+                raise self._unknown(node)  # nothing written (in a transaction: aborted)
+            self.collection.update_many({"ancestors._id": node}, {"$set": {"ancestors.$.name": intent["name"]}},
+                                        session=session)
+            return
+        old, chain = list(intent["from"]), list(intent["chain"])
+        self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
+                                   session=session)
+        self.collection.update_many({"ancestors._id": node, f"ancestors.{len(old)}._id": node}, [{"$set": {"ancestors": {
             "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
             session=session)
 
@@ -450,8 +656,16 @@ class MaterializedPaths(_Pattern):
 
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: read the node's path, then a regex for one more segment."""
-        path = self._path(node)
-        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path, children_only=True), {"_id": 1}))
+        return [n for n, _name in self.menu(node)]
+
+    def menu(self, node: Any) -> list[tuple[Any, str]]:
+        """``(id, name)`` of each child, sorted by id: read the node's path, then a regex for one more segment."""
+        below = self.subtree_filter(self._path(node), children_only=True)
+        return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
+
+    def breadcrumbs(self, node: Any) -> list[str]:
+        """Names from the root down to the node, its own last: one read of the node (the path holds them)."""
+        return self._path(node).split(SEPARATOR)[1:]
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
@@ -460,7 +674,8 @@ class MaterializedPaths(_Pattern):
         prefixes = [SEPARATOR + SEPARATOR.join(parts[: i + 1]) for i in range(len(parts))]
         if not prefixes:
             return []
-        by_path = {d["path"]: d["_id"] for d in self.collection.find({"path": {"$in": prefixes}}, {"path": 1})}
+        by_path = {d["path"]: d["_id"] for d in self.collection.find({"path": {"$in": prefixes}}, {"path": 1},
+                                                                      batch_size=BATCH)}
         if len(by_path) != len(prefixes):
             raise TreeError(f"some ancestors of {node!r} ({path!r}) have no document; fix the data")
         return [by_path[p] for p in prefixes]
@@ -468,11 +683,11 @@ class MaterializedPaths(_Pattern):
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: read the path, then one anchored prefix regex."""
         path = self._path(node)
-        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}))
+        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}, batch_size=BATCH))
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
-        docs = {d["_id"]: d["path"] for d in self.collection.find({"_id": {"$in": [a, b]}}, {"path": 1})}
+        docs = {d["_id"]: d["path"] for d in self.collection.find({"_id": {"$in": [a, b]}}, {"path": 1}, batch_size=BATCH)}
         for node, what in ((a, "a"), (b, "b")):
             if node not in docs:
                 raise self._unknown(node, what)
@@ -514,7 +729,7 @@ class MaterializedPaths(_Pattern):
         """The fallback for an engine without ``$substrCP`` in update pipelines: read the subtree's
         paths into the client, then one bulk write of one ``UpdateOne`` per node (a document per
         node travels both ways: not what a real MongoDB needs)."""
-        subtree = list(self.collection.find(below, {"path": 1}, session=session))
+        subtree = list(self.collection.find(below, {"path": 1}, session=session, batch_size=BATCH))
         if subtree:
             self.collection.bulk_write([
                 UpdateOne({"_id": d["_id"]},
@@ -526,7 +741,8 @@ class MaterializedPaths(_Pattern):
         """Rewrite the path of the node and of every descendant: read the node and the new parent,
         then one pipeline update on the server (:meth:`repath`)."""
         wanted = [node] if new_parent is None else [node, new_parent]
-        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1})}
+        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1},
+                                                          batch_size=BATCH)}
         if node not in docs:
             raise self._unknown(node)
         if new_parent is not None and new_parent not in docs:
@@ -551,8 +767,8 @@ class MaterializedPaths(_Pattern):
             self.repath(node, old, new, new_name)
 
 
-#: the four patterns, in the lesson's order
-PATTERNS = (ParentRefs, ChildRefs, AncestorsArray, MaterializedPaths)
+#: the four patterns of MongoDB's manual and the ancestors' variant with names, in the lesson's order
+PATTERNS = (ParentRefs, ChildRefs, AncestorsArray, AncestorsWithNames, MaterializedPaths)
 
 
 class GraphLookup:
@@ -567,3 +783,4 @@ class GraphLookup:
         self.tree = tree
         self.ancestors = tree.graph_ancestors
         self.descendants = tree.graph_descendants
+        self.breadcrumbs = tree.graph_breadcrumbs
