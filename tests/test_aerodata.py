@@ -614,8 +614,8 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
             last[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
     # every right form in one round trip passes: the $lookup, the $group with $first
     assert evaluate("4.1", lambda a: ad.latest_positions(db, a), db=db, airline="EWG")[0] == "correct"
-    group = lambda a: {d["_id"]: (d["timestamp"], d["lat"], d["lon"])
-                       for d in coll.aggregate(ad.fleet_latest_group_pipeline(a))}
+    def group(a):
+        return {d["_id"]: (d["timestamp"], d["lat"], d["lon"]) for d in coll.aggregate(ad.fleet_latest_group_pipeline(a))}
     assert evaluate("4.1", group, db=db, airline="EWG")[0] == "correct"
     assert "a function" in evaluate("4.1", last, db=db, airline="EWG")[1]
     assert "another position" in evaluate("4.1", lambda a: {**last, next(iter(last)): (0, 0.0, 0.0)},

@@ -77,7 +77,7 @@ def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
     """The bytes of a week of report documents, at the average report size measured again here."""
     if isinstance(answer, bool) or not isinstance(answer, (int, float)):
         return f"give a number of bytes, not {shown(answer)}"
-    sizes = [len(bson.encode(d)) for d in aerodata.find({"recordType": 3})]
+    sizes = [len(bson.encode(d)) for d in aerodata.find({"recordType": 3}, batch_size=100_000)]
     if not sizes:
         return "there are no reports: run the notebook from the top"
     want = _DAYS * _REPORTS_PER_DAY * sum(sizes) / len(sizes)
@@ -95,7 +95,7 @@ def near_zurich(answer: Any, *, aerodata: Any, point: Any) -> str | None:
         return "give a set of icao24 strings"
     center = point["coordinates"] if isinstance(point, dict) else point
     inner, outer = set(), set()  # a report right on the 10 km edge may fall either way on another sphere model
-    for r in aerodata.find({"recordType": 3}, {"icao24": 1, GEO_FIELD: 1}):
+    for r in aerodata.find({"recordType": 3}, {"icao24": 1, GEO_FIELD: 1}, batch_size=100_000):
         d = distance_km(center, r[GEO_FIELD]["coordinates"])
         if d <= 9.99:
             inner.add(r["icao24"])
@@ -134,7 +134,7 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
     if not isinstance(answer, dict) or set(answer) != {"lat", "lon"} or \
             not all(isinstance(v, dict) for v in answer.values()):
         return "give a dict with two keys, 'lat' and 'lon', each a $jsonSchema rule (a dict)"
-    reports = list(aerodata.find({"recordType": 3}, {"_id": 1, "lat": 1, "lon": 1}).sort("_id", 1))
+    reports = list(aerodata.find({"recordType": 3}, {"_id": 1, "lat": 1, "lon": 1}, batch_size=100_000).sort("_id", 1))
     if not reports:
         return "the collection given holds no position reports: pass the one of section 4.11"
     try:

@@ -48,7 +48,8 @@ _DISTINCT = ("{engine} examines every report of the airline; a real MongoDB may 
 
 class _Work:
     """The server's work of each form, from explains where the engine has them (``caps.explain``),
-    else nothing (never zero); ``notes`` says where the engine's plan is not a real MongoDB's."""
+    else nothing (never zero); :meth:`note` words what the bill says where the engine's plan is not a
+    real MongoDB's."""
 
     def __init__(self, db: Any) -> None:
         info = info_of(db)
@@ -56,7 +57,9 @@ class _Work:
         self.id_range = bool(info and info.caps.id_range_index)
 
     def find(self, coll: Any, filter: Mapping[str, Any], sort: Any = None) -> dict[str, int]:
-        """Keys and documents examined by ``coll.find(filter).sort(sort)``, from its explain."""
+        """Keys and documents examined by ``coll.find(filter).sort(sort)``, from its explain (a read
+        whose order comes from its index, or that returns every match, examines the same without the
+        sort: only a limited read needs it)."""
         if not self.on:
             return {}
         cursor = coll.find(dict(filter))
@@ -157,7 +160,7 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         stored = IngestResult()
         for i in range(0, len(head), batch_size):
             ingest_batch(coll, list(enumerate(head[i:i + batch_size], start=i)), stored, keep)
-        store = _store(lambda b, k=keep: ingest_batch(coll, list(enumerate(b)), stored, k), batches,
+        store = _store(lambda b, c=coll, r=stored, k=keep: ingest_batch(c, list(enumerate(b)), r, k), batches,
                        {coll: touched}, work, updated=coll if keep else None)
         latest[design], reads = _single_reads(db[reads_from or name], airline, icao24, bool(keep), work)
         out[design] = {"store a report": Forms({"one insert and one $push a batch" if keep else
@@ -173,16 +176,16 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
     scans = {} if work.id_range or not work.on else None  # None: this engine scans an _id range
     reports = Forms({"{recordType: 3, _id range}": _read(lambda: list(coll.find(
         ranged, sort=[("recordType", 1), ("_id", 1)], batch_size=QUERY_BATCH)),
-        work.find(coll, ranged, [("recordType", 1), ("_id", 1)]))[0]})
+        work.find(coll, ranged))[0]})
     fleet = id_range(AIRCRAFT, make_id(airline) + "_")
     if subset:
         cost, answer = _read(lambda: _positions(coll.aggregate(subset_latest_pipeline(airline), batchSize=QUERY_BATCH)),
-                             work.find(coll, fleet, [("recordType", 1), ("_id", 1)]))
+                             work.find(coll, fleet))
         latest = Forms({"one aggregate: the fleet's last_reports": cost})
     else:
         latest, answer = _single_latest(coll, airline, fleet, work)
     everything, _ = _read(lambda: airline_all(coll.database, airline, collection=coll.name),
-                          work.find(coll, {"_id": prefix_regex(make_id(airline))}, [("_id", 1)]))
+                          work.find(coll, {"_id": prefix_regex(make_id(airline))}))
     return answer, {"one aircraft's reports": reports, "latest position of a fleet": latest,
             "everything for an airline": Forms({"one find on the _id prefix": everything}, teaching=scans
                                                if scans is not None else {"one find on the _id prefix": work.note(_ID_RANGE)})}
@@ -192,7 +195,7 @@ def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Wor
     """Latest position of a fleet on the single collection: the loop, the ``$lookup``, the ``$group``."""
     planes = [d["_id"] for d in coll.find(fleet, {"_id": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(coll, [id_range(REPORT, p + "_") for p in planes], [("recordType", -1), ("_id", -1)])
-    per_plane = _add(work.find(coll, fleet, [("recordType", 1), ("_id", 1)]), lasts)
+    per_plane = _add(work.find(coll, fleet), lasts)
     projection = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1}
 
     def loop() -> dict[str, tuple]:
@@ -207,7 +210,7 @@ def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Wor
     for label, fn, w in (
             (LOOKUP, lambda: _positions(coll.aggregate(fleet_latest_pipeline(airline, coll.name), batchSize=QUERY_BATCH)), per_plane),
             (GROUP, lambda: _positions(coll.aggregate(fleet_latest_group_pipeline(airline), batchSize=QUERY_BATCH)),
-             work.find(coll, id_range(REPORT, make_id(airline) + "_"), [("recordType", -1), ("_id", -1)])),
+             work.find(coll, id_range(REPORT, make_id(airline) + "_"))),
             (LOOP, loop, per_plane)):
         forms[label], answers[label] = _read(fn, w)
     _same(answers, "latest position of a fleet")
@@ -265,11 +268,11 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     collection's)."""
     by_time = [("airline", 1), ("icao24", 1), ("timestamp", 1)]
     one, _ = _read(lambda: list(r_c.find({"airline": airline, "icao24": icao24}, sort=by_time, batch_size=QUERY_BATCH)),
-                   work.find(r_c, {"airline": airline, "icao24": icao24}, by_time))
+                   work.find(r_c, {"airline": airline, "icao24": icao24}))
     newest = [("airline", 1), ("icao24", 1), ("timestamp", -1)]
     planes = [d["icao24"] for d in p_c.find({"airline": airline}, {"icao24": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(r_c, [{"airline": airline, "icao24": p} for p in planes], newest)
-    per_plane = _add(work.find(p_c, {"airline": airline}, [("_id", 1)]), lasts)
+    per_plane = _add(work.find(p_c, {"airline": airline}), lasts)
     last = {"timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}
     lookup = [{"$match": {"airline": airline}}, {"$sort": {"_id": 1}},  # the aircraft's reports, newest first
               {"$lookup": {"from": r_c.name, "localField": "icao24", "foreignField": "icao24", "as": "last",
@@ -288,7 +291,7 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     forms, answers = {}, {}
     for label, fn, w in ((LOOKUP, lambda: _positions(p_c.aggregate(lookup, batchSize=QUERY_BATCH)), per_plane),
                          (GROUP, lambda: _positions(r_c.aggregate(group, batchSize=QUERY_BATCH)),
-                          work.find(r_c, {"airline": airline}, newest)),
+                          work.find(r_c, {"airline": airline})),
                          (LOOP, loop, per_plane)):
         forms[label], answers[label] = _read(fn, w)
     _same(answers, "latest position of a fleet (three collections)")
@@ -301,8 +304,8 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     union = [{"$match": {"_id": airline}},
              {"$unionWith": {"coll": p_c.name, "pipeline": [{"$match": {"airline": airline}}, {"$sort": {"_id": 1}}]}},
              {"$unionWith": {"coll": r_c.name, "pipeline": [{"$match": {"airline": airline}}, {"$sort": dict(by_time)}]}}]
-    all_work = _add(work.find(a_c, {"_id": airline}), work.find(p_c, {"airline": airline}, [("_id", 1)]),
-                    work.find(r_c, {"airline": airline}, by_time))
+    all_work = _add(work.find(a_c, {"_id": airline}), work.find(p_c, {"airline": airline}),
+                    work.find(r_c, {"airline": airline}))
     everything = {
         "one aggregate with $unionWith": _read(lambda: list(a_c.aggregate(union, batchSize=QUERY_BATCH)), all_work)[0],
         "three queries": _read(lambda: (a_c.find_one({"_id": airline}), list(p_c.find(
