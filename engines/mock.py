@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Protocol
 
 import bson
+from pymongo.errors import BulkWriteError
 
 __all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup",
            "install_trusted_inserts", "insert_trusted", "FIRST_BATCH",
@@ -358,7 +359,6 @@ class MockCollection:
             self._counter.record("insert", written=written, command=self._cmd("insert", n=1))
 
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
-        from pymongo.errors import BulkWriteError
 
         documents = list(documents)
         try:
@@ -441,7 +441,18 @@ class MockCollection:
 
     def bulk_write(self, requests: Any, ordered: bool = True, **kwargs: Any) -> Any:
         requests = list(requests)
-        result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
+        try:
+            result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
+        except BulkWriteError as e:  # what pymongo sent before the server stopped it, then the error
+            self._record_bulk(requests, ordered, e.details)
+            raise
+        self._record_bulk(requests, ordered, None, result)
+        return result
+
+    def _record_bulk(self, requests: list[Any], ordered: bool, details: dict[str, Any] | None,
+                     result: Any = None) -> None:
+        """The commands pymongo sends for ``requests``: one per run of the same kind (ordered) or per
+        kind (unordered); an ordered bulk refused at an operation stops after that operation's run."""
         if self._counter.is_counting() and requests:
             def kind(r: Any) -> str:
                 n = type(r).__name__
@@ -451,8 +462,20 @@ class MockCollection:
                                                                                  key=lambda t: t[0])] if ordered \
                 else [(k, [r for r, kk in zip(requests, kinds) if kk == k])
                       for k in ("insert", "update", "delete") if k in kinds]  # pymongo's unordered order
-            written = (result.inserted_count + result.modified_count + result.upserted_count
-                       + result.deleted_count)
+            if details is None:
+                written = (result.inserted_count + result.modified_count + result.upserted_count
+                           + result.deleted_count)
+            else:
+                written = sum(int(details.get(k, 0) or 0) for k in ("nInserted", "nModified", "nUpserted", "nRemoved"))
+                errors = details.get("writeErrors") or []
+                if ordered and errors:  # the runs up to the one holding the refused operation were sent
+                    first, seen, kept = int(errors[0].get("index", 0)), 0, []
+                    for k, reqs in runs:
+                        kept.append((k, reqs))
+                        seen += len(reqs)
+                        if seen > first:
+                            break
+                    runs = kept
             for i, (k, reqs) in enumerate(runs):
                 if k == "insert":
                     command = self._cmd("insert", n=len(reqs))
@@ -466,7 +489,6 @@ class MockCollection:
                                                             "limit": 0 if type(r).__name__ == "DeleteMany" else 1}
                                                            for r in reqs])
                 self._counter.record(k, written=written if i == 0 else 0, command=command)
-        return result
 
     def create_index(self, *args: Any, **kwargs: Any) -> Any:
         self._counter.record("createIndexes")

@@ -204,7 +204,10 @@ class _Listener(monitoring.CommandListener):
             # the default first batch is 101 documents; a shorter one was cut by size (16 MiB), not by it
             if self._defaulted.pop(event.request_id, False) and cursor.get("id") and len(docs) >= 101:
                 self._default_cursors.add(cursor["id"])
-        if name == "insert" or name == "delete":
+        if name == "bulkWrite":  # MongoDB 8.0's cross-collection bulk write: its cursor holds per-operation results
+            docs = []
+            written = sum(int(reply.get(k, 0) or 0) for k in ("nInserted", "nModified", "nUpserted", "nDeleted"))
+        elif name == "insert" or name == "delete":
             written = int(reply.get("n", 0))
         elif name == "update":
             written = int(reply.get("nModified", 0)) + len(reply.get("upserted", []) or [])

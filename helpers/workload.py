@@ -207,6 +207,8 @@ def _daily(metric: str, value: float) -> float:
 
 def _pct(part: float, whole: float) -> str:
     pct = 100 * part / whole if whole else 0.0
+    if 99.5 <= pct < 100:
+        return "over 99%"  # never "100%" for what is not all of it
     return f"{pct:.0f}%" if pct >= 10 or pct == 0 else f"{pct:.1f}%" if pct >= 0.1 else f"{pct:.2g}%"
 
 

@@ -104,3 +104,36 @@ def test_nested_counting_blocks_that_counted_the_same_so_far_stay_apart():
             pass
         record("find", [{"_id": 1}])
     assert (outer.round_trips, outer.docs_returned, inner.round_trips) == (1, 1, 0)
+
+
+def test_a_cross_collection_bulk_write_counts_its_documents_written(server_db):
+    """MongoDB 8.0's bulkWrite command (pymongo's MongoClient.bulk_write): one round trip, and the
+    documents it inserted, modified, upserted and deleted are written (its per-operation results are
+    not documents returned)."""
+    from pymongo import InsertOne, UpdateMany
+
+    a, b = server_db["bw_a"], server_db["bw_b"]
+    b.insert_many([{"_id": i, "x": 0} for i in range(5)])
+    try:
+        with count_commands() as c:
+            server_db.client.bulk_write([InsertOne({"_id": 1}, namespace=a.full_name),
+                                         UpdateMany({}, {"$set": {"x": 1}}, namespace=b.full_name)])
+    except Exception as e:  # an engine without the command: nothing to count
+        pytest.skip(f"no bulkWrite command here: {e}")
+    assert (c.round_trips, c.docs_written, c.docs_returned) == (1, 6, 0)
+
+
+def test_an_ordered_bulk_refused_midway_costs_the_commands_sent_on_every_backend(db):
+    """An ordered bulk_write stops at the first refused operation: the commands up to it were sent
+    (one round trip each), the rest never were; the documents written are those that landed."""
+    from pymongo import InsertOne, UpdateOne
+    from pymongo.errors import BulkWriteError
+
+    coll = db["bulk_refused"]
+    coll.insert_one({"_id": 1, "x": 0})
+    requests = [UpdateOne({"_id": 1}, {"$set": {"x": 1}}), InsertOne({"_id": 1}),  # refused: a duplicate _id
+                InsertOne({"_id": 2}), UpdateOne({"_id": 2}, {"$set": {"x": 1}})]
+    with count_commands() as c, pytest.raises(BulkWriteError):
+        coll.bulk_write(requests, ordered=True)
+    assert (c.commands, c.docs_written) == (["update", "insert"], 1)
+    assert coll.count_documents({}) == 1

@@ -232,6 +232,21 @@ def test_links_point_to_notebooks_that_exist(path):
                 assert name in names, f"{path.name} points to {name}, which does not exist"
 
 
+@nb_param
+def test_a_bill_is_a_contest_whose_pick_says_how_it_was_decided(path):
+    """A notebook that weighs a workload into a daily bill (``.weigh(``) shows the contest of every
+    measured form (``.contest(``) and prints how its pick was decided (a ``Pick``'s ``.sentence``: a
+    tie is said to be one), in the committed run, outside the Solutions."""
+    nb = _read(path)
+    lesson = [c for c in nb.cells[:dict(_sections(nb))["Solutions"]] if c.cell_type == "code"]
+    if not any(".weigh(" in c.source for c in lesson):
+        return
+    assert any(".contest(" in c.source for c in lesson), f"{path.name} weighs a bill but shows no contest of its forms"
+    said = [c for c in lesson if ".sentence" in c.source]
+    assert said, f"{path.name} weighs a bill but never prints a pick's sentence"
+    assert any(re.search(r"\b(Pick|Tie): ", _text(c)) for c in said), f"{path.name}: no pick's sentence in the outputs"
+
+
 def test_the_skeleton_test_sees_every_notebook():
     assert NOTEBOOKS and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name) for p in NOTEBOOKS)
 

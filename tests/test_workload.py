@@ -240,6 +240,9 @@ def test_the_sentence_is_true_for_one_design_small_gaps_and_names_as_written():
             "b": {"read a post": _cost(1001), "add a comment": _cost(0, 0, 0, 0)}}
     p = _workload().pick(near, by="round trips / day", margin=0)
     assert "(0.1% less)" in p.sentence and p == "a"
+    far = {"a": {"read a post": _cost(20), "add a comment": _cost(0, 0, 0, 0)},
+           "b": {"read a post": _cost(4020), "add a comment": _cost(0, 0, 0, 0)}}
+    assert "(over 99% less)" in _workload().pick(far, by="round trips / day").sentence
 
 
 def test_a_counter_examples_note_says_more_and_less_as_they_are():
