@@ -28,6 +28,7 @@ connect: the lesson's labelled lines). ``checks`` holds the exercises' checkers.
 from __future__ import annotations
 
 from .costs import (
+    BULK,
     GROUP,
     LOOKUP,
     LOOP,
@@ -100,6 +101,7 @@ from .rekey import (
     shard_writes,
 )
 from .store import (
+    batch_documents,
     ensure_indexes,
     ingest,
     ingest_batch,
@@ -115,10 +117,10 @@ from .validation import (
 __all__ = [
     "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "QUERY_BATCH", "AIRLINE", "AIRCRAFT", "REPORT",
     "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
-    "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "insert_new", "ensure_indexes",
+    "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "batch_documents", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
     "latest_positions", "id_range", "fleet_latest_pipeline", "fleet_latest_group_pipeline", "subset_latest_pipeline",
-    "tracker_costs", "LOOP", "LOOKUP", "GROUP",
+    "tracker_costs", "LOOP", "LOOKUP", "GROUP", "BULK",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",

@@ -149,23 +149,24 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
     return None
 
 
-#: exercise 4.7's regional receiver: reports a day
-QUIET_REPORTS = 50_000
+#: exercise 4.7's quiet map: refreshes a day
+QUIET_REFRESHES = 100
 
 
-@exercise("4.7", hint="workload.with_rate('store a report', 50_000) is the regional receiver's day; its "
+@exercise("4.7", hint="workload.with_rate('latest position of a fleet', 100) is the quiet map's day; its "
                       "pick(designs) is the answer (print its .sentence)")
 def quiet_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
-    """The pick (a design, or a tie) of the tracker's workload at :data:`QUIET_REPORTS` reports a day,
-    the reads unchanged; a tie must be answered as the tie it is."""
+    """The pick (a design, or a tie) of the tracker's workload with the live map opened
+    :data:`QUIET_REFRESHES` times a day; a tie must be answered as the tie it is."""
     if not isinstance(answer, str) or (answer not in designs and not answer.startswith("tie: ")):
         return f"{shown(answer)} is neither one of the designs {sorted(designs)} nor a tie ('tie: A, B')"
-    quiet = workload.with_rate("store a report", QUIET_REPORTS)
+    quiet = workload.with_rate("latest position of a fleet", QUIET_REFRESHES)
     want, before = quiet.pick(designs), workload.pick(designs)
     if str(answer) == str(want):
         return None
-    if str(answer) == str(before) and str(want) != str(before):
-        return f"{answer} is the pick at {workload.operation('store a report').per_day:,.0f} reports a day: change that rate first"
+    if str(answer) == str(before):
+        rate = workload.operation("latest position of a fleet").per_day
+        return f"{answer} is the pick at {rate:,.0f} map refreshes a day: change that rate first"
     if want.tie and answer in want.designs:
         return f"{answer} ties with {', '.join(d for d in want.designs if d != answer)} on every column: answer the tie"
     return f"{shown(answer)} is not what pick() finds for that day; its sentence says which column decides"

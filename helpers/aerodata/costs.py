@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from ..backends import info_of
-from ..counting import count_commands
+from ..counting import count_commands, paused
 from ..plans import plan_summary
 from ..safety import fresh_collection, track_collection, workbook_collection
 from ..workload import Forms, cost_of
@@ -31,14 +31,16 @@ from .queries import (
     prefix_regex,
     subset_latest_pipeline,
 )
-from .store import ensure_indexes, ingest_batch, insert_new
+from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "LOOP", "LOOKUP", "GROUP"]
+__all__ = ["tracker_costs", "LOOP", "LOOKUP", "GROUP", "BULK"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
 LOOKUP = "one aggregate: the fleet, $lookup ... $limit 1"
 GROUP = "one aggregate: the reports, $sort + $group $first"
+#: a batch stored by one client bulkWrite command (MongoDB 8.0+), where the engine has it
+BULK = "one bulkWrite a batch (MongoDB 8.0+)"
 _ID_RANGE = "{engine} does not serve this query from the index (docs/ENGINES.md); a real MongoDB scans only the index bounds"
 _LIMIT_ONE = ("{engine} sorts each aircraft's whole range for limit 1 (docs/ENGINES.md); counted as a real MongoDB "
               "reads it: backwards, one key and one document per aircraft")
@@ -101,10 +103,61 @@ def _store(write: Callable[[list], None], batches: list[list], index_keys: Any, 
             write(batch)
     cost = {k: v / n for k, v in cost_of(c).items()}
     if work.on:
-        filters = [u["q"] for cmd in c.command_documents if "update" in cmd for u in cmd.get("updates", [])]
+        filters = [u["q"] for cmd in c.command_documents if "update" in cmd for u in cmd.get("updates", [])] + \
+            [op["filter"] for cmd in c.command_documents if "bulkWrite" in cmd for op in cmd.get("ops", []) if "update" in op]
         one = work.find(updated, filters[0]) if filters else {"keys examined": 0, "docs examined": 0}
         cost.update({k: v * len(filters) / n for k, v in one.items()})
     return cost
+
+
+def _bulk_write(db: Any, models: list[Any]) -> None:
+    """One client ``bulkWrite`` command (MongoDB 8.0+: several collections, inserts and updates
+    together), unordered; a document already stored (code 11000) is refused, any other error raised."""
+    from pymongo.errors import ClientBulkWriteException
+
+    try:
+        db.client.bulk_write(models, ordered=False)
+    except ClientBulkWriteException as e:
+        if e.error or any((w or {}).get("code") != 11000 for w in (e.write_errors or [])):
+            raise
+
+
+def _has_bulk_write(db: Any, coll: Any) -> bool:
+    """Whether this engine takes the client ``bulkWrite`` command (MongoDB 8.0+), tried uncounted with
+    an update that matches nothing."""
+    from pymongo import MongoClient, UpdateOne
+
+    if not isinstance(getattr(db, "client", None), MongoClient):
+        return False
+    try:
+        with paused():
+            db.client.bulk_write([UpdateOne({"_id": "no such document"}, {"$set": {"x": 1}},
+                                            namespace=f"{db.name}.{coll.name}")])
+        return True
+    except Exception:  # noqa: BLE001 - an engine or server without the command: no such form
+        return False
+
+
+def _subset_bulk_writer(db: Any, coll: Any, result: IngestResult) -> Callable[[list], None]:
+    """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+): the batch's parents and
+    reports inserted, and each aircraft's newest report pushed as its ``last_reports``, sorted and sliced
+    to the latest one (``keep_last=1``: a re-sent or late report leaves the document as it was)."""
+    from pymongo import InsertOne, UpdateOne
+
+    ns = f"{db.name}.{coll.name}"
+
+    def write(part: list[dict[str, Any]]) -> None:
+        parents, reports = batch_documents(list(enumerate(part)), result)
+        newest: dict[str, dict[str, Any]] = {}
+        for r in reports.values():
+            aid = make_id(r["airline"], r["icao24"])
+            if aid not in newest or r["timestamp"] > newest[aid]["timestamp"]:
+                newest[aid] = r
+        _bulk_write(db, [InsertOne(d, namespace=ns) for _, d in sorted({**parents, **reports}.items())] + [
+            UpdateOne({"_id": aid}, {"$push": {"last_reports": {
+                "$each": [{k: r[k] for k in ("_id", "timestamp", "lat", "lon")}], "$sort": {"timestamp": 1},
+                "$slice": -1}}}, namespace=ns) for aid, r in sorted(newest.items())])
+    return write
 
 
 def _parents(docs: Sequence[Mapping[str, Any]]) -> tuple[set[str], set[tuple[str, str]]]:
@@ -155,16 +208,23 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     latest: dict[str, dict] = {}
     for design, name, keep, reads_from in (("one collection", names["single"], 0, single),
                                            ("one collection + subset", names["subset"], keep_last, None)):
+        stores = {}
         coll = fresh_collection(db, name)
         ensure_indexes(db, name)  # set up once, outside the count: the batches are what each report costs
+        if keep == 1 and _has_bulk_write(db, coll):  # first on a copy holding the earlier batches' parents
+            insert_new(coll, list(batch_documents(list(enumerate(head)), IngestResult())[0].values()))
+            stores[BULK] = _store(_subset_bulk_writer(db, coll, IngestResult()), batches, {coll: touched}, work,
+                                  updated=coll)
+            coll = fresh_collection(db, name)
+            ensure_indexes(db, name)
         stored = IngestResult()
         for i in range(0, len(head), batch_size):
             ingest_batch(coll, list(enumerate(head[i:i + batch_size], start=i)), stored, keep)
-        store = _store(lambda b, c=coll, r=stored, k=keep: ingest_batch(c, list(enumerate(b)), r, k), batches,
-                       {coll: touched}, work, updated=coll if keep else None)
+        stores["one insert and one $push a batch" if keep else "one insert a batch"] = _store(
+            lambda b, c=coll, r=stored, k=keep: ingest_batch(c, list(enumerate(b)), r, k), batches,
+            {coll: touched}, work, updated=coll if keep else None)
         latest[design], reads = _single_reads(db[reads_from or name], airline, icao24, bool(keep), work)
-        out[design] = {"store a report": Forms({"one insert and one $push a batch" if keep else
-                                                "one insert a batch": store}), **reads}
+        out[design] = {"store a report": Forms(stores), **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
 
@@ -239,21 +299,34 @@ def _three_collections(db: Any, airline: str, head: list, batches: list[list], i
         a, p, r = colls
 
         def write(part: list[dict[str, Any]]) -> None:
-            codes = {d.get("callsign"): airline_of_callsign(d.get("callsign")) for d in part}
             airlines, planes = _parents(part)
             airlines, planes = sorted(airlines - (seen or set())), sorted(planes - (seen or set()))
             insert_new(a, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"} for code in airlines])
             insert_new(p, [{"_id": make_id(x, y), "airline": x, "icao24": y} for x, y in planes])
-            insert_new(r, [{"_id": make_id(codes[d.get("callsign")], d["icao24"], message_number(d["timestamp"])),
-                            "airline": codes[d.get("callsign")], **d, GEO_FIELD: geo_point(d["lon"], d["lat"])}
-                           for d in part])
+            insert_new(r, _three_reports(part))
             if seen is not None:
                 seen.update(airlines, planes)
         return write
 
+    def bulk_writer(colls: tuple[Any, Any, Any]) -> Callable[[list], None]:
+        from pymongo import InsertOne
+
+        a, p, r = (f"{db.name}.{c.name}" for c in colls)
+
+        def write(part: list[dict[str, Any]]) -> None:  # the batch's parents and reports, one command
+            airlines, planes = _parents(part)
+            _bulk_write(db, [InsertOne({k: v for k, v in _airline_doc(code).items() if k != "recordType"}, namespace=a)
+                             for code in sorted(airlines)] +
+                        [InsertOne({"_id": make_id(x, y), "airline": x, "icao24": y}, namespace=p) for x, y in sorted(planes)] +
+                        [InsertOne(doc, namespace=r) for doc in _three_reports(part)])
+        return write
+
     every = trio()
     store = {"three inserts a batch": _store(writer(every, None), batches, list(every), work)}
-    colls = trio()  # fresh again: the second form starts from the same state
+    if _has_bulk_write(db, every[0]):
+        colls = trio()  # fresh again: each form starts from the same state
+        store[BULK] = _store(bulk_writer(colls), batches, list(colls), work)
+    colls = trio()
     seen: set = set(known_airlines) | set(known_planes)
     store["parents only when new to the writer"] = _store(writer(colls, seen), batches, list(colls), work)
     if three is None:
@@ -261,6 +334,17 @@ def _three_collections(db: Any, airline: str, head: list, batches: list[list], i
         three = tuple(c.name for c in colls)  # type: ignore[assignment]
     a_c, p_c, r_c = (track_collection(db, n) for n in three)  # type: ignore[union-attr]
     return {"store a report": Forms(store), **_three_reads(a_c, p_c, r_c, airline, icao24, work)}
+
+
+def _three_reports(part: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The three-collection design's report documents for ``part`` (validated messages): the single
+    collection's report without ``recordType``."""
+    out = []
+    for d in part:
+        code = airline_of_callsign(d.get("callsign"))
+        out.append({"_id": make_id(code, d["icao24"], message_number(d["timestamp"])), "airline": code, **d,
+                    GEO_FIELD: geo_point(d["lon"], d["lat"])})
+    return out
 
 
 def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: _Work) -> dict[str, Forms]:

@@ -131,6 +131,25 @@ def _batches(messages: Iterable[Any], batch_size: int, bar: Any) -> Iterator[lis
 def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, keep_last: int = 0) -> None:
     """One batch of ``ingest``: validate, key, insert the batch's parents and reports (one command), and
     with ``keep_last`` push the new reports onto their aircraft's ``last_reports`` (notebook 04)."""
+    parents, reports = batch_documents(batch, result)
+    if not reports:
+        return
+    # one unordered insert of the parents the batch needs and its reports (one collection: one
+    # command); the _id index refuses what is already stored (an earlier batch, another writer,
+    # a re-sent message), so each document is created once, with no read first
+    stored, _ = insert_new(coll, [parents[pid] for pid in sorted(parents)] + [reports[rid] for rid in sorted(reports)])
+    _count_created_parents(result, stored)
+    inserted = [d for d in stored if d["recordType"] == REPORT]
+    result.inserted += len(inserted)
+    result.duplicates += len(reports) - len(inserted)
+    if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
+        _push_last_reports(coll, inserted, keep_last)
+
+
+def batch_documents(batch: list[tuple[int, Any]], result: IngestResult) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The documents one batch of messages makes, ``({_id: airline or aircraft}, {_id: report})``: each
+    good message a report (its position also as GeoJSON), its airline and aircraft once per batch; a
+    malformed message goes to ``result.rejected``, a message twice in the batch to ``duplicates``."""
     reports: dict[str, dict[str, Any]] = {}
     parents: dict[str, dict[str, Any]] = {}
     airline_codes: dict[Any, str] = {}  # callsign -> airline code, once per callsign in the batch
@@ -147,18 +166,7 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, 
         reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean,
                         GEO_FIELD: geo_point(clean["lon"], clean["lat"])}
         _add_parents_on_first_sight(parents, code, clean)
-    if not reports:
-        return
-    # one unordered insert of the parents the batch needs and its reports (one collection: one
-    # command); the _id index refuses what is already stored (an earlier batch, another writer,
-    # a re-sent message), so each document is created once, with no read first
-    stored, _ = insert_new(coll, [parents[pid] for pid in sorted(parents)] + [reports[rid] for rid in sorted(reports)])
-    _count_created_parents(result, stored)
-    inserted = [d for d in stored if d["recordType"] == REPORT]
-    result.inserted += len(inserted)
-    result.duplicates += len(reports) - len(inserted)
-    if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
-        _push_last_reports(coll, inserted, keep_last)
+    return parents, reports
 
 
 def _cached_airline_of_callsign(airline_codes: dict[Any, str], callsign: Any) -> str:
