@@ -11,11 +11,12 @@ from __future__ import annotations
 import itertools
 import threading
 import warnings
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import bson
+from pymongo.errors import BulkWriteError
 
-__all__ = ["MockDatabase", "MockCollection", "MockCursor", "Counter", "install_id_lookup",
+__all__ = ["MockDatabase", "MockCollection", "MockCursor", "MockClient", "MockSession", "Counter", "install_id_lookup",
            "install_trusted_inserts", "insert_trusted", "FIRST_BATCH",
            "MAX_BATCH_BYTES", "MAX_WRITE_BATCH", "MAX_MESSAGE_BYTES"]
 
@@ -258,7 +259,113 @@ def _wrap(value: Any, db: "MockDatabase") -> Any:
 
     if isinstance(value, mongomock_ng.Collection):
         return MockCollection(value, db)
+    if isinstance(value, mongomock_ng.MongoClient):
+        return MockClient.of(value, db)
     return value
+
+
+_SENT = [0]  # commands the adapter reported, in this process (a transaction that sent none commits silently)
+
+
+class _Tally:
+    """The database's counter, counting what goes through it in :data:`_SENT` (a transaction that
+    sent no command commits without a round trip, as in pymongo)."""
+
+    def __init__(self, counter: Counter) -> None:
+        self._counter = counter
+
+    @property
+    def sent(self) -> int:
+        return _SENT[0]
+
+    def record(self, name: str, *args: Any, **kwargs: Any) -> None:
+        _SENT[0] += 1
+        self._counter.record(name, *args, **kwargs)
+
+    def is_counting(self) -> bool:
+        return self._counter.is_counting()
+
+
+class MockClient:
+    """mongomock-ng's client, whose sessions report the commits and aborts pymongo would send."""
+
+    _WRAPPED: dict[int, "MockClient"] = {}  # one wrapper per mongomock-ng client: the same object every time
+
+    def __init__(self, inner: Any, database: "MockDatabase") -> None:
+        self._inner = inner
+        self._database = database
+
+    @classmethod
+    def of(cls, inner: Any, database: "MockDatabase") -> "MockClient":
+        """The wrapper of ``inner`` (made once, so that ``db.client is db.client``, as in pymongo)."""
+        found = cls._WRAPPED.get(id(inner))
+        if found is None or found._inner is not inner:
+            found = cls._WRAPPED[id(inner)] = cls(inner, database)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._inner[name]
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, MockClient) and other._inner == self._inner
+
+    def __hash__(self) -> int:
+        return hash(id(self._inner))
+
+    def start_session(self, *args: Any, **kwargs: Any) -> "MockSession":
+        return MockSession(self._inner.start_session(*args, **kwargs), self._database._counter)
+
+
+class MockSession:
+    """A mongomock-ng session: a transaction that ran a command ends with one ``commitTransaction``
+    (or ``abortTransaction``) round trip, as pymongo sends; one that ran none sends nothing."""
+
+    def __init__(self, inner: Any, tally: _Tally) -> None:
+        self._inner = inner
+        self._tally = tally
+        self._sent_at: int | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __enter__(self) -> "MockSession":
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._inner.__exit__(*exc)
+
+    def _end(self, command: str) -> None:
+        if self._sent_at is not None and self._tally.sent > self._sent_at:
+            self._tally.record(command)
+        self._sent_at = None
+
+    def start_transaction(self, *args: Any, **kwargs: Any) -> Any:
+        self._sent_at = self._tally.sent
+        return self._inner.start_transaction(*args, **kwargs)
+
+    def commit_transaction(self) -> Any:
+        out = self._inner.commit_transaction()
+        self._end("commitTransaction")
+        return out
+
+    def abort_transaction(self) -> Any:
+        out = self._inner.abort_transaction()
+        self._end("abortTransaction")
+        return out
+
+    def with_transaction(self, callback: Callable[[Any], Any], *args: Any, **kwargs: Any) -> Any:
+        self._sent_at = self._tally.sent
+        try:
+            out = self._inner.with_transaction(callback, *args, **kwargs)
+        except BaseException:
+            self._end("abortTransaction")
+            raise
+        self._end("commitTransaction")
+        return out
 
 
 class MockCollection:
@@ -358,7 +465,6 @@ class MockCollection:
             self._counter.record("insert", written=written, command=self._cmd("insert", n=1))
 
     def insert_many(self, documents: Any, *args: Any, **kwargs: Any) -> Any:
-        from pymongo.errors import BulkWriteError
 
         documents = list(documents)
         try:
@@ -441,7 +547,18 @@ class MockCollection:
 
     def bulk_write(self, requests: Any, ordered: bool = True, **kwargs: Any) -> Any:
         requests = list(requests)
-        result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
+        try:
+            result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
+        except BulkWriteError as e:  # what pymongo sent before the server stopped it, then the error
+            self._record_bulk(requests, ordered, e.details)
+            raise
+        self._record_bulk(requests, ordered, None, result)
+        return result
+
+    def _record_bulk(self, requests: list[Any], ordered: bool, details: dict[str, Any] | None,
+                     result: Any = None) -> None:
+        """The commands pymongo sends for ``requests``: one per run of the same kind (ordered) or per
+        kind (unordered); an ordered bulk refused at an operation stops after that operation's run."""
         if self._counter.is_counting() and requests:
             def kind(r: Any) -> str:
                 n = type(r).__name__
@@ -451,8 +568,20 @@ class MockCollection:
                                                                                  key=lambda t: t[0])] if ordered \
                 else [(k, [r for r, kk in zip(requests, kinds) if kk == k])
                       for k in ("insert", "update", "delete") if k in kinds]  # pymongo's unordered order
-            written = (result.inserted_count + result.modified_count + result.upserted_count
-                       + result.deleted_count)
+            if details is None:
+                written = (result.inserted_count + result.modified_count + result.upserted_count
+                           + result.deleted_count)
+            else:
+                written = sum(int(details.get(k, 0) or 0) for k in ("nInserted", "nModified", "nUpserted", "nRemoved"))
+                errors = details.get("writeErrors") or []
+                if ordered and errors:  # the runs up to the one holding the refused operation were sent
+                    first, seen, kept = int(errors[0].get("index", 0)), 0, []
+                    for k, reqs in runs:
+                        kept.append((k, reqs))
+                        seen += len(reqs)
+                        if seen > first:
+                            break
+                    runs = kept
             for i, (k, reqs) in enumerate(runs):
                 if k == "insert":
                     command = self._cmd("insert", n=len(reqs))
@@ -466,7 +595,6 @@ class MockCollection:
                                                             "limit": 0 if type(r).__name__ == "DeleteMany" else 1}
                                                            for r in reqs])
                 self._counter.record(k, written=written if i == 0 else 0, command=command)
-        return result
 
     def create_index(self, *args: Any, **kwargs: Any) -> Any:
         self._counter.record("createIndexes")
@@ -508,7 +636,7 @@ class MockDatabase:
         install_id_lookup()
         install_trusted_inserts()
         self._inner = inner
-        self._counter = counter
+        self._counter = _Tally(counter)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

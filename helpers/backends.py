@@ -335,7 +335,8 @@ def connect(backend: str | None = None, *, uri: str | None = None, db_name: str 
     from engines.mock import MockDatabase
 
     client, ver = _connect_mock(db_name)
-    conn = Connection(client, MockDatabase(client[db_name], recorder), None)
+    db = MockDatabase(client[db_name], recorder)
+    conn = Connection(db.client, db, None)  # the adapter's client: its sessions count their commits
     return _finish(conn, "mock", "mongomock-ng", ver, None, note, probe)
 
 

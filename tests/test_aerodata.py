@@ -11,6 +11,7 @@ import json
 import re
 from collections import defaultdict
 
+import pymongo
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -241,8 +242,12 @@ def test_the_subset_keeps_the_last_reports_and_answers_like_the_reports(db):
     for code in sorted({_expected_airline(m["callsign"]) for m in SAMPLE}):
         with count_commands() as c:
             from_subset = ad.latest_positions(db, code, collection="subset", subset=True)
-        assert c.round_trips == 1
-        assert from_subset == ad.latest_positions(db, code, collection="plain") != {}
+        with count_commands() as plain:
+            from_reports = ad.latest_positions(db, code, collection="plain")  # one aggregate with a $lookup
+        assert c.round_trips == plain.round_trips == 1 and c.docs_returned == plain.docs_returned == len(from_reports)
+        grouped = {d["_id"]: (d["timestamp"], d["lat"], d["lon"]) for d in db["plain"].aggregate(
+            ad.fleet_latest_group_pipeline(code))}
+        assert from_subset == from_reports == grouped != {}
         for plane in ad.fleet(db, code, collection="subset"):
             times = sorted(m["timestamp"] for m in SAMPLE
                            if m["icao24"] == plane["icao24"] and _expected_airline(m["callsign"]) == code)
@@ -251,27 +256,72 @@ def test_the_subset_keeps_the_last_reports_and_answers_like_the_reports(db):
         ad.ingest(db, SAMPLE[:1], collection="subset", keep_last=-1)
 
 
-def test_tracker_costs_count_each_design(db):
+def test_a_batch_is_one_insert_and_the_subset_one_more_command(db):
+    counted = {}
+    for name, keep in (("plain", 0), ("subset", 1)):
+        ad.ensure_indexes(db, name)
+        with count_commands() as counted[name]:
+            ad.ingest_batch(db[name], list(enumerate(SAMPLE[:700])), ad.IngestResult(), keep)
+    assert counted["plain"].commands == ["insert"] and counted["subset"].commands == ["insert", "update"]
+    result = ad.ingest(db, SAMPLE[:800], collection="plain", batch_size=800)  # 700 re-sent, 100 new
+    assert (result.duplicates, result.inserted) == (700, 100)
+
+
+def _forms(costs, design, operation):
+    return costs[design][operation].forms
+
+
+def test_tracker_costs_measure_every_form_of_each_design(db, backend):
+    from helpers.workload import Forms, Operation, Workload
+
     code = "SWR" if any(_expected_airline(m["callsign"]) == "SWR" for m in SAMPLE) else _expected_airline(SAMPLE[0]["callsign"])
     msgs = [m for m in SAMPLE if _expected_airline(m["callsign"]) == code]
     plane = msgs[0]["icao24"]
     fleet = len({m["icao24"] for m in msgs})
-    costs = ad.tracker_costs(db, code, msgs, plane, batch_size=100)
+    costs = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2)
     assert sorted(costs) == ["one collection", "one collection + subset", "three collections"]
-    first = min(100, len(msgs))  # storing is counted on the first batch
-    assert costs["one collection"]["store a report"]["round trips"] * first == pytest.approx(2)
-    assert costs["one collection + subset"]["store a report"]["round trips"] * first == pytest.approx(3)
-    assert costs["three collections"]["store a report"]["round trips"] * first == pytest.approx(3)
-    assert costs["one collection"]["latest position of a fleet"]["round trips"] == 1 + fleet
-    assert costs["one collection + subset"]["latest position of a fleet"]["round trips"] == 1
-    assert costs["three collections"]["everything for an airline"]["round trips"] == 3
+    assert all(isinstance(f, Forms) for ops in costs.values() for f in ops.values())
+    store = {d: _forms(costs, d, "store a report") for d in costs}
+    assert store["one collection"]["one insert a batch"]["round trips"] * 40 == pytest.approx(1)
+    assert store["one collection + subset"]["one insert and one $push a batch"]["round trips"] * 40 == pytest.approx(2)
+    three = store["three collections"]
+    assert three["three inserts a batch"]["round trips"] * 40 == pytest.approx(3)
+    assert 1 <= three["parents only when new to the writer"]["round trips"] * 40 <= 3
+    # MongoDB 8.0's client bulkWrite, where the engine has it: one command a batch for every design
+    bulk = isinstance(db.client, pymongo.MongoClient)
+    for d, separate in (("three collections", "three inserts a batch"), ("one collection + subset",
+                                                                        "one insert and one $push a batch")):
+        assert (ad.BULK in store[d]) == bulk, d
+        if bulk:  # the same documents written, in one command
+            assert store[d][ad.BULK]["round trips"] * 40 == pytest.approx(1)
+            assert store[d][ad.BULK]["docs written"] == pytest.approx(store[d][separate]["docs written"])
+    for d in costs:  # each report writes a key in each of its collection's two indexes, and a few parents
+        assert all(2 <= f["index keys written"] < 2.5 for f in store[d].values()), d
+    latest = _forms(costs, "one collection", "latest position of a fleet")
+    assert latest[ad.LOOP]["round trips"] == 1 + fleet
+    assert latest[ad.LOOKUP]["round trips"] == latest[ad.GROUP]["round trips"] == 1
+    assert latest[ad.LOOKUP]["docs returned"] == latest[ad.GROUP]["docs returned"] == fleet
+    assert latest[ad.LOOKUP]["bytes returned"] == latest[ad.GROUP]["bytes returned"]  # the same documents
+    subset = next(iter(_forms(costs, "one collection + subset", "latest position of a fleet").values()))
+    assert (subset["round trips"], subset["bytes returned"]) == (1, latest[ad.LOOKUP]["bytes returned"])
+    everything = _forms(costs, "three collections", "everything for an airline")
+    assert everything["one aggregate with $unionWith"]["round trips"] == 1 and everything["three queries"]["round trips"] == 3
     n = sum(m["icao24"] == plane for m in msgs)
-    assert {d["one aircraft's reports"]["docs returned"] for d in costs.values()} == {n}
+    assert {f["docs returned"] for ops in costs.values() for f in ops["one aircraft's reports"].forms.values()} == {n}
+    explained = backend.info.caps.explain  # the server's work only where the engine explains
+    assert all(("docs examined" in f) == explained for ops in costs.values() for fs in ops.values() for f in fs.forms.values())
+    if explained:
+        assert latest[ad.LOOKUP]["docs examined"] == 2 * fleet  # the fleet, and one report per aircraft
+        assert subset["docs examined"] == fleet
+    day = Workload("t", tuple(Operation(op, "write" if op == "store a report" else "read", 1, "-", "-", "-")
+                              for op in costs["one collection"]))
+    assert day.billed(costs)["one collection"]["latest position of a fleet"] != ad.LOOP
     # reads from a collection the caller filled: the same answers as from the fresh copies
     ad.ingest(db, msgs)
-    again = ad.tracker_costs(db, code, msgs, plane, batch_size=100, single=ad.COLLECTION)
+    again = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2, single=ad.COLLECTION)
     for op in ("one aircraft's reports", "latest position of a fleet", "everything for an airline"):
-        assert again["one collection"][op]["docs returned"] == costs["one collection"][op]["docs returned"]
+        assert {k: f["docs returned"] for k, f in _forms(again, "one collection", op).items()} == \
+            {k: f["docs returned"] for k, f in _forms(costs, "one collection", op).items()}
 
 
 def test_prefixes_stop_where_the_key_says(loaded_once):
@@ -571,9 +621,27 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
     for d in ad.airline_all(db, "EWG"):
         if d["recordType"] == ad.REPORT:
             last[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
-    assert evaluate("4.1", last, db=db, airline="EWG")[0] == "correct"
-    wrong = {**last, next(iter(last)): (0, 0.0, 0.0)}
-    assert "another position" in evaluate("4.1", wrong, db=db, airline="EWG")[1]
+    # every right form in one round trip passes: the $lookup, the $group with $first
+    assert evaluate("4.1", lambda a: ad.latest_positions(db, a), db=db, airline="EWG")[0] == "correct"
+    def group(a):
+        return {d["_id"]: (d["timestamp"], d["lat"], d["lon"]) for d in coll.aggregate(ad.fleet_latest_group_pipeline(a))}
+    assert evaluate("4.1", group, db=db, airline="EWG")[0] == "correct"
+    assert "a function" in evaluate("4.1", last, db=db, airline="EWG")[1]
+    assert "another position" in evaluate("4.1", lambda a: {**last, next(iter(last)): (0, 0.0, 0.0)},
+                                          db=db, airline="EWG")[1]
+
+    def loop(a):  # right, but a round trip per aircraft
+        return {p["icao24"]: (r["timestamp"], r["lat"], r["lon"]) for p in ad.fleet(db, a)
+                for r in [ad.latest_report(db, a, p["icao24"])]}
+    assert "round trips" in evaluate("4.1", loop, db=db, airline="EWG")[1]
+
+    def everything(a):  # one round trip, but every report
+        out = {}
+        for d in ad.airline_all(db, a):
+            if d["recordType"] == ad.REPORT:
+                out[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
+        return out
+    assert "documents for" in evaluate("4.1", everything, db=db, airline="EWG")[1]
     assert evaluate("4.2", ({"_id": {"$regex": "_3c56ed_"}}, "unanchored"), aerodata=coll)[0] == "correct"
     assert "matches nothing" in evaluate("4.2", ({"_id": {"$regex": "_ffffff_"}}, "unanchored"), aerodata=coll)[1]
     sizes = [len(bson.encode(d)) for d in coll.find({"recordType": ad.REPORT})]

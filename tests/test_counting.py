@@ -121,3 +121,44 @@ def test_a_cross_collection_bulk_write_counts_its_documents_written(server_db):
     except Exception as e:  # an engine without the command: nothing to count
         pytest.skip(f"no bulkWrite command here: {e}")
     assert (c.round_trips, c.docs_written, c.docs_returned) == (1, 6, 0)
+
+
+def test_an_ordered_bulk_refused_midway_costs_the_commands_sent_on_every_backend(db):
+    """An ordered bulk_write stops at the first refused operation: the commands up to it were sent
+    (one round trip each), the rest never were; the documents written are those that landed."""
+    from pymongo import InsertOne, UpdateOne
+    from pymongo.errors import BulkWriteError
+
+    coll = db["bulk_refused"]
+    coll.insert_one({"_id": 1, "x": 0})
+    requests = [UpdateOne({"_id": 1}, {"$set": {"x": 1}}), InsertOne({"_id": 1}),  # refused: a duplicate _id
+                InsertOne({"_id": 2}), UpdateOne({"_id": 2}, {"$set": {"x": 1}})]
+    with count_commands() as c, pytest.raises(BulkWriteError):
+        coll.bulk_write(requests, ordered=True)
+    assert (c.commands, c.docs_written) == (["update", "insert"], 1)
+    assert coll.count_documents({}) == 1
+
+
+def test_a_transaction_costs_its_commit_on_every_backend(backend, db):
+    """pymongo ends a transaction that ran a command with one commitTransaction (abortTransaction
+    when the callback raises), and one that ran none with nothing: the mock reports the same."""
+    if not backend.info.caps.transactions:
+        pytest.skip("no transactions on this engine (caps.transactions)")
+    coll = db["txn_counted"]
+    coll.insert_one({"_id": 0})
+    with count_commands() as c:
+        with db.client.start_session() as s:
+            s.with_transaction(lambda s: coll.update_one({"_id": 0}, {"$set": {"a": 1}}, session=s))
+    assert c.commands == ["update", "commitTransaction"]
+    with count_commands() as c:
+        with db.client.start_session() as s:
+            s.with_transaction(lambda s: None)
+    assert c.commands == []
+
+    def fails(s):
+        coll.update_one({"_id": 0}, {"$set": {"a": 2}}, session=s)
+        raise RuntimeError("the callback fails")
+    with count_commands() as c, pytest.raises(RuntimeError):
+        with db.client.start_session() as s:
+            s.with_transaction(fails)
+    assert c.commands == ["update", "abortTransaction"]

@@ -20,14 +20,18 @@ keeps every ``_id`` the same shape.
 
 The lesson's parts, each imported from here: ``keys`` (the ``_id``, the airline table, index bounds),
 ``messages`` (validation, message number, the Stratux feed), ``store`` (ingest), ``queries`` (the
-five queries, Python objects), ``rekey`` (re-keying, sharding), ``validation`` (the ``$jsonSchema``),
+five queries, the fleet's latest positions, Python objects), ``rekey`` (re-keying, sharding), ``validation`` (the ``$jsonSchema``),
 ``geo`` (GeoJSON points, distance, the geo queries), ``costs`` (the tracker workload's measured
-costs, :func:`tracker_costs`) and ``probe`` (what an engine can show, from the probe made on
+costs, every form of every operation: :func:`tracker_costs`) and ``probe`` (what an engine can show, from the probe made on
 connect: the lesson's labelled lines). ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations
 
 from .costs import (
+    BULK,
+    GROUP,
+    LOOKUP,
+    LOOP,
     tracker_costs,
 )
 from .geo import (
@@ -82,17 +86,22 @@ from .queries import (
     airline,
     airline_all,
     fleet,
+    fleet_latest_group_pipeline,
+    fleet_latest_pipeline,
     from_document,
+    id_range,
     latest_positions,
     latest_report,
     prefix_regex,
     reports,
+    subset_latest_pipeline,
 )
 from .rekey import (
     rekey_aircraft,
     shard_writes,
 )
 from .store import (
+    batch_documents,
     ensure_indexes,
     ingest,
     ingest_batch,
@@ -108,9 +117,10 @@ from .validation import (
 __all__ = [
     "COLLECTION", "NO_AIRLINE", "SEQ_DIGITS", "QUERY_BATCH", "AIRLINE", "AIRCRAFT", "REPORT",
     "IdParts", "make_id", "parse_id", "airline_table", "airline_of_callsign",
-    "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "insert_new", "ensure_indexes",
+    "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "batch_documents", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
-    "latest_positions", "tracker_costs",
+    "latest_positions", "id_range", "fleet_latest_pipeline", "fleet_latest_group_pipeline", "subset_latest_pipeline",
+    "tracker_costs", "LOOP", "LOOKUP", "GROUP", "BULK",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",

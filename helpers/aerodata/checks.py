@@ -5,6 +5,7 @@ from typing import Any
 
 import bson
 
+from ..counting import count_commands
 from ..exercises import exercise, shown
 from ..sizes import human_bytes
 from . import COLLECTION, GEO_FIELD, airline_of_callsign, distance_km, make_id, prefix_bounds
@@ -13,23 +14,38 @@ from . import COLLECTION, GEO_FIELD, airline_of_callsign, distance_km, make_id, 
 _DAYS, _REPORTS_PER_DAY = 7, 2_500_000
 
 
-@exercise("4.1", hint="the latest report is the last key of the aircraft's range: read the range backwards, "
-                     "limit 1 (ad.latest_report), once per aircraft of ad.fleet(db, AIRLINE)",
-          query_result=True)
-def last_position(answer: Any, *, db: Any, airline: str) -> str | None:
-    """``{icao24: (timestamp, lat, lon)}`` of the latest report of each aircraft of ``airline``."""
-    if not isinstance(answer, dict):
-        return "give a dict: {icao24: (timestamp, lat, lon)}"
+@exercise("4.1", hint="def last_positions(airline): one aggregate on 4.4's collections (aircraft_c or reports_c), "
+                      "https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html#pymongo.collection.Collection.aggregate")
+def last_positions(answer: Any, *, db: Any, airline: str) -> str | None:
+    """Call the learner's ``last_positions(airline)`` counting its commands: the right
+    ``{icao24: (timestamp, lat, lon)}`` for the airline's fleet, in one round trip, with no more
+    documents returned than aircraft (any form: a ``$lookup`` sub-pipeline, ``$group`` with ``$first``,
+    ``$top``, ...)."""
+    if not callable(answer):
+        return "last_positions should be a function: def last_positions(airline): ... returning {icao24: (timestamp, lat, lon)}"
     want: dict[str, tuple] = {}  # one query, independent of the answer's: the airline's range of the
     lo, hi = prefix_bounds(make_id(airline) + "_")  # {recordType, _id} index, a range on every engine
-    # (no airline condition: every _id in the range starts with the airline's code, so it would add nothing)
     for r in db[COLLECTION].find({"recordType": 3, "_id": {"$gte": lo, "$lt": hi}},
-                                 {"icao24": 1, "timestamp": 1, "lat": 1, "lon": 1}):
+                                 {"icao24": 1, "timestamp": 1, "lat": 1, "lon": 1}, batch_size=100_000):
         want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
-    if set(answer) != set(want):
-        return f"expected the {len(want)} aircraft of {airline}'s fleet, got {len(answer)} keys"
-    wrong = sorted(k for k in want if tuple(answer[k]) != want[k])
-    return f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}" if wrong else None
+    with count_commands() as cost:
+        got = answer(airline)
+    if not isinstance(got, dict):
+        return f"last_positions('{airline}') returned {shown(got)}: return a dict {{icao24: (timestamp, lat, lon)}}"
+    if set(got) != set(want):
+        return f"expected the {len(want)} aircraft of {airline}'s fleet, got {len(got)} keys"
+    wrong = sorted(k for k in want if not isinstance(got[k], (tuple, list)) or tuple(got[k]) != want[k])
+    if wrong:
+        return (f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}: the latest report is the one with "
+                f"the greatest timestamp (sort newest first, then keep one per aircraft)")
+    if cost.round_trips > 1:
+        return (f"it took {cost.round_trips} round trips ({', '.join(sorted(set(cost.commands)))}); one aggregate is "
+                f"enough: the fleet with a $lookup whose pipeline sorts the aircraft's reports newest first and "
+                f"keeps one ($limit), or the airline's reports sorted newest first and grouped by icao24 ($first)")
+    if cost.docs_returned > len(want):
+        return (f"the server sent {cost.docs_returned:,} documents for {len(want)} aircraft: let it keep one report "
+                f"per aircraft ($limit in a $lookup pipeline, or $group with $first) and send only those")
+    return None
 
 
 @exercise("4.2", hint="tight bounds need ^ and case sensitivity on an indexed field; see section 4.7")
@@ -61,7 +77,7 @@ def week_bytes(answer: Any, *, aerodata: Any) -> str | None:
     """The bytes of a week of report documents, at the average report size measured again here."""
     if isinstance(answer, bool) or not isinstance(answer, (int, float)):
         return f"give a number of bytes, not {shown(answer)}"
-    sizes = [len(bson.encode(d)) for d in aerodata.find({"recordType": 3})]
+    sizes = [len(bson.encode(d)) for d in aerodata.find({"recordType": 3}, batch_size=100_000)]
     if not sizes:
         return "there are no reports: run the notebook from the top"
     want = _DAYS * _REPORTS_PER_DAY * sum(sizes) / len(sizes)
@@ -79,7 +95,7 @@ def near_zurich(answer: Any, *, aerodata: Any, point: Any) -> str | None:
         return "give a set of icao24 strings"
     center = point["coordinates"] if isinstance(point, dict) else point
     inner, outer = set(), set()  # a report right on the 10 km edge may fall either way on another sphere model
-    for r in aerodata.find({"recordType": 3}, {"icao24": 1, GEO_FIELD: 1}):
+    for r in aerodata.find({"recordType": 3}, {"icao24": 1, GEO_FIELD: 1}, batch_size=100_000):
         d = distance_km(center, r[GEO_FIELD]["coordinates"])
         if d <= 9.99:
             inner.add(r["icao24"])
@@ -118,7 +134,7 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
     if not isinstance(answer, dict) or set(answer) != {"lat", "lon"} or \
             not all(isinstance(v, dict) for v in answer.values()):
         return "give a dict with two keys, 'lat' and 'lon', each a $jsonSchema rule (a dict)"
-    reports = list(aerodata.find({"recordType": 3}, {"_id": 1, "lat": 1, "lon": 1}).sort("_id", 1))
+    reports = list(aerodata.find({"recordType": 3}, {"_id": 1, "lat": 1, "lon": 1}, batch_size=100_000).sort("_id", 1))
     if not reports:
         return "the collection given holds no position reports: pass the one of section 4.11"
     try:
@@ -133,21 +149,27 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
     return None
 
 
-@exercise("4.7", hint="workload.with_rate('latest position of a fleet', 100) is the changed workload; its "
-                     "pick(designs) ranks the designs by round trips a day")
+#: exercise 4.7's quiet map: refreshes a day
+QUIET_REFRESHES = 100
+
+
+@exercise("4.7", hint="workload.with_rate('latest position of a fleet', 100) is the quiet map's day; its "
+                      "pick(designs) is the answer (print its .sentence)")
 def quiet_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
-    """The design the tracker picks by round trips a day once the live map is opened 100 times a day."""
-    if answer not in designs:
-        return f"{shown(answer)} is not one of the designs: {sorted(designs)}"
-    before = workload.pick(designs)
-    quiet = workload.with_rate("latest position of a fleet", 100)
-    want = quiet.pick(designs)
-    if answer == before and want != before:
-        return f"{answer} is the pick at 8,640 map refreshes a day: change the rate to 100 first"
-    if answer != want:
-        daily = quiet.weigh(designs)["round trips / day"]
-        return f"{answer} needs {daily[answer]:,.0f} round trips a day; another design needs fewer"
-    return None
+    """The pick (a design, or a tie) of the tracker's workload with the live map opened
+    :data:`QUIET_REFRESHES` times a day; a tie must be answered as the tie it is."""
+    if not isinstance(answer, str) or (answer not in designs and not answer.startswith("tie: ")):
+        return f"{shown(answer)} is neither one of the designs {sorted(designs)} nor a tie ('tie: A, B')"
+    quiet = workload.with_rate("latest position of a fleet", QUIET_REFRESHES)
+    want, before = quiet.pick(designs), workload.pick(designs)
+    if str(answer) == str(want):
+        return None
+    if str(answer) == str(before):
+        rate = workload.operation("latest position of a fleet").per_day
+        return f"{answer} is the pick at {rate:,.0f} map refreshes a day: change that rate first"
+    if want.tie and answer in want.designs:
+        return f"{answer} ties with {', '.join(d for d in want.designs if d != answer)} on every column: answer the tie"
+    return f"{shown(answer)} is not what pick() finds for that day; its sentence says which column decides"
 
 
 #: the ``bsonType`` aliases of numbers (``"number"`` is any of them)

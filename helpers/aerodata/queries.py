@@ -69,23 +69,66 @@ def latest_report(db: Any, airline: str, icao24: str, *, collection: str = COLLE
                                    sort=[("recordType", -1), ("_id", -1)])
 
 
+def id_range(record_type: int, id_prefix: str) -> dict[str, Any]:
+    """``{recordType: record_type, _id: {$gte, $lt}}``: the documents of one record type under an ``_id``
+    prefix, as a range of the ``{recordType: 1, _id: 1}`` index (equality first, then the range: a
+    bounded index scan on every engine with secondary indexes). Introduced in notebook 04 (4.7)."""
+    lo, hi = prefix_bounds(id_prefix)
+    return {"recordType": record_type, "_id": {"$gte": lo, "$lt": hi}}
+
+
+def fleet_latest_pipeline(airline: str, collection: str = COLLECTION) -> list[dict[str, Any]]:
+    """One aggregate for the latest report of each aircraft of ``airline``: the fleet (its range of the
+    ``{recordType, _id}`` index), then a ``$lookup`` whose sub-pipeline reads the aircraft's report
+    range backwards and stops at one (``$limit: 1``; from MongoDB 5.0 the ``$gte``/``$lt`` of its
+    ``$expr`` use the index). One document per aircraft: ``{_id: icao24, timestamp, lat, lon}``.
+    Notebook 04 (4.12)."""
+    return [
+        {"$match": id_range(AIRCRAFT, make_id(airline) + "_")},
+        {"$sort": {"recordType": 1, "_id": 1}},
+        {"$lookup": {"from": collection,  # the bounds of prefix_bounds(aircraft _id + "_")
+                     "let": {"lo": {"$concat": ["$_id", "_"]}, "hi": {"$concat": ["$_id", "`"]}},
+                     "pipeline": [{"$match": {"recordType": REPORT, "$expr": {"$and": [
+                                      {"$gte": ["$_id", "$$lo"]}, {"$lt": ["$_id", "$$hi"]}]}}},
+                                  {"$sort": {"recordType": -1, "_id": -1}}, {"$limit": 1}],
+                     "as": "last"}},
+        {"$unwind": "$last"},  # an aircraft with no report yet has no position
+        {"$project": {"_id": "$icao24", "timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}},
+    ]
+
+
+def fleet_latest_group_pipeline(airline: str) -> list[dict[str, Any]]:
+    """The same answer as :func:`fleet_latest_pipeline` from the airline's reports: their range newest
+    first, one group per aircraft keeping the first (``$group`` with ``$first``). It reads every report
+    of the airline, however long its history. Notebook 04 (4.12)."""
+    return [
+        {"$match": id_range(REPORT, make_id(airline) + "_")},
+        {"$sort": {"recordType": -1, "_id": -1}},
+        {"$group": {"_id": "$icao24", "timestamp": {"$first": "$timestamp"}, "lat": {"$first": "$lat"},
+                    "lon": {"$first": "$lon"}}},
+        {"$sort": {"_id": 1}},
+    ]
+
+
+def subset_latest_pipeline(airline: str) -> list[dict[str, Any]]:
+    """The same answer from the subset pattern's aircraft documents (``ingest(..., keep_last=n)``):
+    the fleet, each with the last of its ``last_reports``. Notebook 04 (4.12)."""
+    return [
+        {"$match": {**id_range(AIRCRAFT, make_id(airline) + "_"), "last_reports.0": {"$exists": True}}},
+        {"$sort": {"recordType": 1, "_id": 1}},
+        {"$project": {"_id": "$icao24", "last": {"$arrayElemAt": ["$last_reports", -1]}}},
+        {"$project": {"timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}},
+    ]
+
+
 def latest_positions(db: Any, airline: str, *, collection: str = COLLECTION,
                      subset: bool = False) -> dict[str, tuple]:
-    """``{icao24: (timestamp, lat, lon)}`` of each aircraft's latest report. ``subset``: read them from
-    the aircraft documents' ``last_reports`` (``ingest(..., keep_last=n)``: one query); else the fleet,
-    then :func:`latest_report` per aircraft (one more query each). Notebook 04."""
-    out = {}
-    for plane in fleet(db, airline, collection=collection):
-        if subset:
-            last = (plane.get("last_reports") or [None])[-1]
-        else:
-            last = latest_report(db, airline, plane["icao24"], collection=collection,
-                                 projection={"timestamp": 1, "lat": 1, "lon": 1})
-        if last is not None:
-            out[plane["icao24"]] = (last["timestamp"], last["lat"], last["lon"])
-    return out
-
-
+    """``{icao24: (timestamp, lat, lon)}`` of each aircraft's latest report, in one aggregate:
+    :func:`fleet_latest_pipeline`, or with ``subset`` :func:`subset_latest_pipeline` (the aircraft
+    documents' ``last_reports``). Notebook 04."""
+    pipeline = subset_latest_pipeline(airline) if subset else fleet_latest_pipeline(airline, collection)
+    return {d["_id"]: (d["timestamp"], d["lat"], d["lon"])
+            for d in db[collection].aggregate(pipeline, batchSize=QUERY_BATCH)}
 
 
 # ------------------------------------------------------------------------------------------

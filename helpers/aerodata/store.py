@@ -65,9 +65,9 @@ def ingest(db: Any, messages: Iterable[Any], *, collection: str = COLLECTION, ba
     the shipped OpenFlights table, else :data:`NO_AIRLINE`) and aircraft documents are created on
     first sight (never twice). Re-sending a message never duplicates a report: it is
     counted in ``duplicates``. A malformed message (or a value BSON cannot hold) is counted in
-    ``rejected`` with its reason and the rest of the batch goes on. Per batch, two commands: one
-    unordered insert of the batch's airlines and aircraft, one of its reports; the ``_id`` index
-    refuses what is already stored (code 11000), so there is no read before the writes.
+    ``rejected`` with its reason and the rest of the batch goes on. Per batch, one command: one
+    unordered insert of the batch's airlines, aircraft and reports; the ``_id`` index refuses what
+    is already stored (code 11000), so there is no read before the write.
     ``keep_last=n`` adds the subset pattern: each aircraft document keeps its last ``n`` reports
     (``last_reports``: ``_id``, time and position, an extended reference to each report), updated by
     one more command per batch (a ``$push`` with ``$sort`` and ``$slice`` per aircraft).
@@ -129,8 +129,27 @@ def _batches(messages: Iterable[Any], batch_size: int, bar: Any) -> Iterator[lis
 
 
 def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, keep_last: int = 0) -> None:
-    """One batch of ``ingest``: validate, key, insert the batch's parents, insert the reports, and with
-    ``keep_last`` push the new ones onto their aircraft's ``last_reports`` (notebook 04)."""
+    """One batch of ``ingest``: validate, key, insert the batch's parents and reports (one command), and
+    with ``keep_last`` push the new reports onto their aircraft's ``last_reports`` (notebook 04)."""
+    parents, reports = batch_documents(batch, result)
+    if not reports:
+        return
+    # one unordered insert of the parents the batch needs and its reports (one collection: one
+    # command); the _id index refuses what is already stored (an earlier batch, another writer,
+    # a re-sent message), so each document is created once, with no read first
+    stored, _ = insert_new(coll, [parents[pid] for pid in sorted(parents)] + [reports[rid] for rid in sorted(reports)])
+    _count_created_parents(result, stored)
+    inserted = [d for d in stored if d["recordType"] == REPORT]
+    result.inserted += len(inserted)
+    result.duplicates += len(reports) - len(inserted)
+    if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
+        _push_last_reports(coll, inserted, keep_last)
+
+
+def batch_documents(batch: list[tuple[int, Any]], result: IngestResult) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The documents one batch of messages makes, ``({_id: airline or aircraft}, {_id: report})``: each
+    good message a report (its position also as GeoJSON), its airline and aircraft once per batch; a
+    malformed message goes to ``result.rejected``, a message twice in the batch to ``duplicates``."""
     reports: dict[str, dict[str, Any]] = {}
     parents: dict[str, dict[str, Any]] = {}
     airline_codes: dict[Any, str] = {}  # callsign -> airline code, once per callsign in the batch
@@ -147,17 +166,7 @@ def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, 
         reports[rid] = {"_id": rid, "recordType": REPORT, "airline": code, **clean,
                         GEO_FIELD: geo_point(clean["lon"], clean["lat"])}
         _add_parents_on_first_sight(parents, code, clean)
-    if not reports:
-        return
-    # the parents this batch needs, inserted unordered: the _id index refuses those already
-    # stored (by an earlier batch or another writer), so each is created once, with no read first
-    created, _ = insert_new(coll, [parents[pid] for pid in sorted(parents)])
-    _count_created_parents(result, created)
-    inserted, duplicates = insert_new(coll, [reports[rid] for rid in sorted(reports)])
-    result.inserted += len(inserted)
-    result.duplicates += duplicates
-    if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
-        _push_last_reports(coll, inserted, keep_last)
+    return parents, reports
 
 
 def _cached_airline_of_callsign(airline_codes: dict[Any, str], callsign: Any) -> str:
@@ -196,8 +205,9 @@ def _push_last_reports(coll: Any, inserted: list[dict[str, Any]], keep_last: int
     for d in inserted:
         latest.setdefault(f"{d['airline']}_{d['icao24']}", []).append(
             {"_id": d["_id"], "timestamp": d["timestamp"], "lat": d["lat"], "lon": d["lon"]})
-    coll.bulk_write([UpdateOne({"_id": aid}, {"$push": {"last_reports": {
-        "$each": items, "$sort": {"timestamp": 1}, "$slice": -keep_last}}})
+    coll.bulk_write([UpdateOne({"_id": aid}, {"$push": {"last_reports": {  # only what the slice can keep
+        "$each": sorted(items, key=lambda r: r["timestamp"])[-keep_last:], "$sort": {"timestamp": 1},
+        "$slice": -keep_last}}})
         for aid, items in sorted(latest.items())], ordered=False)
 
 
