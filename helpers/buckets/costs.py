@@ -145,7 +145,7 @@ def read_plan(collection: Any, read: Callable[[], Any]) -> tuple[dict[str, Any],
         if index is not None:
             notes.append(f"{engine} sorts every match in memory; a real MongoDB reads the {index} index in order"
                          + (f" and stops after {limit}" if limit else " (no SORT stage)"))
-    return {"commands": plans}, "; ".join(notes) or None
+    return {"commands": plans}, "; ".join(dict.fromkeys(notes)) or None  # a note once, however many commands
 
 
 def measured_read(label: str, read: Callable[[], Any], collection: Any, *, repeat: int = 3) -> Measurement:

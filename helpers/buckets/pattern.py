@@ -423,8 +423,8 @@ def latest(collection: Any, icao24: str, *, design: str, batch_size: int = BATCH
 
 def latest_positions(collection: Any, *, design: str, batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
     """The live map: every aircraft's latest report, in ``icao24`` order, in one aggregate (introduced
-    in notebook 08). A ``$sort`` on the design's index (``(icao24, time)``; buckets: :data:`LATEST_KEY`)
-    and a ``$group`` that keeps each aircraft's first, the form a real MongoDB can answer from the index
+    in notebook 08). A ``$sort`` in the order of the design's index (``(icao24, time)`` read backwards;
+    buckets: :data:`LATEST_KEY`) and a ``$group`` that keeps each aircraft's first, the form a real MongoDB can answer from the index
     (a ``DISTINCT_SCAN``: one key per aircraft); a bucket is then trimmed on the server to its latest report."""
     if design == BUCKETS:
         pipeline = [{"$sort": {"icao24": 1, "last": -1}},
@@ -434,7 +434,7 @@ def latest_positions(collection: Any, *, design: str, batch_size: int = BATCH_SI
         found = ({"icao24": g["_id"], **g["report"]} for g in collection.aggregate(pipeline, batchSize=batch_size))
     else:
         _design(design)
-        pipeline = [{"$sort": {"icao24": 1, "time": -1}}, {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
+        pipeline = [{"$sort": {"icao24": -1, "time": -1}}, {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
                     {"$replaceRoot": {"newRoot": "$report"}}, {"$project": {"_id": 0}}]
         found = collection.aggregate(pipeline, batchSize=batch_size)
     return sorted(found, key=lambda r: r["icao24"])

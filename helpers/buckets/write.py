@@ -4,12 +4,11 @@
   that owns a feed remembers, for each aircraft, the bucket it last wrote (its ``_id``, ``n``,
   ``count`` and the times its hour holds), so it sends each batch as one ordered ``bulk_write`` of
   updates (one ``update`` command): an update-if-current of each open bucket, and for each new bucket
-  an upsert on its ``(icao24, start, n)`` that only sets what it inserts (``$setOnInsert``), so it
-  changes nothing where that bucket exists. When it does not know a window (a restart, a late report
-  of an older hour) it opens bucket ``n = 0`` that way; when the write says something surprised it
-  (an update that matched nothing, an upsert that found its bucket, a duplicate key), it stores the
-  batch with ``bucket_reports`` (which reads first and stores nothing twice) and reads what it needs
-  to remember. The same guarantees as
+  an upsert that only sets what it inserts (``$setOnInsert``). Each fails with a duplicate key where
+  the bucket is not as the writer left it (see ``_planned``), and the ordered bulk stops there. When it
+  does not know a window (a restart, a late report of an older hour) it opens bucket ``n = 0`` that
+  way; on a duplicate key it stores the batch with ``bucket_reports`` (which reads first and stores
+  nothing twice) and reads what it needs to remember. The same guarantees as
   ``bucket_reports``; the read only when something surprised it.
 * :func:`upsert_reports`: the form most often shown, one ``UpdateOne(..., upsert=True)`` per bucket's
   share of the batch, filtered on the bucket's key and ``count`` with room, in one ordered
@@ -52,22 +51,21 @@ class BucketWriter:
         reports = list(reports)
         docs, _ = _by_window_in_time_order(_checked(reports, self.max_reports))
         _ensure_bucket_index_once(self.collection)
-        ops, updates, after, stored = _planned(self.open, docs, self.max_reports)
+        ops, sizes, after = _planned(self.open, docs, self.max_reports)
         if not ops:
             return 0
         try:  # one update command: one round trip
             done = self.collection.bulk_write(ops, ordered=True)
-            new = done.upserted_ids
-            surprised = done.matched_count != updates or len(new) != len(ops) - updates
-        except BulkWriteError:  # a duplicate key: another writer opened the same bucket at the same time
-            surprised = True
-        if surprised:  # a bucket changed since we wrote it, or the window has buckets we did not know
-            return self._read_then_store(reports, list(docs))
+        except BulkWriteError as e:  # a duplicate key: a bucket changed since we wrote it, or one we did not know
+            if any(w.get("code") != 11000 for w in e.details.get("writeErrors", [])):
+                raise
+            first = e.details["writeErrors"][0]["index"]  # ordered: the statements before it were applied
+            return sum(sizes[:first]) + self._read_then_store(reports, list(docs))
         for state in after.values():
             if isinstance(state["_id"], int):  # the index of the upsert that opened it: now its _id
-                state["_id"] = new[state["_id"]]
+                state["_id"] = done.upserted_ids[state["_id"]]
         self._remember(after)
-        return stored
+        return sum(sizes)
 
     def _remember(self, windows: Mapping[str, dict[str, Any]]) -> None:
         """Keep each aircraft's newest window (a late report of an older hour does not replace it)."""
@@ -83,37 +81,41 @@ class BucketWriter:
 
 
 def _planned(open_: Mapping[str, dict], docs: Mapping[tuple[str, _dt.datetime], list],
-             max_reports: int) -> tuple[list, int, dict, int]:
-    """The batch's updates (each open bucket's update if current, each new bucket's upsert), how many
-    of them update an open bucket, each aircraft's newest window after them (``_id``: the index of the
-    upsert that opens its tail, until the write says which ``_id`` it got), and how many they store."""
+             max_reports: int) -> tuple[list, list, dict]:
+    """The batch's updates, how many reports each stores, and each aircraft's newest window after them
+    (``_id``: the index of the upsert that opens its tail, until the write says which ``_id`` it got).
+
+    Each update fails with a duplicate key, so that the ordered bulk stops there, when the bucket is
+    not as this writer left it: an open bucket's filter ``{_id, count}`` then matches nothing and its
+    upsert collides on ``_id``; a new bucket's ``{icao24, start, n, count: {$exists: false}}`` matches
+    nothing and its upsert collides on the unique ``(icao24, start, n)`` where that bucket exists."""
     ops: list = []
-    updates = stored = 0
+    sizes: list[int] = []
     after: dict[str, dict[str, Any]] = {}
     for (icao24, start), window in sorted(docs.items()):
         known = open_.get(icao24)
         known = known if known is not None and known["start"] == start else None
         held = known["times"] if known else set()
-        new = [d for d in window if d["time"] not in held]
+        rest = [d for d in window if d["time"] not in held]
         state = dict(known) if known else {"start": start, "_id": None, "n": -1, "count": max_reports}
-        state["times"] = set(held) | {d["time"] for d in new}
-        stored += len(new)
-        rest = new
-        if known and known["count"] < max_reports and rest:
+        state["times"] = set(held) | {d["time"] for d in rest}
+        if known and known["count"] < max_reports and rest:  # update if current: nobody wrote it since we did
             part, rest = rest[:max_reports - known["count"]], rest[max_reports - known["count"]:]
-            ops.append(UpdateOne({"_id": known["_id"], "count": known["count"]}, _push_with_summaries(part)))
-            updates += 1
+            ops.append(UpdateOne({"_id": known["_id"], "count": known["count"]}, _push_with_summaries(part),
+                                 upsert=True))
+            sizes.append(len(part))
             state["count"] += len(part)
-        while rest:  # a new bucket: inserted unless the window already has bucket n (then nothing changes)
+        while rest:  # a new bucket: inserted only where the window has no bucket n
             part, rest = rest[:max_reports], rest[max_reports:]
             state["n"] += 1
-            bucket = _new_bucket(icao24, start, state["n"], max_reports, part)
-            ops.append(UpdateOne({"icao24": icao24, "start": start, "n": state["n"]}, {"$setOnInsert": bucket},
+            ops.append(UpdateOne({"icao24": icao24, "start": start, "n": state["n"], "count": {"$exists": False}},
+                                 {"$setOnInsert": _new_bucket(icao24, start, state["n"], max_reports, part)},
                                  upsert=True))
+            sizes.append(len(part))
             state["_id"], state["count"] = len(ops) - 1, len(part)  # the upsert's index, for now
         if state["_id"] is not None and (icao24 not in after or start > after[icao24]["start"]):
             after[icao24] = state
-    return ops, updates, after, stored
+    return ops, sizes, after
 
 
 def _learned(collection: Any, windows: list[tuple[str, _dt.datetime]]) -> dict[str, dict[str, Any]]:
