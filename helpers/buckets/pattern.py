@@ -429,9 +429,9 @@ def latest_positions(collection: Any, *, design: str, batch_size: int = BATCH_SI
     if design == BUCKETS:
         pipeline = [{"$sort": {"icao24": 1, "last": -1}},
                     {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
-                    {"$project": {"_id": 1, "report": {"$arrayElemAt": [{"$filter": {
-                        "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}}}]
-        found = ({"icao24": g["_id"], **g["report"]} for g in collection.aggregate(pipeline, batchSize=batch_size))
+                    {"$replaceRoot": {"newRoot": {"$mergeObjects": [{"icao24": "$_id"}, {"$arrayElemAt": [{"$filter": {
+                        "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}]}}}]
+        found = collection.aggregate(pipeline, batchSize=batch_size)
     else:
         _design(design)
         pipeline = [{"$sort": {"icao24": -1, "time": -1}}, {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
