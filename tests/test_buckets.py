@@ -27,6 +27,11 @@ def _stream(seed: int, aircraft: int = 3, per_aircraft: int = 120, step_s: int =
     return out
 
 
+def _point(report: dict) -> dict:
+    """A report as a track returns it: without the ``icao24`` the caller named."""
+    return {k: v for k, v in report.items() if k != "icao24"}
+
+
 def _buckets(coll) -> list[dict]:
     return list(coll.find({}, sort=[("icao24", 1), ("start", 1), ("n", 1)]))
 
@@ -78,7 +83,7 @@ def test_random_streams_with_resends_and_shuffles_match_plain_python(db, seed):
             a = T0 + dt.timedelta(seconds=rng.randint(-600, 7000))
             b = a + dt.timedelta(seconds=rng.randint(0, 5000))
             expected = sorted((r for (ic, t), r in want.items() if ic == icao and a <= t < b), key=lambda r: r["time"])
-            assert track(coll, icao, a, b) == expected
+            assert track(coll, icao, a, b) == [_point(r) for r in expected]
 
 
 def test_a_resend_is_stored_once_and_a_late_report_goes_to_its_hour(db):
@@ -90,7 +95,7 @@ def test_a_resend_is_stored_once_and_a_late_report_goes_to_its_hour(db):
     assert bucket_reports(coll, [late, late]) == 1
     starts = sorted(b["start"] for b in _buckets(coll))
     assert starts == [T0, T0 + SPAN]
-    assert track(coll, "4ca1b2", T0, T0 + 2 * SPAN) == [late, first]
+    assert track(coll, "4ca1b2", T0, T0 + 2 * SPAN) == [_point(late), _point(first)]
     assert track(coll, "4ca1b2", T0, T0 + dt.timedelta(minutes=5)) == []
 
 
@@ -303,7 +308,7 @@ def test_the_three_designs_answer_the_workload_alike(backend, db):
     icao = reports[0]["icao24"]
     a, b = T0 + dt.timedelta(minutes=20), T0 + dt.timedelta(minutes=80)
     mine = sorted((r for r in reports if r["icao24"] == icao), key=lambda r: r["time"])
-    want_track = [r for r in mine if a <= r["time"] < b]
+    want_track = [_point(r) for r in mine if a <= r["time"] < b]
     assert bk.track(colls[bk.BUCKETS], icao, a, b) == want_track
     for design in (bk.DOCUMENTS, bk.TIMESERIES):
         assert bk.track_documents(colls[design], icao, a, b) == want_track
@@ -421,3 +426,78 @@ def test_a_measured_read_counts_the_servers_work_once_and_labels_an_in_memory_so
         assert "SORT" in latest.stages and "icao24_1_time_1" in latest.plan_note and "stops after 1" in latest.plan_note
     else:
         assert latest.plan_note is None
+
+
+def test_the_writer_and_the_upserts_store_a_batch_in_one_round_trip_and_the_writer_stays_right(backend, db):
+    """BucketWriter: one command a batch, the same buckets as bucket_reports, nothing stored twice, also
+    after a restart (a new writer) and when another writer wrote in between; the upsert form: one
+    command too, and a re-send stored again."""
+    rng = random.Random(21)
+    reports = sorted(_stream(21), key=lambda r: r["time"])
+    batches = [reports[i:i + 40] for i in range(0, len(reports), 40)]
+    mine, theirs, ups = db["buckets_writer"], db["buckets_read_first"], db["buckets_upserted"]
+    bk.ensure_bucket_index(mine)
+    ups.create_index(bk.UPSERT_KEY)
+    writer = bk.BucketWriter(mine, max_reports=50)
+    for batch in batches:
+        with count_commands() as cost:
+            assert writer.write(batch) == len(batch)
+        assert cost.round_trips == 1, cost.commands
+        bucket_reports(theirs, batch, max_reports=50)
+        with count_commands() as cost:
+            assert bk.upsert_reports(ups, batch, max_reports=50) == len(batch)
+        assert cost.round_trips == 1, cost.commands
+    want = {(r["icao24"], r["time"]): dict(r) for r in reports}
+    _check_invariants(mine, want, 50)
+    strip = [(b["icao24"], b["start"], b["n"], b["count"]) for b in _buckets(mine)]
+    assert strip == [(b["icao24"], b["start"], b["n"], b["count"]) for b in _buckets(theirs)]
+    assert sum(b["count"] for b in ups.find({}, {"count": 1})) == len(reports)
+    assert all(b["count"] <= 50 for b in ups.find({}, {"count": 1}))
+    resent = rng.sample(reports, 30)
+    assert writer.write(resent) == 0  # remembered times, or the read path: nothing twice
+    assert bk.BucketWriter(mine, max_reports=50).write(resent + [dict(reports[-1], time=reports[-1]["time"]
+                                                                      + dt.timedelta(seconds=1))]) == 1  # a restart
+    late = dict(reports[0], time=reports[0]["time"] + dt.timedelta(milliseconds=1))
+    bucket_reports(mine, [dict(reports[-1], time=reports[-1]["time"] + dt.timedelta(seconds=2))], max_reports=50)  # another writer
+    assert writer.write([late, dict(reports[-1], time=reports[-1]["time"] + dt.timedelta(seconds=3))]) == 2
+    want.update({(r["icao24"], r["time"]): dict(r) for r in [late] + [
+        dict(reports[-1], time=reports[-1]["time"] + dt.timedelta(seconds=s)) for s in (1, 2, 3)]})
+    _check_invariants(mine, want, 50)
+    assert bk.upsert_reports(ups, resent, max_reports=50) == 30  # the upsert form stores a re-send again
+    assert sum(b["count"] for b in ups.find({}, {"count": 1})) == len(reports) + 30
+
+
+def test_the_map_is_one_aggregate_with_every_aircrafts_latest_report(backend, db):
+    reports = _stream(22)
+    colls, _ = _three_designs(db, backend, reports)
+    latest = {}
+    for r in reports:
+        if r["icao24"] not in latest or r["time"] > latest[r["icao24"]]["time"]:
+            latest[r["icao24"]] = r
+    want = [latest[a] for a in sorted(latest)]
+    for design, coll in colls.items():
+        with count_commands() as cost:
+            assert bk.latest_positions(coll, design=design) == want
+        assert cost.round_trips == 1 and cost.docs_returned == len(want) and cost.default_batch_getmores == 0
+    with pytest.raises(ValueError, match="design must be one of"):
+        bk.latest_positions(colls[bk.DOCUMENTS], design="tables")
+
+
+def test_a_writes_work_is_its_filters_explained_and_an_insert_examines_nothing(backend, db):
+    if not backend.info.caps.explain:
+        pytest.skip("the engine cannot explain (caps.explain)")
+    reports = sorted(_stream(23, aircraft=2, per_aircraft=30), key=lambda r: r["time"])
+    coll = db["buckets_work"]
+    bk.ensure_bucket_index(coll)
+    writer = bk.BucketWriter(coll)
+    with count_commands(keep_commands=True) as first:
+        writer.write(reports[:30])
+    with count_commands(keep_commands=True) as second:
+        writer.write(reports[30:])
+    opened = bk.write_work(coll, first.command_documents)
+    updated = bk.write_work(coll, second.command_documents)
+    assert opened["keys examined"] >= 0 and updated["docs examined"] >= 1  # each update finds its bucket
+    docs = db["reports_work"]
+    with count_commands(keep_commands=True) as inserted:
+        bk.insert_reports(docs, reports)
+    assert bk.write_work(docs, inserted.command_documents) == {"keys examined": 0, "docs examined": 0}

@@ -290,53 +290,85 @@ def test_exercise_ids_list_every_checker_in_order():
     assert not [e for e in ids if e.startswith("98.")], "a checker the tests registered is no lesson's exercise"
 
 
-def test_checks_of_notebook_08_recompute_from_the_buckets(db):
+def test_checks_of_notebook_08_run_the_function_and_enforce_its_round_trips_and_documents(db):
     import datetime as dt
 
     from helpers import buckets as bk
-    from helpers.workload import Operation, Workload
 
     t0 = dt.datetime(2018, 8, 1, 5)
-    reports = [{"icao24": "abc123", "time": t0 + dt.timedelta(minutes=7 * i), "altitude": float(1000 + i)}
-               for i in range(20)]
+    reports = [{"icao24": a, "time": t0 + dt.timedelta(minutes=7 * i + k), "altitude": float(1000 + i)}
+               for i in range(20) for k, a in enumerate(("abc123", "def456"))]
     coll = db["buckets"]
     bk.bucket_reports(coll, reports, max_reports=5)
     right = {}
     for r in reports:
-        h = right.setdefault(bk.window_start(r["time"]), [0, [], []])
-        h[0] += 1
-        h[1].append(r["altitude"])
-    right = {k: (n, min(a), max(a)) for k, (n, a, _) in right.items()}
-    assert evaluate("8.1", right, buckets=coll, icao24="abc123")[0] == "correct"
-    wrong = {**right, t0: (1, 0.0, 0.0)}
-    assert evaluate("8.1", wrong, buckets=coll, icao24="abc123")[0] == "not right yet"
+        if r["icao24"] == "abc123":
+            h = right.setdefault(bk.window_start(r["time"]), [0, []])
+            h[0] += 1
+            h[1].append(r["altitude"])
+    right = {k: (n, min(a), max(a)) for k, (n, a) in right.items()}
+    summed = lambda icao24: {g["_id"]: (g["n"], g["lo"], g["hi"]) for g in coll.aggregate([  # noqa: E731
+        {"$match": {"icao24": icao24}},
+        {"$group": {"_id": "$start", "n": {"$sum": "$count"}, "lo": {"$min": "$minAltitude"},
+                    "hi": {"$max": "$maxAltitude"}}}], batchSize=100)}
+
+    def summaries_by_find(icao24):  # another right form: the summary fields only, added up in Python
+        out = {}
+        for b in coll.find({"icao24": icao24}, {"_id": 0, "start": 1, "count": 1, "minAltitude": 1,
+                                               "maxAltitude": 1}, batch_size=100):
+            n, lo, hi = out.get(b["start"], (0, b["minAltitude"], b["maxAltitude"]))
+            out[b["start"]] = (n + b["count"], min(lo, b["minAltitude"]), max(hi, b["maxAltitude"]))
+        return out
+
+    def from_reports(icao24):  # right answer, but every report sent
+        return {h: v for h, v in right.items()} if list(coll.find({"icao24": icao24}, batch_size=100)) else {}
+
+    def per_hour(icao24):  # right answer, a round trip per hour
+        return {h: summed(icao24)[h] for h in sorted(right)}
+
+    for form in (summed, summaries_by_find):
+        assert evaluate("8.1", form, buckets=coll, icao24="abc123")[0] == "correct", form
+    for form in (right, from_reports, per_hour, lambda icao24: {**summed(icao24), t0: (1, 0.0, 0.0)}):
+        assert evaluate("8.1", form, buckets=coll, icao24="abc123")[0] == "not right yet", form
+
+    since = t0 + dt.timedelta(minutes=100)
+    latest = {}
+    for r in reports:
+        if r["time"] >= since and r["time"] > latest.get(r["icao24"], {"time": t0})["time"]:
+            latest[r["icao24"]] = {k: v for k, v in r.items() if k != "icao24"}
+
+    def grouped(s):
+        return {g["_id"]: g["r"] for g in coll.aggregate([
+            {"$match": {"last": {"$gte": s}}}, {"$sort": {"icao24": 1, "last": -1}},
+            {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
+            {"$project": {"r": {"$arrayElemAt": [{"$filter": {"input": "$reports",
+                                                              "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}}}],
+            batchSize=100)}
+
+    def whole_map_then_filter(s):  # right answer, every aircraft's document sent
+        return {r["icao24"]: {k: v for k, v in r.items() if k != "icao24"}
+                for r in bk.latest_positions(coll, design=bk.BUCKETS) if r["time"] >= s}
+
+    assert evaluate("8.2", grouped, buckets=coll, since=since)[0] == "correct"
+    assert evaluate("8.2", lambda s: {a: {"icao24": a, **r} for a, r in grouped(s).items()}, buckets=coll,
+                    since=since)[0] == "correct"  # icao24 in the report too
+    coll.insert_one({"icao24": "old999", "start": t0, "n": 0, "count": 1, "first": t0, "last": t0,
+                     "reports": [{"time": t0}], "cap": 5})  # an aircraft not heard since
+    status, message = evaluate("8.2", whole_map_then_filter, buckets=coll, since=since)[:2]
+    assert status == "not right yet" and "documents" in message
+    assert evaluate("8.2", latest, buckets=coll, since=since)[0] == "not right yet"  # not a function
+
     late = {"icao24": "abc123", "time": t0 + dt.timedelta(seconds=30)}
-    assert evaluate("8.3", (t0, 0), buckets=coll, report=late)[0] == "not right yet"  # not stored yet
+    find_home = lambda r: tuple(coll.find_one({"icao24": r["icao24"], "reports.time": r["time"]},  # noqa: E731
+                                              {"_id": 0, "start": 1, "n": 1}).values())
+    assert evaluate("8.3", find_home, buckets=coll, report=late)[0] == "not right yet"  # not stored yet
     bk.bucket_reports(coll, [late], max_reports=5)
+    assert evaluate("8.3", find_home, buckets=coll, report=late)[0] == "correct"
+    whole = lambda r: (lambda b: (b["start"], b["n"]))(coll.find_one({"reports.time": r["time"]}))  # noqa: E731
+    status, message = evaluate("8.3", whole, buckets=coll, report=late)[:2]
+    assert status == "not right yet" and "project" in message
     home = coll.find_one({"reports.time": late["time"]})
-    assert evaluate("8.3", (home["start"], home["n"]), buckets=coll, report=late)[0] == "correct"
-    assert evaluate("8.3", (home["start"], home["n"] + 1), buckets=coll, report=late)[0] == "not right yet"
-    cost = {"round trips": 1, "docs returned": 1, "bytes returned": 1, "docs written": 0}
-    w = Workload("w", (Operation("read", "read", 10, "-", "-", "assumption: test"),
-                       Operation("write", "write", 10, "-", "-", "assumption: test")))
-    costs = {"a": {"read": {**cost, "docs returned": 30}, "write": cost},
-             "b": {"read": cost, "write": {**cost, "docs returned": 20}}}
-    assert w.pick(costs, by="docs returned / day") == "b"
-    assert evaluate("8.2", (0, "a"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] == "correct"
-    assert evaluate("8.2", (10, "b"), workload=w, costs=costs, operation="read", by="docs returned / day")[0] \
-        == "not right yet"
-    # at 6.5 reads a day: a 205, b 206.5, within 3 %: a tie, which is a change of pick, named as a tie
-    tie = w.with_rate("read", 6.5).pick(costs, by="docs returned / day")
-    assert tie.tie and set(tie.designs) == {"a", "b"}
-    for named in (str(tie), "tie: b, a", ("b", "a"), ["a", "b"], tie):
-        assert evaluate("8.2", (6.5, named), workload=w, costs=costs, operation="read",
-                        by="docs returned / day")[0] == "correct", named
-    for alone in ("a", "b"):
-        status, message = evaluate("8.2", (6.5, alone), workload=w, costs=costs, operation="read",
-                                   by="docs returned / day")[:2]
-        assert status == "not right yet" and "tie" in message
-    assert evaluate("8.2", (6.5, 3), workload=w, costs=costs, operation="read", by="docs returned / day")[0] \
-        == "not right yet"
+    assert evaluate("8.3", lambda r: (home["start"], home["n"] + 1), buckets=coll, report=late)[0] == "not right yet"
 
 
 def _rt(round_trips, written=0):

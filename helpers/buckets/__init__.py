@@ -1,10 +1,10 @@
 """Position reports over time: one document per report, capped buckets, a time series collection (notebook 08).
 
-The lesson's face: every name notebook 08 uses, imported from its parts: ``pattern`` (the three designs' writes, reads and drops), ``costs`` (the server's work in the bill: index keys written, keys and documents examined); ``checks`` holds the exercises' checkers.
+The lesson's face: every name notebook 08 uses, imported from its parts: ``pattern`` (the three designs' writes, reads and drops), ``write`` (the bucket write in one round trip a batch: a writer that remembers its buckets, the upsert form), ``costs`` (the server's work in the bill: index keys written, keys and documents examined); ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations
 
-from .costs import batch_filter, index_keys_of, measured_read, read_plan
+from .costs import batch_filter, index_keys_of, measured_read, read_plan, write_work
 from .pattern import (
     BATCH_SIZE,
     BUCKETS,
@@ -23,6 +23,7 @@ from .pattern import (
     hourly_summary,
     insert_reports,
     latest,
+    latest_positions,
     report_id,
     storage,
     store_in_window,
@@ -32,6 +33,7 @@ from .pattern import (
     window_start,
     window_state,
 )
+from .write import UPSERT_KEY, BucketWriter, upsert_reports
 
 __all__ = [
     "SPAN",
@@ -51,6 +53,10 @@ __all__ = [
     "insert_reports",
     "track_documents",
     "latest",
+    "latest_positions",
+    "BucketWriter",
+    "upsert_reports",
+    "UPSERT_KEY",
     "hourly_summary",
     "drop_filter",
     "drop_range",
@@ -63,4 +69,5 @@ __all__ = [
     "index_keys_of",
     "measured_read",
     "read_plan",
+    "write_work",
 ]

@@ -1,23 +1,32 @@
 """Checkers of notebook 08 (position reports over time: documents, buckets, time series)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from ..counting import count_commands
 from ..exercises import exercise, shown
-from .pattern import window_start
+from .pattern import BATCH_SIZE, window_start
+
+#: at most this many bytes returned per bucket: room for its summary fields, none for a report body
+_SUMMARY_BYTES = 200
 
 
-@exercise("8.1", hint="one aggregate on the buckets: $match the aircraft, $group by $start with $sum of $count, "
-                      "$min of $minAltitude and $max of $maxAltitude; never $unwind the reports",
-          query_result=True)
+def _trips(cost: Any) -> str:
+    return f"{cost.round_trips} round trip{'' if cost.round_trips == 1 else 's'} ({', '.join(sorted(set(cost.commands)))})"
+
+
+@exercise("8.1", hint="def hourly(icao24): one aggregate on bucketed: $match the aircraft, $group by $start with "
+                      "$sum of $count, $min of $minAltitude and $max of $maxAltitude; never $unwind the reports")
 def hourly_from_summaries(answer: Any, *, buckets: Any, icao24: str) -> str | None:
-    """``{hour: (reports, lowest altitude, highest altitude)}`` of one aircraft, recomputed from the
-    reports themselves (the truth the summary fields must agree with)."""
-    if not isinstance(answer, dict):
-        return "give a dict: {hour (a datetime): (reports, lowest altitude, highest altitude)}"
+    """The learner's ``hourly(icao24)``, run counting its commands: ``{hour: (reports, lowest altitude,
+    highest altitude)}`` as the reports themselves give it, in one round trip, with no report sent (at
+    most :data:`_SUMMARY_BYTES` returned per bucket of the aircraft). Any form that does so is right."""
+    if not callable(answer):
+        return "hourly should be a function: def hourly(icao24): ... returning {hour: (reports, lowest, highest)}"
     want: dict[Any, list] = {}
-    for b in buckets.find({"icao24": icao24}, {"reports": 1}):
+    n_buckets = 0
+    for b in buckets.find({"icao24": icao24}, {"reports": 1}, batch_size=BATCH_SIZE):
+        n_buckets += 1
         for r in b["reports"]:
             w = want.setdefault(window_start(r["time"]), [0, []])
             w[0] += 1
@@ -26,65 +35,75 @@ def hourly_from_summaries(answer: Any, *, buckets: Any, icao24: str) -> str | No
     want_rows = {h: (n, min(a) if a else None, max(a) if a else None) for h, (n, a) in want.items()}
     if not want_rows:
         return f"there are no buckets of {icao24}: run the notebook from the top"
-    if set(answer) != set(want_rows):
-        return f"expected the {len(want_rows)} hours with reports of {icao24}, got {len(answer)} keys"
-    wrong = sorted(h for h in want_rows if tuple(answer[h]) != want_rows[h])
+    with count_commands() as cost:
+        got = answer(icao24)
+    if not isinstance(got, dict):
+        return f"hourly('{icao24}') returned {shown(got)}: return a dict {{hour: (reports, lowest, highest)}}"
+    if set(got) != set(want_rows):
+        return f"expected the {len(want_rows)} hours with reports of {icao24}, got {len(got)} keys"
+    wrong = sorted(h for h in want_rows if not isinstance(got[h], (tuple, list)) or tuple(got[h]) != want_rows[h])
     if wrong:
-        return f"{len(wrong)} hours differ, e.g. {wrong[0]:%H:%M}: expected {want_rows[wrong[0]]}, got {tuple(answer[wrong[0]])}"
+        return f"{len(wrong)} hours differ, e.g. {wrong[0]:%H:%M}: expected {want_rows[wrong[0]]}, got {shown(got[wrong[0]])}"
+    if cost.round_trips != 1:
+        return f"it took {_trips(cost)}: one aggregate is enough"
+    if cost.bytes_returned > _SUMMARY_BYTES * n_buckets:
+        return (f"the server sent {cost.bytes_returned:,} B for {n_buckets} buckets: that is reports, not summaries; "
+                f"let the server add up count, minAltitude and maxAltitude and send one document per hour")
     return None
 
 
-def _designs(pick: Any) -> frozenset | None:
-    """The designs a pick names: a ``Pick``'s designs, ``"tie: A, B"`` as {A, B}, a name as {name}, or a
-    tuple, list or set of names; None for anything else."""
-    if hasattr(pick, "designs"):
-        return frozenset(pick.designs)
-    if isinstance(pick, str):
-        return frozenset(pick[len("tie: "):].split(", ")) if pick.startswith("tie: ") else frozenset([pick])
-    if isinstance(pick, (tuple, list, set, frozenset)) and pick and all(isinstance(x, str) for x in pick):
-        return frozenset(pick)
+@exercise("8.2", hint="def recent_map(since): one aggregate on bucketed: $match the buckets whose last is at or after "
+                      "since, then $sort on (icao24, last) newest first and $group with $first, as bk.latest_positions does")
+def recent_map(answer: Any, *, buckets: Any, since: Any) -> str | None:
+    """The learner's ``recent_map(since)``, run counting its commands: ``{icao24: latest report}`` of
+    every aircraft heard at or after ``since`` (the report as stored in its bucket, ``icao24`` optional),
+    in one round trip, with one document returned per such aircraft at most. Any form that does so is right."""
+    if not callable(answer):
+        return "recent_map should be a function: def recent_map(since): ... returning {icao24: its latest report}"
+    want: dict[str, dict] = {}
+    for b in buckets.find({"last": {"$gte": since}}, {"icao24": 1, "reports": 1}, batch_size=BATCH_SIZE):
+        for r in b["reports"]:
+            if r["time"] >= since and (b["icao24"] not in want or r["time"] > want[b["icao24"]]["time"]):
+                want[b["icao24"]] = r
+    if not want:
+        return "no aircraft was heard after since: run the notebook from the top"
+    with count_commands() as cost:
+        got = answer(since)
+    if not isinstance(got, dict):
+        return f"recent_map(since) returned {shown(got)}: return a dict {{icao24: its latest report}}"
+    if set(got) != set(want):
+        return f"expected the {len(want)} aircraft heard since {since:%H:%M}, got {len(got)} keys"
+    wrong = sorted(a for a in want if not isinstance(got[a], dict)
+                   or {k: v for k, v in got[a].items() if k != "icao24"} != want[a])
+    if wrong:
+        return f"{len(wrong)} aircraft have another report, e.g. {wrong[0]}: the latest is the one with the greatest time"
+    if cost.round_trips != 1:
+        return f"it took {_trips(cost)}: one aggregate is enough"
+    if cost.docs_returned > len(want):
+        return (f"the server sent {cost.docs_returned:,} documents for {len(want)} aircraft: filter on last before "
+                f"grouping, so that only the aircraft heard since then come back")
     return None
 
 
-@exercise("8.2", hint="workload.with_rate(operation, rate).pick(costs, by=...) for a few rates (0, 100, 1_000, ...): "
-                      "give the first rate where the answer is not the pick of section 8.7, and that answer as pick "
-                      "says it (a tie too: 'tie: A, B')")
-def flipping_rate(answer: Any, *, workload: Any, costs: Any, operation: str, by: str) -> str | None:
-    """``(rate, design)``: a rate of ``operation`` at which the pick ``by`` one daily cost changes, and
-    the pick there. Designs within the workload's margin tie, and a tie is a change of pick: it is given
-    as ``pick`` gives it (``"tie: A, B"``) or as a tuple of the tied designs, in any order; one of the
-    tied designs alone is not the pick."""
-    if not isinstance(answer, tuple) or len(answer) != 2:
-        return "give a pair: (rate per day, the design picked at that rate)"
-    rate, design = answer
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
-        return f"the rate is a number of runs a day, 0 or more, not {shown(rate)}"
-    base = workload.pick(costs, by=by)
-    picked = workload.with_rate(operation, rate).pick(costs, by=by)
-    if _designs(picked) == _designs(base):
-        return f"at {rate:,} a day the pick by {by} is still {shown(str(base))}"
-    given = _designs(design)
-    if given is None:
-        return f"give the design as a name, as pick's answer ('tie: A, B'), or the tied designs as a tuple, not {shown(design)}"
-    if given != _designs(picked):
-        if picked.tie and given < _designs(picked):
-            return (f"at {rate:,} a day {shown(design)} does not win alone: {len(picked.designs)} designs are within "
-                    f"{workload.margin:.0%} of each other, a tie; give the tie, as pick says it")
-        return f"at {rate:,} a day the pick is {shown(str(picked))}, not {shown(design)}"
-    return None
-
-
-@exercise("8.3", hint="store it with bk.bucket_reports(bucketed, [straggler]), then find_one the bucket of its "
-                      "icao24 whose reports.time holds its time, and give (start, n)")
+@exercise("8.3", hint="def home(report): find_one the bucket of report's icao24 and hour whose reports.time holds its "
+                      "time, projecting start and n only; return (start, n)")
 def straggler_home(answer: Any, *, buckets: Any, report: Any) -> str | None:
-    """``(start, n)`` of the bucket holding the late ``report``: the bucket of its hour."""
-    if not isinstance(answer, tuple) or len(answer) != 2:
-        return "give a pair: (start, n)"
-    home = buckets.find_one({"icao24": report["icao24"], "reports.time": report["time"]}, {"start": 1, "n": 1})
-    if home is None:
+    """The learner's ``home(report)``, run counting its commands: ``(start, n)`` of the bucket that holds
+    the late ``report`` (the bucket of its hour), in one round trip, one document, no report sent."""
+    if not callable(answer):
+        return "home should be a function: def home(report): ... returning (start, n)"
+    found = buckets.find_one({"icao24": report["icao24"], "reports.time": report["time"]}, {"start": 1, "n": 1})
+    if found is None:
         return "the straggler is not stored yet: store it with bk.bucket_reports first"
-    if home["start"] != window_start(report["time"]):
-        return f"it is in the bucket of {home['start']:%H:%M}, not of its own hour: something is wrong with the store"
-    if tuple(answer) != (home["start"], home["n"]):
-        return f"it is in another bucket than {shown(answer)}"
+    if found["start"] != window_start(report["time"]):
+        return f"it is in the bucket of {found['start']:%H:%M}, not of its own hour: something is wrong with the store"
+    with count_commands() as cost:
+        got = answer(report)
+    if not isinstance(got, tuple) or tuple(got) != (found["start"], found["n"]):
+        return f"home(straggler) returned {shown(got)}: it is in another bucket, or give a pair (start, n)"
+    if cost.round_trips != 1 or cost.docs_returned != 1:
+        return f"it took {_trips(cost)} and {cost.docs_returned} documents: one find_one is enough"
+    if cost.bytes_returned > _SUMMARY_BYTES:
+        return (f"the server sent {cost.bytes_returned:,} B: project start and n only, so that the bucket's "
+                f"reports stay on the server")
     return None

@@ -3,6 +3,8 @@
 * :func:`batch_filter` and :func:`index_keys_of`: the documents a write may touch, so that
   ``helpers.count_commands(index_keys=...)`` reads only those before and after it and counts the
   index keys the write inserted and deleted (``helpers.indexkeys``);
+* :func:`write_work`: the keys and documents the server examined for a write's commands, from the
+  explain of each query it sent and each update or delete's filter (an insert examines nothing);
 * :func:`measured_read`: ``helpers.benchmark`` of one of the lesson's reads, with the keys and
   documents the server examined, from the explain of the very commands the read sent, where the
   engine explains faithfully (``caps.explain``). Those counts are one engine's plans: where the
@@ -18,7 +20,7 @@ from ..counting import count_commands, paused
 from ..measure import Measurement, benchmark
 from .pattern import BUCKETS, DESIGNS, window_start
 
-__all__ = ["batch_filter", "index_keys_of", "measured_read", "read_plan"]
+__all__ = ["batch_filter", "index_keys_of", "measured_read", "read_plan", "write_work"]
 
 
 def batch_filter(reports: Iterable[Mapping[str, Any]], *, design: str) -> dict[str, Any]:
@@ -143,7 +145,7 @@ def read_plan(collection: Any, read: Callable[[], Any]) -> tuple[dict[str, Any],
         if index is not None:
             notes.append(f"{engine} sorts every match in memory; a real MongoDB reads the {index} index in order"
                          + (f" and stops after {limit}" if limit else " (no SORT stage)"))
-    return {"commands": plans}, "; ".join(notes) or None
+    return {"commands": plans}, "; ".join(dict.fromkeys(notes)) or None  # a note once, however many commands
 
 
 def measured_read(label: str, read: Callable[[], Any], collection: Any, *, repeat: int = 3) -> Measurement:
@@ -162,3 +164,30 @@ def measured_read(label: str, read: Callable[[], Any], collection: Any, *, repea
     if note and note[0]:
         m.plan_note = "; ".join(x for x in (m.plan_note, note[0]) if x)
     return m
+
+
+def write_work(collection: Any, commands: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Keys and documents examined by a write's ``commands`` (``count_commands(keep_commands=True)``):
+    each ``find``/``aggregate`` explained as sent, each update's filter explained as the ``find`` that
+    finds what it changes (``limit`` 1 for an update of one document), each delete's the same without
+    a limit; an insert examines nothing. Explained after the write, on what it left (a filter on
+    ``_id`` examines the same either way). Call it only where the engine explains (``caps.explain``)."""
+    keys = docs = 0
+    with paused():  # the workbook's own explains, never part of a measured cost
+        for command in commands:
+            verb = next(iter(command), None)
+            if verb in ("find", "aggregate"):
+                cmd = {k: v for k, v in command.items() if k not in ("batchSize", "singleBatch", "cursor", "$db")}
+                if verb == "aggregate":
+                    cmd["cursor"] = {}
+                found = [cmd]
+            elif verb in ("update", "delete"):
+                found = [{"find": command[verb], "filter": s["q"], **({"limit": 1} if not s.get("multi") and
+                                                                        s.get("limit", 1) else {})}
+                         for s in command["updates" if verb == "update" else "deletes"]]
+            else:
+                continue
+            for cmd in found:
+                _, k, d = _stats(collection.database.command("explain", cmd, verbosity="executionStats"))
+                keys, docs = keys + k, docs + d
+    return {"keys examined": keys, "docs examined": docs}

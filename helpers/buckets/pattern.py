@@ -40,7 +40,7 @@ from ..backends import info_of
 from ..plans import explain_find
 from ..safety import fresh_collection
 
-__all__ = ["SPAN", "KEY", "LATEST_KEY", "BATCH_SIZE", "bucket_reports", "track", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
+__all__ = ["SPAN", "KEY", "LATEST_KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
@@ -307,7 +307,7 @@ def _store_reading_again_on_conflict(collection: Any, key: tuple[str, _dt.dateti
 def track(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
           batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
     """The reports of ``icao24`` with ``start <= time < end``, in time order, each as it was given
-    (introduced in notebook 08). One aggregation: the buckets of the hours that overlap the range,
+    but for ``icao24``, which the caller already has (introduced in notebook 08). One aggregation: the buckets of the hours that overlap the range,
     on the ``(icao24, start, n)`` index, each trimmed on the server to the reports in the range, in
     one first batch of up to ``batch_size`` buckets."""
     if not isinstance(icao24, str) or not icao24:
@@ -320,7 +320,7 @@ def track(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, 
     in_range = {"$and": [{"$gte": ["$$this.time", start]}, {"$lt": ["$$this.time", end]}]}
     pipeline = [{"$match": {"icao24": icao24, "start": {"$gte": window_start(start), "$lt": end}}},
                 {"$project": {"_id": 0, "reports": {"$filter": {"input": "$reports", "cond": in_range}}}}]
-    out = [{"icao24": icao24, **r} for b in collection.aggregate(pipeline, batchSize=batch_size) for r in b["reports"]]
+    out = [r for b in collection.aggregate(pipeline, batchSize=batch_size) for r in b["reports"]]
     return sorted(out, key=lambda r: r["time"])
 
 
@@ -398,10 +398,10 @@ def insert_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, key
 def track_documents(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
                     batch_size: int = BATCH_SIZE) -> list[dict]:
     """One aircraft's reports with ``start <= time < end`` from one-document-per-report storage
-    (a plain collection or a time series collection), in time order, on the ``(icao24, time)`` index,
+    (a plain collection or a time series collection), without ``_id`` and ``icao24``, in time order, on the ``(icao24, time)`` index,
     in one first batch of up to ``batch_size`` reports (``0``: the driver's default, 101, then a
     ``getMore`` for the rest: the counter-example of notebook 08)."""
-    return list(collection.find({"icao24": icao24, "time": {"$gte": start, "$lt": end}}, {"_id": 0},
+    return list(collection.find({"icao24": icao24, "time": {"$gte": start, "$lt": end}}, {"_id": 0, "icao24": 0},
                                 sort=REPORT_KEY, batch_size=batch_size))
 
 
@@ -419,6 +419,25 @@ def latest(collection: Any, icao24: str, *, design: str, batch_size: int = BATCH
         return {"icao24": icao24, **got[0]["report"][0]} if got and got[0]["report"] else None
     _design(design)
     return collection.find_one({"icao24": icao24}, {"_id": 0}, sort=[("icao24", 1), ("time", -1)])
+
+
+def latest_positions(collection: Any, *, design: str, batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
+    """The live map: every aircraft's latest report, in ``icao24`` order, in one aggregate (introduced
+    in notebook 08). A ``$sort`` in the order of the design's index (``(icao24, time)`` read backwards;
+    buckets: :data:`LATEST_KEY`) and a ``$group`` that keeps each aircraft's first, the form a real MongoDB can answer from the index
+    (a ``DISTINCT_SCAN``: one key per aircraft); a bucket is then trimmed on the server to its latest report."""
+    if design == BUCKETS:
+        pipeline = [{"$sort": {"icao24": 1, "last": -1}},
+                    {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
+                    {"$replaceRoot": {"newRoot": {"$mergeObjects": [{"icao24": "$_id"}, {"$arrayElemAt": [{"$filter": {
+                        "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}]}}}]
+        found = collection.aggregate(pipeline, batchSize=batch_size)
+    else:
+        _design(design)
+        pipeline = [{"$sort": {"icao24": -1, "time": -1}}, {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
+                    {"$replaceRoot": {"newRoot": "$report"}}, {"$project": {"_id": 0}}]
+        found = collection.aggregate(pipeline, batchSize=batch_size)
+    return sorted(found, key=lambda r: r["icao24"])
 
 
 def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
