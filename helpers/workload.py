@@ -213,15 +213,15 @@ def _pct(part: float, whole: float) -> str:
     return f"{pct:.0f}%" if pct >= 10 or pct == 0 else f"{pct:.1f}%" if pct >= 0.1 else f"{pct:.2g}%"
 
 
-def _more(best: float, gap: float, runner: str, winner: str) -> str:
+def _more(best: float, gap: float) -> str:
     """How much more the runner-up costs, as a share of the best: the measure the margin is taken on,
     so a win never reads as a gap inside the margin ("2.9% less" of the runner-up is 3.0% more)."""
     if best == 0:
-        return f"none for {winner}"
+        return ""  # "0 against 5": nothing to add
     if gap < best:
-        return f"{_pct(gap, best)} more for {runner}"
+        return f" ({_pct(gap, best)} more)"
     times = (best + gap) / best
-    return f"{times:,.1f} times as much for {runner}" if times < 100 else f"{times:,.0f} times as much for {runner}"
+    return f" ({times:,.1f} times as much)" if times < 100 else f" ({times:,.0f} times as much)"
 
 
 def _fmt(v: float) -> str:
@@ -456,7 +456,7 @@ class Workload:
                 runner = min((d for d in level if d != kept[0]), key=lambda d: values[d])
                 gap = values[runner] - best
                 steps.append(f"{k}: {kept[0]} is cheapest, {_fmt(best)} against {_fmt(values[runner])} for "
-                             f"{runner} ({_more(best, gap, runner, kept[0])})")
+                             f"{runner}{_more(best, gap)}")
                 decided_by = k
             level = kept
             if len(level) == 1:
