@@ -547,13 +547,24 @@ class MockCollection:
 
     def bulk_write(self, requests: Any, ordered: bool = True, **kwargs: Any) -> Any:
         requests = list(requests)
+        piped = [getattr(r, "_filter", None) for r in requests
+                 if type(r).__name__ in ("UpdateOne", "UpdateMany") and isinstance(getattr(r, "_doc", None), list)]
+        ids = {d["_id"] for q in piped for d in self._inner.find(q, {"_id": 1})}  # uncounted, as in _update
         try:
             result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
         except BulkWriteError as e:  # what pymongo sent before the server stopped it, then the error
             self._record_bulk(requests, ordered, e.details)
             raise
+        finally:
+            self._own_copies(ids | {d["_id"] for q in piped for d in self._inner.find(q, {"_id": 1})})
         self._record_bulk(requests, ordered, None, result)
         return result
+
+    def _own_copies(self, ids: set[Any]) -> None:
+        """Store each document a pipeline update may have set again, as its own copy (see ``_update``)."""
+        if ids:
+            for doc in self._inner.find({"_id": {"$in": list(ids)}}):
+                self._inner.replace_one({"_id": doc["_id"]}, doc)
 
     def _record_bulk(self, requests: list[Any], ordered: bool, details: dict[str, Any] | None,
                      result: Any = None) -> None:

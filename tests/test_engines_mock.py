@@ -206,3 +206,21 @@ def test_a_pipeline_update_gives_each_document_its_own_copy(db):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(list(coll.aggregate([{"$unwind": "$a"}], batchSize=10))) == 6
+
+
+def test_a_pipeline_update_in_a_bulk_write_gives_each_document_its_own_copy(db):
+    """The same through ``bulk_write`` (an ``UpdateMany`` with a pipeline beside an ``UpdateOne``):
+    each document keeps its own copy, so a later positional update changes, and counts, every one."""
+    from pymongo import UpdateMany, UpdateOne
+
+    coll = db["literal_bulk"]
+    coll.insert_many([{"_id": i, "a": [{"k": 9}]} for i in range(4)])
+    chain = [{"k": 1, "name": "x"}]
+    with count_commands() as c:
+        coll.bulk_write([UpdateOne({"_id": 0}, {"$set": {"b": 1}}),
+                         UpdateMany({"_id": {"$gt": 0}}, [{"$set": {"a": {"$concatArrays": [{"$literal": chain}, "$a"]}}}])])
+    assert c.round_trips == 1 and c.docs_written == 4
+    with count_commands() as c:
+        coll.update_many({"a.k": 1}, {"$set": {"a.$.name": "y"}})
+    assert c.docs_written == 3
+    assert [d["a"][0].get("name") for d in coll.find({}, sort=[("_id", 1)])] == [None, "y", "y", "y"]
