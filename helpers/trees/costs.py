@@ -33,6 +33,14 @@ TEACHING = {
                                     "aggregate with $lookup joins them on the server (exercise 3.3)",
     ("menu", "two queries"): "the obvious form: the children's ids, then their names ($in); one aggregate "
                              "with $lookup joins them on the server",
+    ("move", "one command a write"): "the same updates, one command each (a round trip each); one ordered "
+                                     "bulk_write sends them together (3.6 crashes this form between two)",
+    ("rename", "one command a write"): "the node's name, then its copies, one command each; one ordered "
+                                       "bulk_write sends both",
+    ("move", "a query checks first"): "a find for the new path before the update; in a transaction the "
+                                      "unique index on path refuses a taken path itself",
+    ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
+                                        "unique index on path refuses a taken path itself",
 }
 
 

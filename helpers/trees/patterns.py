@@ -71,7 +71,7 @@ class _Graph(_Pattern):
     def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
                        restrict: Mapping[str, Any] | None = None, names: bool = False) -> list[dict]:
         """The aggregation that walks up (ancestors) or down (descendants) from ``node`` in one round
-        trip; ``names`` keeps the node's name and each found node's (breadcrumbs)."""
+        trip; ``names`` keeps only what breadcrumbs show: each node's name, id and depth."""
         spec = {"from": self.collection.name, **(self.up if up else self.down), "as": "found",
                 "depthField": "depth"}
         if max_depth is not None:
@@ -80,8 +80,8 @@ class _Graph(_Pattern):
             spec["maxDepth"] = max_depth
         if restrict is not None:
             spec["restrictSearchWithMatch"] = dict(restrict)
-        keep = {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up else {}),
-                **({"name": 1, "found.name": 1} if names else {})}
+        keep = {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up and not names else {}),
+                **({"name": 1, "found.name": 1} if names else {})}  # breadcrumbs: the names, ids and order only
         return [{"$match": {"_id": node}}, {"$graphLookup": spec}, {"$project": keep}]
 
     def graph_walk(self, node: Any, *, up: bool, max_depth: int | None = None,
