@@ -30,6 +30,27 @@ class Counter(Protocol):
     def is_counting(self) -> bool: ...
 
 
+def install_listed_pipelines() -> None:
+    """Give every pipeline mongomock-ng runs its documents as a list.
+
+    Its ``$lookup`` hands a sub-pipeline a generator of the matched documents, and some stages read
+    their input twice (``$addFields``/``$set`` copies it, then walks it again to add the fields; a
+    nested ``$lookup`` walks it, then returns it): the second walk finds nothing, so the fields or the
+    documents vanish from ``$lookup``'s ``as`` array (pinned: mongomock-ng 7.11.1). A list is what
+    every stage of a top-level pipeline already gets; the answers are MongoDB's."""
+    from mongomock_ng import aggregate as ma
+
+    run = ma.process_pipeline
+    if getattr(run, "listed", False):
+        return
+
+    def process_pipeline(collection: Any, *args: Any, **kwargs: Any) -> Any:
+        return run(collection if isinstance(collection, list) else list(collection), *args, **kwargs)
+
+    process_pipeline.listed = True  # type: ignore[attr-defined]
+    ma.process_pipeline = process_pipeline
+
+
 def install_id_lookup() -> None:
     """Answer ``{_id: <string or integer>}`` from mongomock-ng's store, which is keyed by ``_id``,
     instead of testing every document of the collection against the filter.
@@ -431,6 +452,9 @@ class MockCollection:
                                                 kwargs.get("session"))
         else:  # the batch size is this adapter's to play (MockCursor), not mongomock-ng's (which warns)
             inner = self._inner.aggregate(pipeline, *args, **{k: v for k, v in kwargs.items() if k != "batchSize"})
+        if stages and isinstance(stages[-1], dict) and ("$merge" in stages[-1] or "$out" in stages[-1]):
+            list(inner)  # written; a server returns no document for a pipeline that ends in $merge or $out
+            inner = []
         return MockCursor(inner, "aggregate", self._counter, batch_size=int(kwargs.get("batchSize", 0) or 0), eager=True,
                           batch_size_given="batchSize" in kwargs,
                           document=self._cmd("aggregate", pipeline=list(pipeline),
@@ -547,13 +571,24 @@ class MockCollection:
 
     def bulk_write(self, requests: Any, ordered: bool = True, **kwargs: Any) -> Any:
         requests = list(requests)
+        piped = [getattr(r, "_filter", None) for r in requests
+                 if type(r).__name__ in ("UpdateOne", "UpdateMany") and isinstance(getattr(r, "_doc", None), list)]
+        ids = {d["_id"] for q in piped for d in self._inner.find(q, {"_id": 1})}  # uncounted, as in _update
         try:
             result = self._inner.bulk_write(requests, ordered=ordered, **kwargs)
         except BulkWriteError as e:  # what pymongo sent before the server stopped it, then the error
             self._record_bulk(requests, ordered, e.details)
             raise
+        finally:
+            self._own_copies(ids | {d["_id"] for q in piped for d in self._inner.find(q, {"_id": 1})})
         self._record_bulk(requests, ordered, None, result)
         return result
+
+    def _own_copies(self, ids: set[Any]) -> None:
+        """Store each document a pipeline update may have set again, as its own copy (see ``_update``)."""
+        if ids:
+            for doc in self._inner.find({"_id": {"$in": list(ids)}}):
+                self._inner.replace_one({"_id": doc["_id"]}, doc)
 
     def _record_bulk(self, requests: list[Any], ordered: bool, details: dict[str, Any] | None,
                      result: Any = None) -> None:
@@ -629,12 +664,14 @@ class MockDatabase:
     """mongomock-ng database whose collections count commands like a server backend.
 
     ``counter`` receives them (``helpers.counting``). Wrapping a database installs the ``_id``
-    lookup (:func:`install_id_lookup`) and the trusted inserts (:func:`install_trusted_inserts`):
+    lookup (:func:`install_id_lookup`), the trusted inserts (:func:`install_trusted_inserts`) and the
+    listed sub-pipelines (:func:`install_listed_pipelines`):
     the adapter changes mongomock-ng when the mock is connected, never as a side effect of an import."""
 
     def __init__(self, inner: Any, counter: Counter) -> None:
         install_id_lookup()
         install_trusted_inserts()
+        install_listed_pipelines()
         self._inner = inner
         self._counter = _Tally(counter)
 

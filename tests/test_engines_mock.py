@@ -206,3 +206,49 @@ def test_a_pipeline_update_gives_each_document_its_own_copy(db):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(list(coll.aggregate([{"$unwind": "$a"}], batchSize=10))) == 6
+
+
+def test_a_pipeline_update_in_a_bulk_write_gives_each_document_its_own_copy(db):
+    """The same through ``bulk_write`` (an ``UpdateMany`` with a pipeline beside an ``UpdateOne``):
+    each document keeps its own copy, so a later positional update changes, and counts, every one."""
+    from pymongo import UpdateMany, UpdateOne
+
+    coll = db["literal_bulk"]
+    coll.insert_many([{"_id": i, "a": [{"k": 9}]} for i in range(4)])
+    chain = [{"k": 1, "name": "x"}]
+    with count_commands() as c:
+        coll.bulk_write([UpdateOne({"_id": 0}, {"$set": {"b": 1}}),
+                         UpdateMany({"_id": {"$gt": 0}}, [{"$set": {"a": {"$concatArrays": [{"$literal": chain}, "$a"]}}}])])
+    assert c.round_trips == 1 and c.docs_written == 4
+    with count_commands() as c:
+        coll.update_many({"a.k": 1}, {"$set": {"a.$.name": "y"}})
+    assert c.docs_written == 3
+    assert [d["a"][0].get("name") for d in coll.find({}, sort=[("_id", 1)])] == [None, "y", "y", "y"]
+
+
+def test_a_lookup_sub_pipeline_keeps_every_stage(db):
+    """A ``$lookup`` with ``localField``/``foreignField`` and a ``pipeline`` runs every stage of it
+    on the matched documents, as MongoDB 5.0+ does: ``$addFields`` and a nested ``$lookup`` included
+    (mongomock-ng fed the sub-pipeline a generator, which those stages read twice)."""
+    a, b = db["lookup_outer"], db["lookup_inner"]
+    a.insert_many([{"_id": 1, "kids": [2, 3]}])
+    b.insert_many([{"_id": 2, "name": "x"}, {"_id": 3, "name": "y"}, {"_id": 4, "name": "z"}])
+    joined = {"from": b.name, "localField": "kids", "foreignField": "_id", "as": "f"}
+    added = next(a.aggregate([{"$lookup": {**joined, "pipeline": [{"$addFields": {"g": [1, 2]}}]}}], batchSize=10))
+    assert sorted((d["_id"], d.get("g")) for d in added["f"]) == [(2, [1, 2]), (3, [1, 2])]
+    nested = next(a.aggregate([{"$lookup": {**joined, "pipeline": [{"$lookup": {
+        "from": b.name, "localField": "_id", "foreignField": "_id", "as": "g"}}]}}], batchSize=10))
+    assert sorted((d["_id"], [g["_id"] for g in d["g"]]) for d in nested["f"]) == [(2, [2]), (3, [3])]
+
+
+def test_a_pipeline_that_ends_in_merge_returns_nothing(db):
+    """An aggregate ending in ``$merge`` (or ``$out``) writes its output and returns no document,
+    as on MongoDB (mongomock-ng returned the documents it wrote, which the counters then billed)."""
+    coll = db["merge_source"]
+    coll.insert_many([{"_id": i, "n": i} for i in range(3)])
+    with count_commands() as c:
+        back = list(coll.aggregate([{"$match": {"n": {"$gte": 1}}}, {"$project": {"n": 1}},
+                                    {"$merge": {"into": "merge_target"}}], batchSize=10))
+    assert back == [] and c.docs_returned == 0 and c.round_trips == 1
+    assert sorted(d["_id"] for d in db["merge_target"].find({}, batch_size=10)) == [1, 2]
+    db["merge_target"].drop()

@@ -1,9 +1,10 @@
-"""Tree patterns: four models and a variant answering the same operations, and ``$graphLookup`` (notebook 03).
+"""Tree patterns: four models and their variants answering the same operations, and ``$graphLookup`` (notebook 03).
 
 The lesson's face: every name notebook 03 uses, imported from its parts: ``base`` (what every pattern
-shares: checked input, loading, crash-safe rewrites), ``patterns`` (one class per pattern, and
-``$graphLookup``) and ``costs`` (a tree's shape, where patterns disagree, what each operation costs
-in each of its forms, and the server's work); ``checks`` holds the exercises' checkers.
+shares: checked input, loading, crash-safe rewrites), ``patterns`` (references, ancestors arrays,
+``$graphLookup``), ``paths`` (materialized paths, and the variant whose links carry the path) and
+``costs`` (a tree's shape, where patterns disagree, what each operation costs in each of its forms,
+and the server's work); ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations
 
@@ -26,13 +27,12 @@ from .costs import (
     tree_shape,
     workload_costs,
 )
+from .paths import PATTERNS, MaterializedPaths, PathInLink
 from .patterns import (
-    PATTERNS,
     AncestorsArray,
     AncestorsWithNames,
     ChildRefs,
     GraphLookup,
-    MaterializedPaths,
     ParentRefs,
 )
 
@@ -48,6 +48,7 @@ __all__ = [
     "AncestorsArray",
     "AncestorsWithNames",
     "MaterializedPaths",
+    "PathInLink",
     "PATTERNS",
     "GraphLookup",
     "tree_shape",

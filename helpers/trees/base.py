@@ -12,6 +12,7 @@ import re
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 from bson.regex import Regex
+from pymongo import UpdateMany, UpdateOne
 
 from ..backends import info_of
 from ..safety import track_collection
@@ -135,7 +136,8 @@ class _Pattern:
     #: the public methods whose positional arguments are node ids, and what each argument is called
     _ID_ARGS = {"parent": ("node_id",), "children": ("node_id",), "ancestors": ("node_id",),
                 "descendants": ("node_id",), "is_ancestor": ("a", "b"), "move": ("node_id", "new_parent_id"),
-                "rename": ("node_id",), "graph_pipeline": ("node_id",), "graph_walk": ("node_id",),
+                "move_in_steps": ("node_id", "new_parent_id"), "move_checking_first": ("node_id", "new_parent_id"),
+                "rename": ("node_id",), "rename_in_steps": ("node_id",), "rename_checking_first": ("node_id",), "graph_pipeline": ("node_id",), "graph_walk": ("node_id",),
                 "graph_ancestors": ("node_id",), "graph_descendants": ("node_id",), "subtree_sizes": (),
                 "breadcrumbs": ("node_id",), "graph_breadcrumbs": ("node_id",),
                 "lookup_breadcrumbs": ("node_id",), "menu": ("node_id",), "lookup_menu": ("node_id",)}
@@ -278,10 +280,22 @@ class _Pattern:
             done += 1
         return done
 
-    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
-        """The writes of a move or rename described by ``intent``, each safe to run twice."""
+    def writes(self, node: Any, intent: Mapping[str, Any]) -> list[tuple[str, dict, Any]]:
+        """The writes of a move or rename described by ``intent``, ``("one" | "many", filter, update)``
+        each, in order, each safe to run twice."""
         raise TreeError(f"{type(self).__name__} has no multi-document rewrite to finish; unset "
                         f"{PENDING!r} on node {node!r}")
+
+    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> int:
+        """Send the writes of ``intent`` as one ordered ``bulk_write``: one command, one round trip.
+        Returns the documents they matched."""
+        ops = [(UpdateOne if kind == "one" else UpdateMany)(q, u) for kind, q, u in self.writes(node, intent)]
+        return self.collection.bulk_write(ops, ordered=True, session=session).matched_count
+
+    def finish_in_steps(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> int:
+        """The same writes, one command each: a round trip each (the counter-example of :meth:`finish`)."""
+        return sum(getattr(self.collection, f"update_{kind}")(q, u, session=session).matched_count
+                   for kind, q, u in self.writes(node, intent))
 
 
 class _Crashed(Exception):

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..counting import count_commands
+from ..backends import info_of
+from ..counting import count_commands, paused
 from ..exercises import exercise, shown
+from .base import TreeError
+from .costs import server_work
 
 
 def _tree(categories: Any) -> tuple[dict[Any, Any], dict[Any, str]]:
@@ -37,7 +40,8 @@ def _chain(parents: dict[Any, Any], node: Any) -> list[Any]:
 def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | None:
     """Call ``answer(n)`` on ``node``, its parent and its root, counting what each call sends: the
     names from the root down joined with " > ", in one round trip, reading no more documents than
-    there are names (and with ``only``, a collection, reading nothing else)."""
+    there are names: none more returned, and, where the engine explains (``caps.explain``), none more
+    examined on the server (and with ``only``, a collection, reading nothing else)."""
     if not callable(answer):
         return "give a function: def breadcrumbs(node): ... that returns the text for that node"
     parents, names = _tree(categories)
@@ -46,7 +50,7 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
     chain = _chain(parents, node)
     for n in dict.fromkeys((node, parents[node] if parents[node] is not None else node, chain[0])):
         want = [names[x] for x in _chain(parents, n)]
-        with count_commands(keep_commands=only is not None) as cost:
+        with count_commands(keep_commands=True) as cost:
             got = answer(n)
         if got != " > ".join(want):
             return f"node {n}: got {shown(got)}, not its {len(want)} names from the root down joined with ' > '"
@@ -55,6 +59,10 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
         if cost.docs_returned > len(want):
             return (f"node {n}: {cost.docs_returned:,} documents came back for {len(want)} names; read only "
                     f"the documents that hold them")
+        examined = _examined(categories.database, cost.command_documents)
+        if examined is not None and examined > len(want):
+            return (f"node {n}: the server examined {examined:,} documents for {len(want)} names; start from "
+                    f"the node's _id and read only the documents that hold its names")
         if only is not None:
             read = {str(c.get(k)) for c in cost.command_documents for k in ("find", "aggregate") if k in c}
             read |= {str(s[op].get("from")) for c in cost.command_documents for s in c.get("pipeline", [])
@@ -62,6 +70,21 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
             if read - {only.name}:
                 return f"read the ancestors array's collection ({only.name}) only, not {', '.join(sorted(read - {only.name}))}"
     return None
+
+
+def _examined(database: Any, commands: Any) -> int | None:
+    """Documents the server examined for ``commands`` (None: the engine cannot explain, or the
+    commands are not ones :func:`server_work` replays: then only what came back is checked)."""
+    info = info_of(database)
+    if info is None or not info.caps.explain:
+        return None
+    scans = [c for c in commands if "aggregate" in c and not (c.get("pipeline") or [{}])[0].get("$match")]
+    with paused():  # a pipeline that does not start with $match reads the whole collection
+        scanned = sum(database[c["aggregate"]].estimated_document_count() for c in scans)
+    try:
+        return scanned + server_work(database, [c for c in commands if c not in scans])[1]
+    except (TreeError, KeyError, TypeError, ValueError):
+        return None
 
 
 @exercise("3.1", hint="one pattern keeps every name of the way up in the node's own document: read that "
@@ -80,7 +103,9 @@ def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
 def products_under(answer: Any, *, products: Any, categories: Any, category: Any, patterns: Any) -> str | None:
     """Call each pattern's function on ``category`` and on a small category below it, counting
     round trips and documents: the sorted product ids in the category or below it, in one round
-    trip more than the pattern's fastest walk down (its reads of the subtree, then the products)."""
+    trip more than the pattern's fastest walk down (its reads of the subtree, then the products),
+    returning no more than the subtree and its products and, where the engine explains, examining
+    no more than the fastest walk does plus one document a product."""
     names = sorted(patterns)
     if not isinstance(answer, dict) or sorted(answer) != names:
         return f"expected a dict with the keys {names}: for each, a function of a category id"
@@ -94,24 +119,31 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
             tree = patterns[name]
             walks = []
             for walk in tree.forms_of("descendants").values():
-                with count_commands() as fastest:
+                with count_commands(keep_commands=True) as fastest:
                     walk(where)
-                walks.append(fastest.round_trips)
+                walks.append((fastest.round_trips, _examined(categories.database, fastest.command_documents)))
+            trips = min(w[0] for w in walks)
+            read = min((w[1] for w in walks if w[0] == trips and w[1] is not None), default=None)
             if not callable(answer[name]):
                 return f"{name}: give a function of a category id, not {shown(answer[name])}"
-            with count_commands() as cost:
+            with count_commands(keep_commands=True) as cost:
                 got = answer[name](where)
             if not isinstance(got, list) or got != want:
                 return f"{name}, category {where}: not the {len(want)} sorted ids of the products in it or below it"
             if cost.default_batch_getmores:
                 return (f"{name}, category {where}: a read came back in two batches (the driver's first batch "
                         f"holds 101 documents); set batch_size")
-            if cost.round_trips > min(walks) + 1:
-                return (f"{name}, category {where}: {cost.round_trips} round trips; {min(walks) + 1} are enough "
-                        f"(the subtree in {min(walks)}, then the products)")
+            if cost.round_trips > trips + 1:
+                return (f"{name}, category {where}: {cost.round_trips} round trips; {trips + 1} are enough "
+                        f"(the subtree in {trips}, then the products)")
             if cost.docs_returned > len(inside) + 1 + len(want):
                 return (f"{name}, category {where}: {cost.docs_returned:,} documents came back; ask the server "
                         f"for the products of the subtree only")
+            examined = _examined(categories.database, cost.command_documents) if read is not None else None
+            if examined is not None and examined > read + 1 + len(want):
+                return (f"{name}, category {where}: the server examined {examined:,} documents; the subtree "
+                        f"needs {read + 1:,} at most (the category too) and its products one each, found "
+                        f"through the category_id index")
     return None
 
 

@@ -33,6 +33,14 @@ TEACHING = {
                                     "aggregate with $lookup joins them on the server (exercise 3.3)",
     ("menu", "two queries"): "the obvious form: the children's ids, then their names ($in); one aggregate "
                              "with $lookup joins them on the server",
+    ("move", "one command a write"): "the same updates, one command each (a round trip each); one ordered "
+                                     "bulk_write sends them together (3.6 crashes this form between two)",
+    ("rename", "one command a write"): "the node's name, then its copies, one command each; one ordered "
+                                       "bulk_write sends both",
+    ("move", "a query checks first"): "a find for the new path before the update; in a transaction the "
+                                      "unique index on path refuses a taken path itself",
+    ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
+                                        "unique index on path refuses a taken path itself",
 }
 
 
@@ -144,14 +152,26 @@ def _found(database: Any, coll: str, query: Mapping[str, Any], ranges: bool) -> 
     documents whose key the regex matches (it filters the keys before fetching). Where the engine
     scans the collection for an indexed equality joined to another condition (SecantusDB:
     docs/ENGINES.md), the equality's index scan is counted, the plan a real MongoDB runs (the other
-    condition filters the documents it fetched)."""
+    condition filters the documents it fetched), and where it scans for an ``$or`` whose every branch
+    leads with an indexed field, one index scan per branch is counted, as a real MongoDB's OR plan."""
     bounded = _as_ranges(query) if ranges else query
     stages, keys, docs = plan_summary(_explain(database, coll, bounded))
     if bounded != query and len(query) == 1:  # one field, its regex filtered on the keys: fetch the matches
         docs = int(_explain(database, coll, query).get("executionStats", {}).get("nReturned", docs or 0))
     elif "COLLSCAN" in stages and (equal := _indexed_equality(database, coll, bounded)) is not None:
         stages, keys, docs = plan_summary(_explain(database, coll, equal))
+    elif "COLLSCAN" in stages and list(bounded) == ["$or"] and _indexed_branches(database, coll, bounded["$or"]):
+        branches = [_found(database, coll, b, False) for b in bounded["$or"]]  # an OR of index scans
+        keys, docs = sum(k for k, _ in branches), sum(d for _, d in branches)
     return keys or 0, docs or 0
+
+
+def _indexed_branches(database: Any, coll: str, branches: Any) -> bool:
+    """Does every branch of an ``$or`` lead with an indexed field (so a real MongoDB scans one index
+    range per branch instead of the collection)?"""
+    leading = {next(iter(ix["key"])) for ix in database[coll].list_indexes()}
+    return isinstance(branches, list) and bool(branches) and all(
+        isinstance(b, Mapping) and b and next(iter(b)) in leading for b in branches)
 
 
 def _value(doc: Mapping[str, Any], path: str) -> Any:

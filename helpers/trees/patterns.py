@@ -1,4 +1,4 @@
-"""Tree patterns of notebook 03: four patterns and a variant answering the same operations, and ``$graphLookup``.
+"""Tree patterns of notebook 03: references, ancestors arrays (ids or names) and ``$graphLookup``.
 
 Introduced in notebook 03 (tree patterns). One class per pattern, all with the same methods, so a
 notebook or a test can run the same operation on each and count what it costs:
@@ -9,10 +9,7 @@ notebook or a test can run the same operation on each and count what it costs:
   the parent reference); indexes on ``parent`` and ``ancestors``.
 * :class:`AncestorsWithNames`: the same with ``ancestors: [{_id, name}, ...]`` (extended references:
   the breadcrumbs in one read; a rename rewrites the name in every descendant); index on ``ancestors._id``.
-* :class:`MaterializedPaths`: ``{_id, name, path: "/Electronics/Phones/Smartphones"}`` (the path of
-  names, the node's own name last); unique index on ``path``. A path of names is only unambiguous
-  when sibling names are unique (as in a file system), so this pattern refuses a load, move or
-  rename that would give two siblings the same name.
+* :class:`MaterializedPaths` (``{_id, name, path}``) and its variant live in :mod:`helpers.trees.paths`.
 
 Build one as ``Pattern(collection)``, fill an empty collection with ``.load(rows)`` (rows are
 ``(node_id, parent_id, name)``, ``parent_id`` None at a root), then call ``parent``, ``children``
@@ -30,7 +27,9 @@ Bad input (an unknown id, a move under the node itself or one of its descendants
 empty or contains ``/``) raises a :class:`TreeError` with what to do, before anything is written.
 
 A move or rename that writes more than one document (``ChildRefs.move``, the ancestors arrays'
-moves, ``AncestorsWithNames`` and ``MaterializedPaths`` renames, ``MaterializedPaths`` moves) runs in a multi-document transaction where the engine has
+moves, ``AncestorsWithNames`` renames, and the paths' of :mod:`helpers.trees.paths`) sends its updates
+as one ordered ``bulk_write`` (``move_in_steps``: one command each, the counter-example), in a
+multi-document transaction where the engine has
 them (``Capabilities.transactions``): a process that dies half-way leaves nothing. Elsewhere (a
 standalone ``mongod``), or with ``transaction=False``, it first marks the node (``pending``: what it
 is doing), then writes in an order that can be finished, then removes the mark: ``interrupted()``
@@ -45,12 +44,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pymongo import UpdateOne
-
-from ..backends import engine_limits, info_of
+from ..backends import engine_limits
 from .base import (
     BATCH,
-    SEPARATOR,
     CycleError,
     Row,
     TreeError,
@@ -58,15 +54,10 @@ from .base import (
     _Pattern,
 )
 
-__all__ = ["ParentRefs", "ChildRefs", "AncestorsArray", "AncestorsWithNames", "MaterializedPaths", "PATTERNS",
-           "GraphLookup"]
+__all__ = ["ParentRefs", "ChildRefs", "AncestorsArray", "AncestorsWithNames", "GraphLookup"]
 
 
 _BIG = 1 << 30  # "to the end of the array" for $slice
-
-
-def _regex_escape(text: str) -> str:
-    return "".join("\\" + ch if ch in "\\.^$|?*+()[]{}" else ch for ch in text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +71,7 @@ class _Graph(_Pattern):
     def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
                        restrict: Mapping[str, Any] | None = None, names: bool = False) -> list[dict]:
         """The aggregation that walks up (ancestors) or down (descendants) from ``node`` in one round
-        trip; ``names`` keeps the node's name and each found node's (breadcrumbs)."""
+        trip; ``names`` keeps only what breadcrumbs show: each node's name, id and depth."""
         spec = {"from": self.collection.name, **(self.up if up else self.down), "as": "found",
                 "depthField": "depth"}
         if max_depth is not None:
@@ -89,8 +80,8 @@ class _Graph(_Pattern):
             spec["maxDepth"] = max_depth
         if restrict is not None:
             spec["restrictSearchWithMatch"] = dict(restrict)
-        keep = {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up else {}),
-                **({"name": 1, "found.name": 1} if names else {})}
+        keep = {"found._id": 1, "found.depth": 1, **({"found.parent": 1} if up and not names else {}),
+                **({"name": 1, "found.name": 1} if names else {})}  # breadcrumbs: the names, ids and order only
         return [{"$match": {"_id": node}}, {"$graphLookup": spec}, {"$project": keep}]
 
     def graph_walk(self, node: Any, *, up: bool, max_depth: int | None = None,
@@ -280,7 +271,8 @@ class ChildRefs(_Graph):
     indexes = (("children", {}),)
     forms = {"breadcrumbs": {"one $graphLookup": "graph_breadcrumbs", "one query per level": "breadcrumbs"},
              "descendants": {"one $graphLookup": "graph_descendants", "one query per level": "descendants"},
-             "menu": {"one $lookup": "lookup_menu", "two queries": "menu"}}
+             "menu": {"one $lookup": "lookup_menu", "two queries": "menu"},
+             "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
 
@@ -359,21 +351,50 @@ class ChildRefs(_Graph):
         return [c for d in docs for c in d.get("children", [])] if docs else None
 
     def move(self, node: Any, new_parent: Any) -> None:
-        """Pull ``node`` from its old parent's array and push it onto the new one's: two writes."""
-        chain = [] if new_parent is None else self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
-        self._check_new_parent(node, new_parent, chain)
-        self._require(node)
-        intent = {"op": "move", "to": new_parent}
+        """Pull ``node`` from its old parent's array and push it onto the new one's: one ``$graphLookup``
+        checks both ids and the new parent's way up, then one ``bulk_write`` of the two updates."""
+        intent = self._move_intent(node, new_parent)
         self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
 
-    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
-        """The two writes of a move (each a no-op once done): pull from the old parent, push onto the new."""
+    def move_in_steps(self, node: Any, new_parent: Any) -> None:
+        """The same move, each update its own command: a round trip each (the counter-example)."""
+        intent = self._move_intent(node, new_parent)
+        self.rewrite(node, intent, lambda session: self.finish_in_steps(node, intent, session))
+
+    def _move_intent(self, node: Any, new_parent: Any) -> dict:
+        """Check the move (both ids exist, no cycle) in one round trip; return what it will write."""
+        if new_parent is None:
+            self._require(node)
+        else:
+            self._check_new_parent(node, new_parent, self._chain_and_node(node, new_parent))
+        return {"op": "move", "to": new_parent}
+
+    def _chain_and_node(self, node: Any, new_parent: Any) -> list[Any]:
+        """The ancestors of ``new_parent`` and ``new_parent`` itself, root first, from one ``$graphLookup``
+        that starts at both nodes (so it also finds whether ``node`` exists)."""
+        pipeline = self.graph_pipeline(new_parent, up=True)
+        pipeline[0] = {"$match": {"_id": {"$in": [node, new_parent]}}}
+        out = {d["_id"]: d for d in self.collection.aggregate(pipeline, batchSize=BATCH)}
+        if node not in out:
+            raise self._unknown(node)
+        if new_parent not in out:
+            raise self._unknown(new_parent, "new_parent_id")
+        found = sorted(out[new_parent].get("found", []), key=lambda d: int(d["depth"]))
+        cap = engine_limits(self.collection.database)[0]
+        if cap is not None and found and int(found[-1]["depth"]) >= cap:  # the engine stopped: walk on
+            return self._ancestors_of(new_parent, "new_parent_id") + [new_parent]
+        for d in found:
+            d["depth"] = int(d["depth"])
+        self._check_chain(new_parent, found)
+        return [d["_id"] for d in reversed(found)] + [new_parent]
+
+    def writes(self, node: Any, intent: Mapping[str, Any]) -> list[tuple[str, dict, Any]]:
+        """The two updates of a move (each a no-op once done): pull from the old parent, push onto the new."""
         new_parent = intent["to"]
-        self.collection.update_one({"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}},
-                                   session=session)
-        if new_parent is not None:
-            self.collection.update_one({"_id": new_parent, "children": {"$ne": node}},
-                                       {"$push": {"children": node}}, session=session)
+        pull = ("one", {"children": node, "_id": {"$ne": new_parent}}, {"$pull": {"children": node}})
+        if new_parent is None:
+            return [pull]
+        return [pull, ("one", {"_id": new_parent, "children": {"$ne": node}}, {"$push": {"children": node}})]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,7 +403,8 @@ class AncestorsArray(_Pattern):
 
     pattern = "array of ancestors"
     indexes = (("parent", {}), ("ancestors", {}))
-    forms = {"breadcrumbs": {"one $lookup": "lookup_breadcrumbs", "two queries": "breadcrumbs"}}
+    forms = {"breadcrumbs": {"one $lookup": "lookup_breadcrumbs", "two queries": "breadcrumbs"},
+             "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
 
     def documents(self, ordered: list[Row]) -> list[dict]:
         anc: dict[Any, list[Any]] = {}
@@ -464,7 +486,20 @@ class AncestorsArray(_Pattern):
         return a in self._ids(docs[b]["ancestors"])
 
     def move(self, node: Any, new_parent: Any) -> None:
-        """Set the node's parent and ancestors, then rewrite the ancestors of every descendant."""
+        """Set the node's parent and ancestors and rewrite the ancestors of every descendant: read the
+        node and the new parent, then one ``bulk_write`` (an ``UpdateOne`` and an ``UpdateMany``)."""
+        intent = self._move_intent(node, new_parent)
+        if intent is not None:
+            self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def move_in_steps(self, node: Any, new_parent: Any) -> None:
+        """The same move, each update its own command: a round trip each (the counter-example)."""
+        intent = self._move_intent(node, new_parent)
+        if intent is not None:
+            self.rewrite(node, intent, lambda session: self.finish_in_steps(node, intent, session))
+
+    def _move_intent(self, node: Any, new_parent: Any) -> dict | None:
+        """Read both nodes (one query), check the move; what it will write (None: already there)."""
         wanted = [node] if new_parent is None else [node, new_parent]
         docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"ancestors": 1, "name": 1},
                                                           batch_size=BATCH)}
@@ -475,21 +510,17 @@ class AncestorsArray(_Pattern):
         chain = [] if new_parent is None else docs[new_parent]["ancestors"] + [self._link(docs[new_parent])]
         self._check_new_parent(node, new_parent, self._ids(chain))
         old = docs[node]["ancestors"]
-        if old == chain:
-            return  # already there
-        intent = {"op": "move", "from": old, "to": new_parent, "chain": chain}
-        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+        return None if old == chain else {"op": "move", "from": old, "to": new_parent, "chain": chain}
 
-    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+    def writes(self, node: Any, intent: Mapping[str, Any]) -> list[tuple[str, dict, Any]]:
         """Set the node's parent and ancestors, then swap the old chain in front of every descendant's
         ancestors for the new one, on the server. Only descendants that still hold the old chain
         (the node at position ``len(old)``) match, so running it again finishes an interrupted move."""
         old, chain = list(intent["from"]), list(intent["chain"])
-        self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
-                                   session=session)
-        self.collection.update_many({"ancestors": node, f"ancestors.{len(old)}": node}, [{"$set": {"ancestors": {
-            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
-            session=session)
+        at = f"ancestors.{len(old)}" + self.key[len("ancestors"):]  # "ancestors.2" or "ancestors.2._id"
+        return [("one", {"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}}),
+                ("many", {self.key: node, at: node}, [{"$set": {"ancestors": {
+                    "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}])]
 
 
 def _in_order(node: Any, ids: list[Any], names: Mapping[Any, str]) -> list[str]:
@@ -516,7 +547,8 @@ class AncestorsWithNames(AncestorsArray):
 
     pattern = "array of ancestors with names"
     indexes = (("parent", {}), ("ancestors._id", {}))
-    forms: dict[str, dict[str, str]] = {}
+    forms = {"move": {"one bulk_write": "move", "one command a write": "move_in_steps"},
+             "rename": {"one bulk_write": "rename", "one command a write": "rename_in_steps"}}
     key = "ancestors._id"
 
     def _ids(self, ancestors: list[Any]) -> list[Any]:
@@ -556,219 +588,33 @@ class AncestorsWithNames(AncestorsArray):
         return self.breadcrumbs(node)
 
     def rename(self, node: Any, new_name: str) -> None:
-        """Rename the node and the copy of its name in every descendant's ``ancestors`` (one update
-        on the server, the positional ``$``): 1 + descendants documents written."""
+        """Rename the node and the copy of its name in every descendant's ``ancestors``: one
+        ``bulk_write`` (the node's ``UpdateOne``, the copies' ``UpdateMany`` with the positional ``$``):
+        1 + descendants documents written."""
+        self._rename(node, new_name, self.finish)
+
+    def rename_in_steps(self, node: Any, new_name: str) -> None:
+        """The same rename, each update its own command: a round trip each (the counter-example)."""
+        self._rename(node, new_name, self.finish_in_steps)
+
+    def _rename(self, node: Any, new_name: str, send: Any) -> None:
         _check_name(new_name)
         intent = {"op": "rename", "name": new_name}
-        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
 
-    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
+        def writes(session: Any) -> None:
+            if send(node, intent, session) == 0:  # neither the node nor a copy of its name: no such node
+                raise self._unknown(node)
+
+        self.rewrite(node, intent, writes)
+
+    def writes(self, node: Any, intent: Mapping[str, Any]) -> list[tuple[str, dict, Any]]:
         """A rename: the node's name, then every copy of it (the positional ``$``: the array element
-        that matched). A move: as :meth:`AncestorsArray.finish`, the chain's elements being
+        that matched). A move: as :meth:`AncestorsArray.writes`, the chain's elements being
         ``{_id, name}``. Each write can run again."""
         if intent["op"] == "rename":
-            if self.collection.update_one({"_id": node}, {"$set": {"name": intent["name"]}},
-                                          session=session).matched_count == 0:
-                raise self._unknown(node)  # nothing written (in a transaction: aborted)
-            self.collection.update_many({"ancestors._id": node}, {"$set": {"ancestors.$.name": intent["name"]}},
-                                        session=session)
-            return
-        old, chain = list(intent["from"]), list(intent["chain"])
-        self.collection.update_one({"_id": node}, {"$set": {"parent": intent["to"], "ancestors": chain}},
-                                   session=session)
-        self.collection.update_many({"ancestors._id": node, f"ancestors.{len(old)}._id": node}, [{"$set": {"ancestors": {
-            "$concatArrays": [{"$literal": chain}, {"$slice": ["$ancestors", len(old), _BIG]}]}}}],
-            session=session)
-
-
-# ---------------------------------------------------------------------------------------------
-class MaterializedPaths(_Pattern):
-    """Materialized paths of names, '/Electronics/Phones/Smartphones'. Notebook 03."""
-
-    pattern = "materialized paths"
-    indexes = (("path", {"unique": True}),)
-
-    def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
-        super().__init__(collection, transaction=transaction)
-        # on a tree, subtree_filter gives the form its engine accepts: the regex, or the same key
-        # range when the regex is longer than the engine takes (docs/ENGINES.md, regex pattern length)
-        self.subtree_filter = self._filter_below
-
-    def _check_load(self, ordered: list[Row]) -> None:
-        seen = set()
-        for n, p, name in ordered:
-            if (p, name) in seen:
-                raise TreeError(f"node {n!r}: another child of {p!r} is also named {name!r}; materialized "
-                                f"paths of names need unique sibling names (rename one of them)")
-            seen.add((p, name))
-
-    def documents(self, ordered: list[Row]) -> list[dict]:
-        paths: dict[Any, str] = {}
-        docs = []
-        for n, p, name in ordered:
-            paths[n] = ("" if p is None else paths[p]) + SEPARATOR + name
-            docs.append({"_id": n, "name": name, "path": paths[n]})
-        return docs
-
-    @staticmethod
-    def subtree_filter(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
-        """The filter for the nodes below ``path``: an anchored, case-sensitive prefix regex on
-        ``path``, written ``{"$regex": ...}`` (the form every engine matches; docs/ENGINES.md), which a
-        real MongoDB turns into an index key range. Notebook 03."""
-        head = "^" + _regex_escape(path)
-        if children_only:
-            return {"path": {"$regex": head + SEPARATOR + "[^" + SEPARATOR + "]+$"}}
-        return {"path": {"$regex": head + ("(" + SEPARATOR + "|$)" if itself else SEPARATOR)}}
-
-    @staticmethod
-    def _below_range(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
-        """The same filter as :meth:`subtree_filter` written as the key range the regex stands for:
-        ``[path + "/", path + "0")`` ("0" follows "/"), for engines that refuse long regexes."""
-        within = {"$gte": path + SEPARATOR, "$lt": path + chr(ord(SEPARATOR) + 1)}
-        if children_only:  # one more segment: exactly one more separator than the path has
-            levels = path.count(SEPARATOR) + 1
-            return {"path": {**within, "$regex": "^(" + SEPARATOR + "[^" + SEPARATOR + "]+){%d}$" % levels}}
-        if itself:
-            return {"$or": [{"path": path}, {"path": within}]}
-        return {"path": within}
-
-    def _filter_below(self, path: str, **kwargs: bool) -> dict:
-        """:meth:`subtree_filter`, unless its regex is longer than the engine accepts (``regex_max_length``)."""
-        query = MaterializedPaths.subtree_filter(path, **kwargs)
-        limit = engine_limits(self.collection.database)[1]
-        if limit is not None and len(query["path"]["$regex"]) > limit:
-            return self._below_range(path, **kwargs)
-        return query
-
-    def _path(self, node: Any, what: str = "node_id") -> str:
-        return self._require(node, {"path": 1}, what)["path"]
-
-    def parent(self, node: Any) -> Any:
-        """The parent's id (None for a root): read the node's path, then find the parent's path."""
-        path = self._path(node)
-        head = path.rsplit(SEPARATOR, 1)[0]
-        if not head:
-            return None
-        doc = self.collection.find_one({"path": head}, {"_id": 1})
-        if doc is None:
-            raise TreeError(f"no node has path {head!r}, the parent of {node!r}; fix the data")
-        return doc["_id"]
-
-    def children(self, node: Any) -> list[Any]:
-        """Sorted ids of the children: read the node's path, then a regex for one more segment."""
-        return [n for n, _name in self.menu(node)]
-
-    def menu(self, node: Any) -> list[tuple[Any, str]]:
-        """``(id, name)`` of each child, sorted by id: read the node's path, then a regex for one more segment."""
-        below = self.subtree_filter(self._path(node), children_only=True)
-        return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
-
-    def breadcrumbs(self, node: Any) -> list[str]:
-        """Names from the root down to the node, its own last: one read of the node (the path holds them)."""
-        return self._path(node).split(SEPARATOR)[1:]
-
-    def ancestors(self, node: Any) -> list[Any]:
-        """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
-        path = self._path(node)
-        parts = path.split(SEPARATOR)[1:-1]
-        prefixes = [SEPARATOR + SEPARATOR.join(parts[: i + 1]) for i in range(len(parts))]
-        if not prefixes:
-            return []
-        by_path = {d["path"]: d["_id"] for d in self.collection.find({"path": {"$in": prefixes}}, {"path": 1},
-                                                                      batch_size=BATCH)}
-        if len(by_path) != len(prefixes):
-            raise TreeError(f"some ancestors of {node!r} ({path!r}) have no document; fix the data")
-        return [by_path[p] for p in prefixes]
-
-    def descendants(self, node: Any) -> list[Any]:
-        """Sorted ids of the whole subtree: read the path, then one anchored prefix regex."""
-        path = self._path(node)
-        return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}, batch_size=BATCH))
-
-    def is_ancestor(self, a: Any, b: Any) -> bool:
-        """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
-        docs = {d["_id"]: d["path"] for d in self.collection.find({"_id": {"$in": [a, b]}}, {"path": 1}, batch_size=BATCH)}
-        for node, what in ((a, "a"), (b, "b")):
-            if node not in docs:
-                raise self._unknown(node, what)
-        return docs[b].startswith(docs[a] + SEPARATOR)
-
-    def _check_free(self, new: str) -> None:
-        if self.collection.find_one({"path": new}, {"_id": 1}) is not None:
-            raise TreeError(f"a node with path {new!r} exists already: materialized paths of names need "
-                            f"unique sibling names; rename one of them first")
-
-    def repath(self, node: Any, old: str, new: str, name: str | None = None) -> None:
-        """Rewrite the path of ``node`` (at ``old``) and of every node below it to begin with ``new``."""
-        intent = {"op": "repath", "from": old, "to": new, "name": name}
-        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
-
-    @property
-    def server_side(self) -> bool:
-        """Can the engine rewrite the paths itself (``$substrCP`` in an update pipeline)? From the
-        connect probe (``Capabilities.update_pipeline_strings``); an unknown client is assumed to."""
-        info = info_of(self.collection)
-        return info is None or info.caps.update_pipeline_strings
-
-    def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> None:
-        """One pipeline update on the server: every path still at or below ``old`` becomes ``new`` plus
-        what followed ``old`` (the node's name too, on a rename). No document comes back to the
-        client, and it can run again: a path already rewritten no longer matches."""
-        old, new, name = intent["from"], intent["to"], intent.get("name")
-        below = self.subtree_filter(old, itself=True)
-        if not self.server_side:  # the engine lacks $substrCP: read the subtree, one bulk write (labelled)
-            return self._repath_client_side(node, old, new, name, below, session)
-        rest = {"$substrCP": ["$path", len(old), {"$subtract": [{"$strLenCP": "$path"}, len(old)]}]}
-        change: dict[str, Any] = {"path": {"$concat": [new, rest]}}
-        if name:
-            change["name"] = {"$cond": [{"$eq": ["$_id", {"$literal": node}]}, name, "$name"]}
-        self.collection.update_many(below, [{"$set": change}], session=session)
-
-    def _repath_client_side(self, node: Any, old: str, new: str, name: str | None, below: dict,
-                            session: Any) -> None:
-        """The fallback for an engine without ``$substrCP`` in update pipelines: read the subtree's
-        paths into the client, then one bulk write of one ``UpdateOne`` per node (a document per
-        node travels both ways: not what a real MongoDB needs)."""
-        subtree = list(self.collection.find(below, {"path": 1}, session=session, batch_size=BATCH))
-        if subtree:
-            self.collection.bulk_write([
-                UpdateOne({"_id": d["_id"]},
-                          {"$set": {"path": new + d["path"][len(old):],
-                                    **({"name": name} if name and d["_id"] == node else {})}})
-                for d in subtree], ordered=True, session=session)
-
-    def move(self, node: Any, new_parent: Any) -> None:
-        """Rewrite the path of the node and of every descendant: read the node and the new parent,
-        then one pipeline update on the server (:meth:`repath`)."""
-        wanted = [node] if new_parent is None else [node, new_parent]
-        docs = {d["_id"]: d for d in self.collection.find({"_id": {"$in": wanted}}, {"path": 1, "name": 1},
-                                                          batch_size=BATCH)}
-        if node not in docs:
-            raise self._unknown(node)
-        if new_parent is not None and new_parent not in docs:
-            raise self._unknown(new_parent, "new_parent_id")
-        old = docs[node]["path"]
-        head = "" if new_parent is None else docs[new_parent]["path"]
-        if new_parent == node or head.startswith(old + SEPARATOR):
-            self._check_new_parent(node, new_parent, [node])
-        new = head + SEPARATOR + docs[node]["name"]
-        if new != old:
-            self._check_free(new)
-            self.repath(node, old, new)
-
-    def rename(self, node: Any, new_name: str) -> None:
-        """Rename the node: its path and every path below it change (read the node, then one pipeline
-        update on the server, :meth:`repath`)."""
-        _check_name(new_name)
-        old = self._path(node)
-        new = old.rsplit(SEPARATOR, 1)[0] + SEPARATOR + new_name
-        if new != old:
-            self._check_free(new)
-            self.repath(node, old, new, new_name)
-
-
-#: the four patterns of MongoDB's manual and the ancestors' variant with names, in the lesson's order
-PATTERNS = (ParentRefs, ChildRefs, AncestorsArray, AncestorsWithNames, MaterializedPaths)
+            return [("one", {"_id": node}, {"$set": {"name": intent["name"]}}),
+                    ("many", {"ancestors._id": node}, {"$set": {"ancestors.$.name": intent["name"]}})]
+        return super().writes(node, intent)
 
 
 class GraphLookup:
