@@ -11,6 +11,7 @@ import json
 import re
 from collections import defaultdict
 
+import pymongo.errors
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -678,6 +679,26 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
                 out[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
         return out
     assert "documents for" in evaluate("4.1", everything, db=db, airline="EWG")[1]
+
+    def pushed(a):  # one round trip, a document per aircraft, but each with every report ($push)
+        lo, hi = ad.prefix_bounds(ad.make_id(a) + "_")
+        return {d["_id"]: max((r["timestamp"], r["lat"], r["lon"]) for r in d["all"]) for d in coll.aggregate([
+            {"$match": {"recordType": ad.REPORT, "_id": {"$gte": lo, "$lt": hi}}},
+            {"$group": {"_id": "$icao24", "all": {"$push": "$$ROOT"}}}], batchSize=10_000)}
+    assert "not all of them ($push)" in evaluate("4.1", pushed, db=db, airline="EWG")[1]
+
+    def top(a):  # $top (MongoDB 5.2+), where the engine runs it
+        lo, hi = ad.prefix_bounds(ad.make_id(a) + "_")
+        return {d["_id"]: tuple(d["last"]) for d in coll.aggregate([
+            {"$match": {"recordType": ad.REPORT, "_id": {"$gte": lo, "$lt": hi}}},
+            {"$group": {"_id": "$icao24", "last": {"$top": {"sortBy": {"timestamp": -1},
+                                                            "output": ["$timestamp", "$lat", "$lon"]}}}}], batchSize=10_000)}
+    try:
+        top("EWG")
+    except (pymongo.errors.OperationFailure, NotImplementedError):  # an engine without $top (the mock)
+        pass
+    else:
+        assert evaluate("4.1", top, db=db, airline="EWG")[0] == "correct"
     assert evaluate("4.2", ({"_id": {"$regex": "_3c56ed_"}}, "unanchored"), aerodata=coll)[0] == "correct"
     assert "matches nothing" in evaluate("4.2", ({"_id": {"$regex": "_ffffff_"}}, "unanchored"), aerodata=coll)[1]
     sizes = [len(bson.encode(d)) for d in coll.find({"recordType": ad.REPORT})]
