@@ -32,6 +32,9 @@ from .costs import (
     GROUP,
     LOOKUP,
     LOOP,
+    UPSERTS,
+    receiver_batches,
+    subset_statements,
     tracker_costs,
 )
 from .geo import (
@@ -120,7 +123,7 @@ __all__ = [
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "batch_documents", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
     "latest_positions", "id_range", "fleet_latest_pipeline", "fleet_latest_group_pipeline", "subset_latest_pipeline",
-    "tracker_costs", "LOOP", "LOOKUP", "GROUP", "BULK",
+    "tracker_costs", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "BULK", "UPSERTS",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",

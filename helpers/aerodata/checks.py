@@ -19,15 +19,19 @@ _DAYS, _REPORTS_PER_DAY = 7, 2_500_000
 def last_positions(answer: Any, *, db: Any, airline: str) -> str | None:
     """Call the learner's ``last_positions(airline)`` counting its commands: the right
     ``{icao24: (timestamp, lat, lon)}`` for the airline's fleet, in one round trip, with no more
-    documents returned than aircraft (any form: a ``$lookup`` sub-pipeline, ``$group`` with ``$first``,
-    ``$top``, ...)."""
+    documents returned than aircraft and a small reply (at most twice an aircraft and a report per
+    aircraft, in bytes): any form that keeps one report per aircraft on the server (a ``$lookup``
+    sub-pipeline with ``$limit``, ``$group`` with ``$first`` after a ``$sort``, ``$top``, ...)."""
     if not callable(answer):
         return "last_positions should be a function: def last_positions(airline): ... returning {icao24: (timestamp, lat, lon)}"
     want: dict[str, tuple] = {}  # one query, independent of the answer's: the airline's range of the
     lo, hi = prefix_bounds(make_id(airline) + "_")  # {recordType, _id} index, a range on every engine
-    for r in db[COLLECTION].find({"recordType": 3, "_id": {"$gte": lo, "$lt": hi}},
-                                 {"icao24": 1, "timestamp": 1, "lat": 1, "lon": 1}, batch_size=100_000):
-        want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
+    largest = {2: 0, 3: 0}  # the largest aircraft and report documents, in bytes
+    for r in db[COLLECTION].find({"recordType": {"$in": [2, 3]}, "_id": {"$gte": lo, "$lt": hi}}, batch_size=100_000):
+        largest[r["recordType"]] = max(largest[r["recordType"]], len(bson.encode(r)))
+        if r["recordType"] == 3:
+            want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
+    small = 2 * len(want) * (largest[2] + largest[3])  # an aircraft and one report each, twice over
     with count_commands() as cost:
         got = answer(airline)
     if not isinstance(got, dict):
@@ -45,6 +49,10 @@ def last_positions(answer: Any, *, db: Any, airline: str) -> str | None:
     if cost.docs_returned > len(want):
         return (f"the server sent {cost.docs_returned:,} documents for {len(want)} aircraft: let it keep one report "
                 f"per aircraft ($limit in a $lookup pipeline, or $group with $first) and send only those")
+    if cost.bytes_returned > small:
+        return (f"the server sent {human_bytes(cost.bytes_returned)} for {len(want)} positions (more than an aircraft "
+                f"and a report each, twice over: {human_bytes(small)}): keep one report per aircraft on the server "
+                f"($limit in a $lookup pipeline, $first after a $sort, $top), not all of them ($push)")
     return None
 
 

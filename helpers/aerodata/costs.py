@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from ..backends import info_of
-from ..counting import count_commands, paused
+from ..counting import count_commands
 from ..plans import plan_summary
 from ..safety import fresh_collection, track_collection, workbook_collection
 from ..workload import Forms, cost_of
@@ -33,30 +33,38 @@ from .queries import (
 )
 from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "LOOP", "LOOKUP", "GROUP", "BULK"]
+__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
-LOOKUP = "one aggregate: the fleet, $lookup ... $limit 1"
+LOOKUP = "one aggregate: the fleet's keys, $lookup ... $limit 1"
 GROUP = "one aggregate: the reports, $sort + $group $first"
 #: a batch stored by one client bulkWrite command (MongoDB 8.0+), where the engine has it
 BULK = "one bulkWrite a batch (MongoDB 8.0+)"
-_ID_RANGE = "{engine} does not serve this query from the index (docs/ENGINES.md); a real MongoDB scans only the index bounds"
+#: the subset's batch as one update command: an upsert per document (one collection, any version)
+UPSERTS = "one update command a batch (an upsert per document)"
+#: what one flight's track draws of each report: an inclusion projection
+TRACK = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1, "altitude": 1}
+_WHOLE = "counter-example: every field of every report, where the track draws four"
+_ID_PREFIX = ("{engine} scans the collection for an _id prefix (docs/ENGINES.md); counted as a real MongoDB "
+              "reads it: the prefix's range of the _id index, one key and one document per match")
 _LIMIT_ONE = ("{engine} sorts each aircraft's whole range for limit 1 (docs/ENGINES.md); counted as a real MongoDB "
               "reads it: backwards, one key and one document per aircraft")
-_DISTINCT = ("{engine} examines every report of the airline; a real MongoDB may skip through the "
-             "{{airline, icao24, timestamp}} index instead (a DISTINCT_SCAN): check its explain")
+_COVERED = ("{engine} covers no query (docs/ENGINES.md); the fleet's part counted as a real MongoDB reads it: "
+            "from its index alone, no document fetched")
 
 
 class _Work:
     """The server's work of each form, from explains where the engine has them (``caps.explain``),
-    else nothing (never zero); :meth:`note` words what the bill says where the engine's plan is not a
-    real MongoDB's."""
+    else nothing (never zero). Where the engine's plan is not a real MongoDB's (an ``_id`` prefix
+    scanned, a limit-one read that sorts the whole range, a read the index could cover) the work is
+    counted as a real MongoDB does it, and :meth:`note` says so beside the form."""
 
     def __init__(self, db: Any) -> None:
         info = info_of(db)
         self.on, self.engine = bool(info and info.caps.explain), info.engine if info else "this engine"
         self.id_range = bool(info and info.caps.id_range_index)
+        self.bulk = bool(info and info.caps.client_bulk_write)
 
     def find(self, coll: Any, filter: Mapping[str, Any], sort: Any = None) -> dict[str, int]:
         """Keys and documents examined by ``coll.find(filter).sort(sort)``, from its explain (a read
@@ -68,6 +76,13 @@ class _Work:
         _, keys, docs = plan_summary((cursor.sort(sort) if sort else cursor).explain())
         return {"keys examined": keys or 0, "docs examined": docs or 0}
 
+    def covered(self, coll: Any, filter: Mapping[str, Any]) -> tuple[dict[str, int], bool]:
+        """The work of ``filter`` read for fields its index holds (a covered read: its keys, no
+        document); and whether that is the model because this engine fetched the documents."""
+        work = self.find(coll, filter)
+        modelled = bool(work) and work["docs examined"] > 0
+        return ({**work, "docs examined": 0} if modelled else work), modelled
+
     def newest(self, coll: Any, filters: Sequence[Mapping[str, Any]], sort: Any) -> tuple[dict[str, int], bool]:
         """The work of reading the newest document of each of ``filters`` (``sort``, limit 1), from the
         explain of the first (each is the same index read); and whether it is the model (one key and
@@ -76,6 +91,14 @@ class _Work:
         modelled = bool(work) and work["docs examined"] > 1
         return ({k: len(filters) for k in ("keys examined", "docs examined")} if modelled else
                 {k: v * len(filters) for k, v in work.items()}), modelled
+
+    def id_prefix(self, coll: Any, filter: Mapping[str, Any], matches: int) -> tuple[dict[str, int], bool]:
+        """The work of an anchored ``_id`` prefix read returning ``matches`` documents; and whether it
+        is the model (the prefix's range of the ``_id`` index: a key and a document per match) because
+        this engine scans the collection (``caps.id_range_index`` False)."""
+        if not self.on or self.id_range:
+            return self.find(coll, filter), False
+        return {"keys examined": matches, "docs examined": matches}, True
 
     def note(self, text: str) -> str:
         return text.format(engine=self.engine)
@@ -92,72 +115,112 @@ def _read(fn: Callable[[], Any], work: Mapping[str, int]) -> tuple[dict[str, Any
     return {**cost_of(c), **work}, answer
 
 
-def _store(write: Callable[[list], None], batches: list[list], index_keys: Any, work: _Work,
+def _store(write: Callable[[list], Any], batches: list[list], index_keys: Any, work: _Work,
            updated: Any = None) -> dict[str, float]:
     """Storing ``batches``, every report's share: commands, documents and index keys written per report.
-    An insert finds nothing first (no keys examined); each update statement (on ``updated``) finds its
-    document by its filter, as that filter's explain shows."""
+    An insert finds nothing first (no keys examined); an update statement (on ``updated``) finds its
+    document by its ``_id``, as that filter's explain shows, and an upsert that finds none examines
+    nothing (a real MongoDB's ``_id`` lookup misses: no key, no document). ``write(batch)`` returns how
+    many of its update statements found their document, or None for all of them."""
     n = sum(len(b) for b in batches)
+    found = 0
     with count_commands(keep_commands=updated is not None, index_keys=index_keys) as c:
         for batch in batches:
-            write(batch)
+            sent = len(c.command_documents)
+            hit = write(batch)
+            found += hit if hit is not None else len(_update_filters(c.command_documents[sent:]))
     cost = {k: v / n for k, v in cost_of(c).items()}
     if work.on:
-        filters = [u["q"] for cmd in c.command_documents if "update" in cmd for u in cmd.get("updates", [])] + \
-            [op["filter"] for cmd in c.command_documents if "bulkWrite" in cmd for op in cmd.get("ops", []) if "update" in op]
+        filters = _update_filters(c.command_documents)
         one = work.find(updated, filters[0]) if filters else {"keys examined": 0, "docs examined": 0}
-        cost.update({k: v * len(filters) / n for k, v in one.items()})
+        cost.update({k: v * found / n for k, v in one.items()})
     return cost
 
 
-def _bulk_write(db: Any, models: list[Any]) -> None:
+def _update_filters(commands: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The filters of the update statements in ``commands`` (``update`` commands, a ``bulkWrite``'s updates)."""
+    return [u["q"] for cmd in commands if "update" in cmd for u in cmd.get("updates", [])] + \
+        [op["filter"] for cmd in commands if "bulkWrite" in cmd for op in cmd.get("ops", []) if "update" in op]
+
+
+def _bulk_write(db: Any, models: list[Any]) -> int:
     """One client ``bulkWrite`` command (MongoDB 8.0+: several collections, inserts and updates
-    together), unordered; a document already stored (code 11000) is refused, any other error raised."""
+    together), unordered; a document already stored (code 11000) is refused, any other error raised.
+    Returns how many update statements found their document."""
     from pymongo.errors import ClientBulkWriteException
 
     try:
-        db.client.bulk_write(models, ordered=False)
+        return db.client.bulk_write(models, ordered=False).matched_count
     except ClientBulkWriteException as e:
         if e.error or any((w or {}).get("code") != 11000 for w in (e.write_errors or [])):
             raise
+        return e.partial_result.matched_count if e.partial_result is not None else 0
 
 
-def _has_bulk_write(db: Any, coll: Any) -> bool:
-    """Whether this engine takes the client ``bulkWrite`` command (MongoDB 8.0+), tried uncounted with
-    an update that matches nothing."""
-    from pymongo import MongoClient, UpdateOne
+def subset_statements(part: list[dict[str, Any]], keep_last: int = 1) -> list[tuple[str, dict, dict | None]]:
+    """The subset design's batch ``part`` (validated messages) as statements that may run in any order
+    (an unordered bulk promises none): ``("insert", document, None)`` for each airline and report, and
+    one ``("upsert", filter, update)`` per aircraft that creates it if new (``$setOnInsert``) and pushes
+    its newest reports (``$push`` with ``$sort`` and ``$slice``), so no statement depends on another."""
+    parents, reports = batch_documents(list(enumerate(part)), IngestResult())
+    newest: dict[str, list[dict[str, Any]]] = {}
+    for r in reports.values():
+        newest.setdefault(make_id(r["airline"], r["icao24"]), []).append(
+            {k: r[k] for k in ("_id", "timestamp", "lat", "lon")})
+    out: list[tuple[str, dict, dict | None]] = [("insert", d, None) for _, d in sorted({
+        **{k: v for k, v in parents.items() if v["recordType"] == AIRLINE}, **reports}.items())]
+    for aid, items in sorted(newest.items()):
+        fields = {k: v for k, v in parents[aid].items() if k != "_id"}
+        out.append(("upsert", {"_id": aid}, {"$setOnInsert": fields, "$push": {"last_reports": {
+            "$each": sorted(items, key=lambda r: r["timestamp"])[-keep_last:], "$sort": {"timestamp": 1},
+            "$slice": -keep_last}}}))
+    return out
 
-    if not isinstance(getattr(db, "client", None), MongoClient):
-        return False
-    try:
-        with paused():
-            db.client.bulk_write([UpdateOne({"_id": "no such document"}, {"$set": {"x": 1}},
-                                            namespace=f"{db.name}.{coll.name}")])
-        return True
-    except Exception:  # noqa: BLE001 - an engine or server without the command: no such form
-        return False
 
-
-def _subset_bulk_writer(db: Any, coll: Any, result: IngestResult) -> Callable[[list], None]:
-    """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+): the batch's parents and
-    reports inserted, and each aircraft's newest report pushed as its ``last_reports``, sorted and sliced
-    to the latest one (``keep_last=1``: a re-sent or late report leaves the document as it was)."""
+def _subset_bulk_writer(db: Any, coll: Any, keep_last: int) -> Callable[[list], int]:
+    """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+), unordered:
+    :func:`subset_statements`, each an insert (a re-sent report refused, code 11000) or an upsert."""
     from pymongo import InsertOne, UpdateOne
 
     ns = f"{db.name}.{coll.name}"
 
-    def write(part: list[dict[str, Any]]) -> None:
-        parents, reports = batch_documents(list(enumerate(part)), result)
-        newest: dict[str, dict[str, Any]] = {}
-        for r in reports.values():
-            aid = make_id(r["airline"], r["icao24"])
-            if aid not in newest or r["timestamp"] > newest[aid]["timestamp"]:
-                newest[aid] = r
-        _bulk_write(db, [InsertOne(d, namespace=ns) for _, d in sorted({**parents, **reports}.items())] + [
-            UpdateOne({"_id": aid}, {"$push": {"last_reports": {
-                "$each": [{k: r[k] for k in ("_id", "timestamp", "lat", "lon")}], "$sort": {"timestamp": 1},
-                "$slice": -1}}}, namespace=ns) for aid, r in sorted(newest.items())])
+    def write(part: list[dict[str, Any]]) -> int:
+        return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
+                                UpdateOne(doc, update, upsert=True, namespace=ns)
+                                for kind, doc, update in subset_statements(part, keep_last)])
     return write
+
+
+def _subset_upserts_writer(coll: Any, keep_last: int) -> Callable[[list], int]:
+    """The subset design's batch as one ``update`` command (one collection: any MongoDB version), unordered:
+    :func:`subset_statements` with each insert an upsert that sets the document only if it is new
+    (``$setOnInsert``: a re-sent report changes nothing)."""
+    from pymongo import UpdateOne
+
+    def write(part: list[dict[str, Any]]) -> int:
+        models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
+                            upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
+                  for kind, doc, update in subset_statements(part, keep_last)]
+        return coll.bulk_write(models, ordered=False).matched_count
+    return write
+
+
+def receiver_batches(messages: Sequence[Mapping[str, Any]], *, aircraft: int, reports: int,
+                     count: int = 3) -> list[list[dict[str, Any]]]:
+    """``count`` batches of a receiver's traffic at the workload's rate: each ``reports`` consecutive
+    reports of each of ``aircraft`` aircraft (those of ``messages`` with the most reports, ties by
+    address), the next ones in the next batch, each batch in arrival order. ``messages``: validated or
+    raw position messages of the whole receiver. Notebook 04 (4.12)."""
+    docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
+    tracks: dict[str, list[dict[str, Any]]] = {}
+    for d in sorted(docs, key=lambda d: (d["timestamp"], d["icao24"])):
+        tracks.setdefault(d["icao24"], []).append(d)
+    chosen = sorted((t for t in tracks.values() if len(t) >= reports * count), key=lambda t: (-len(t), t[0]["icao24"]))
+    if len(chosen) < aircraft:
+        raise ValueError(f"receiver_batches: only {len(chosen)} aircraft have {reports * count} reports; "
+                         f"{aircraft} were asked for")
+    return [sorted((m for t in chosen[:aircraft] for m in t[b * reports:(b + 1) * reports]),
+                   key=lambda d: (d["timestamp"], d["icao24"])) for b in range(count)]
 
 
 def _parents(docs: Sequence[Mapping[str, Any]]) -> tuple[set[str], set[tuple[str, str]]]:
@@ -179,64 +242,93 @@ def _positions(docs: Any) -> dict[str, tuple]:
 
 
 def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], icao24: str, *,
-                  batch_size: int = 289, counted: int = 3, keep_last: int = 1, single: str | None = None,
+                  batches: Sequence[Sequence[Mapping[str, Any]]] | None = None, batch_size: int = 289,
+                  counted: int = 3, keep_last: int = 1, single: str | None = None,
                   three: tuple[str, str, str] | None = None) -> dict[str, dict[str, Forms]]:
     """Every form of every operation of notebook 04's tracker workload, per design, measured:
     ``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`.
 
-    Storing is counted per report over the last ``counted`` batches of ``batch_size`` of ``messages``
-    (one airline's reports, in arrival order), once the earlier ones are stored: a tracker that has
-    been running, whose airlines and aircraft mostly exist. Each design writes to fresh workbook
-    collections (``aero_cost_*``; creating them and their indexes is not counted) with the indexes its
-    reads need (no ``2dsphere``: the workload has no geo query; it would add one key per report to
-    every design alike). Each read is counted once, on collections that hold all of ``messages``:
-    ``single`` and the three names in ``three`` where the caller already stored them that way (else
-    the fresh copies), the fresh subset copy (``keep_last`` reports per aircraft) for the subset
-    design. The reads: one aircraft's reports (``icao24``), the latest position of every aircraft of
-    the fleet, everything for the airline. Notebook 04."""
+    Storing is counted per report over ``batches`` (the whole receiver's traffic, e.g.
+    :func:`receiver_batches`; by default the last ``counted`` batches of ``batch_size`` of ``messages``)
+    in fresh workbook collections (``aero_cost_*``) that already hold the batches' airlines and aircraft
+    but one, the aircraft heard first last (a tracker that has been running: the workload's 3,000
+    flights a day make a new aircraft about every 30 s, one in three batches of 10 s), with the indexes the reads need (no ``2dsphere``: the workload
+    has no geo query; it would add one key per report to every design alike); creating them is not
+    counted. Each read is counted once on collections holding ``messages`` (one airline's reports, in
+    arrival order): ``single`` and the three names in ``three`` where the caller already stored them
+    that way (else fresh copies), a fresh subset copy (``keep_last`` reports per aircraft) for the
+    subset design. The reads: one aircraft's reports (``icao24``), the latest position of every
+    aircraft of the fleet, everything for the airline. Notebook 04."""
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
-    cut = max(len(docs) - counted * batch_size, 0)
-    head, batches = docs[:cut], [docs[i:i + batch_size] for i in range(cut, len(docs), batch_size)]
+    if batches is None:
+        cut = max(len(docs) - counted * batch_size, 0)
+        batches = [docs[i:i + batch_size] for i in range(cut, len(docs), batch_size)]
+    batches = [[clean for clean, _ in map(validate_message, b) if clean is not None] for b in batches]
     names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset")}
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
         workbook_collection(db, name, create=False)
     work = _Work(db)
-    out = {"three collections": _three_collections(db, airline, head, batches, icao24, names, three, work)}
-    # what the counted batches can write: their reports (arrival order is time order) and the parents
-    touched = {"$or": [{"timestamp": {"$gte": min((d["timestamp"] for d in docs[cut:]), default=0)}},
-                       {"recordType": {"$in": [AIRLINE, AIRCRAFT]}}]}
-    latest: dict[str, dict] = {}
-    for design, name, keep, reads_from in (("one collection", names["single"], 0, single),
-                                           ("one collection + subset", names["subset"], keep_last, None)):
-        stores = {}
+    parents = list(batch_documents(list(enumerate(d for b in batches for d in b)), IngestResult())[0].values())
+    planes = [p for p in parents if p["recordType"] == AIRCRAFT]  # the one heard first last is new to the tracker
+    new = max(planes, key=lambda p: (p["first_seen"], p["_id"]))["_id"] if len(planes) > 1 else None
+    parents = [p for p in parents if p["_id"] != new]
+    out = {"three collections": _three_collections(db, airline, docs, batches, icao24, names, three, work, new)}
+
+    def fresh(name: str) -> Any:  # a store starts from the same state: the batches' parents stored
         coll = fresh_collection(db, name)
-        ensure_indexes(db, name)  # set up once, outside the count: the batches are what each report costs
-        if keep == 1 and _has_bulk_write(db, coll):  # first on a copy holding the earlier batches' parents
-            insert_new(coll, list(batch_documents(list(enumerate(head)), IngestResult())[0].values()))
-            stores[BULK] = _store(_subset_bulk_writer(db, coll, IngestResult()), batches, {coll: touched}, work,
-                                  updated=coll)
-            coll = fresh_collection(db, name)
-            ensure_indexes(db, name)
-        stored = IngestResult()
-        for i in range(0, len(head), batch_size):
-            ingest_batch(coll, list(enumerate(head[i:i + batch_size], start=i)), stored, keep)
-        stores["one insert and one $push a batch" if keep else "one insert a batch"] = _store(
-            lambda b, c=coll, r=stored, k=keep: ingest_batch(c, list(enumerate(b)), r, k), batches,
-            {coll: touched}, work, updated=coll if keep else None)
-        latest[design], reads = _single_reads(db[reads_from or name], airline, icao24, bool(keep), work)
-        out[design] = {"store a report": Forms(stores), **reads}
+        ensure_indexes(db, name)
+        insert_new(coll, [dict(p) for p in parents])
+        return coll
+
+    single_store = fresh(names["single"])
+    stores = {"one collection": {"one insert a batch": _store(
+        lambda b: ingest_batch(single_store, list(enumerate(b)), IngestResult()), batches, [single_store], work)}}
+    subset_stores = {}
+    for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last)) if work.bulk else (None, None),
+                        (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last)),
+                        ("one insert and one $push a batch", lambda c: lambda b: ingest_batch(
+                            c, list(enumerate(b)), IngestResult(), keep_last))):
+        if label is not None:
+            coll = fresh(names["subset"])
+            subset_stores[label] = _store(make(coll), batches, [coll], work, updated=coll)
+    stores["one collection + subset"] = subset_stores
+    latest: dict[str, dict] = {}
+    for design, keep, reads_from in (("one collection", 0, single), ("one collection + subset", keep_last, None)):
+        if reads_from is None:  # a fresh copy of the airline's reports to read from, stored uncounted
+            reads_from = names["subset" if keep else "single"]
+            coll = fresh_collection(db, reads_from)
+            ensure_indexes(db, reads_from)
+            stored = IngestResult()
+            for i in range(0, len(docs), 1_000):
+                ingest_batch(coll, list(enumerate(docs[i:i + 1_000], start=i)), stored, keep)
+        latest[design], reads = _single_reads(db[reads_from], airline, icao24, bool(keep), work)
+        out[design] = {"store a report": Forms(stores[design]), **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
+
+
+def _latest_notes(work: _Work, modelled: bool, covered: bool = False) -> dict[str, str]:
+    """The notes beside the forms of "latest position of a fleet": the loop a counter-example, and
+    where the engine's plan is not a real MongoDB's, what the bill counts instead."""
+    notes = {LOOP: "counter-example: the obvious form, a round trip per aircraft",
+             GROUP: "counter-example: reads every report of the airline"}
+    said = [work.note(t) for t, on in ((_COVERED, covered), (_LIMIT_ONE, modelled)) if on]
+    if said:
+        notes[LOOKUP] = "; ".join(said)
+    if modelled:
+        notes[LOOP] += "; " + work.note(_LIMIT_ONE)
+    return notes
 
 
 def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Work) -> tuple[dict, dict[str, Forms]]:
     """The three reads of the single collection (``subset``: with the subset pattern), every form; and
     the latest positions they found."""
     ranged = id_range(REPORT, make_id(airline, icao24) + "_")  # 4.7's form, a range on every engine
-    scans = {} if work.id_range or not work.on else None  # None: this engine scans an _id range
-    reports = Forms({"{recordType: 3, _id range}": _read(lambda: list(coll.find(
-        ranged, sort=[("recordType", 1), ("_id", 1)], batch_size=QUERY_BATCH)),
-        work.find(coll, ranged))[0]})
+    reports = Forms({label: _read(lambda p=p: list(coll.find(ranged, p, sort=[("recordType", 1), ("_id", 1)],
+                                                             batch_size=QUERY_BATCH)), work.find(coll, ranged))[0]
+                     for label, p in (("{recordType: 3, _id range}, the track's fields", TRACK),
+                                      ("{recordType: 3, _id range}, whole reports", None))},
+                    teaching={"{recordType: 3, _id range}, whole reports": _WHOLE})
     fleet = id_range(AIRCRAFT, make_id(airline) + "_")
     if subset:
         cost, answer = _read(lambda: _positions(coll.aggregate(subset_latest_pipeline(airline), batchSize=QUERY_BATCH)),
@@ -244,18 +336,21 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
         latest = Forms({"one aggregate: the fleet's last_reports": cost})
     else:
         latest, answer = _single_latest(coll, airline, fleet, work)
-    everything, _ = _read(lambda: airline_all(coll.database, airline, collection=coll.name),
-                          work.find(coll, {"_id": prefix_regex(make_id(airline))}))
+    with count_commands() as c:
+        everything = airline_all(coll.database, airline, collection=coll.name)
+    prefix, modelled = work.id_prefix(coll, {"_id": prefix_regex(make_id(airline))}, len(everything))
     return answer, {"one aircraft's reports": reports, "latest position of a fleet": latest,
-            "everything for an airline": Forms({"one find on the _id prefix": everything}, teaching=scans
-                                               if scans is not None else {"one find on the _id prefix": work.note(_ID_RANGE)})}
+                    "everything for an airline": Forms({"one find on the _id prefix": {**cost_of(c), **prefix}},
+                                                       teaching={"one find on the _id prefix": work.note(_ID_PREFIX)}
+                                                       if modelled else None)}
 
 
 def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Work) -> tuple[Forms, dict]:
-    """Latest position of a fleet on the single collection: the loop, the ``$lookup``, the ``$group``."""
+    """Latest position of a fleet on the single collection: the ``$lookup`` (the fleet's keys from
+    the index, each aircraft's newest report), the ``$group``, the loop."""
     planes = [d["_id"] for d in coll.find(fleet, {"_id": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(coll, [id_range(REPORT, p + "_") for p in planes], [("recordType", -1), ("_id", -1)])
-    per_plane = _add(work.find(coll, fleet), lasts)
+    keys, covered = work.covered(coll, fleet)
     projection = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1}
 
     def loop() -> dict[str, tuple]:
@@ -268,31 +363,32 @@ def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Wor
 
     forms, answers = {}, {}
     for label, fn, w in (
-            (LOOKUP, lambda: _positions(coll.aggregate(fleet_latest_pipeline(airline, coll.name), batchSize=QUERY_BATCH)), per_plane),
+            (LOOKUP, lambda: _positions(coll.aggregate(fleet_latest_pipeline(airline, coll.name), batchSize=QUERY_BATCH)),
+             _add(keys, lasts)),
             (GROUP, lambda: _positions(coll.aggregate(fleet_latest_group_pipeline(airline), batchSize=QUERY_BATCH)),
              work.find(coll, id_range(REPORT, make_id(airline) + "_"))),
-            (LOOP, loop, per_plane)):
+            (LOOP, loop, _add(work.find(coll, fleet), lasts))):
         forms[label], answers[label] = _read(fn, w)
     _same(answers, "latest position of a fleet")
-    notes = {LOOP: "counter-example: the obvious form, a round trip per aircraft"}
-    if modelled:
-        notes[LOOKUP] = work.note(_LIMIT_ONE)
-        notes[LOOP] += "; " + work.note(_LIMIT_ONE)
-    return Forms(forms, teaching=notes), answers[LOOKUP]
+    return Forms(forms, teaching=_latest_notes(work, modelled, covered)), answers[LOOKUP]
 
 
-def _three_collections(db: Any, airline: str, head: list, batches: list[list], icao24: str,
-                       names: Mapping[str, str], three: tuple[str, str, str] | None, work: _Work) -> dict[str, Forms]:
-    """The three-collection design: its store in two forms (the batch's parents sent with every batch,
-    or only those new to the writer), its reads in every form."""
-    known_airlines, known_planes = _parents(head)  # stored before the counted batches
+def _three_collections(db: Any, airline: str, docs: list, batches: list[list], icao24: str,
+                       names: Mapping[str, str], three: tuple[str, str, str] | None, work: _Work,
+                       new: str | None) -> dict[str, Forms]:
+    """The three-collection design: its store in every form (the batch's parents sent with every batch,
+    or only those new to the writer; one client ``bulkWrite`` where the engine has it), its reads in
+    every form (on ``three``, else on fresh copies of ``docs``). The batches' parents are stored
+    before them, but for the aircraft ``new``."""
+    known_airlines, known_planes = _parents([d for b in batches for d in b])  # stored before the batches
+    known_planes = {p for p in known_planes if make_id(*p) != new}
 
-    def trio() -> tuple[Any, Any, Any]:
+    def trio(airlines: Any = (), planes: Any = ()) -> tuple[Any, Any, Any]:
         a, p, r = (fresh_collection(db, names[k]) for k in ("airlines", "aircraft", "reports"))
-        p.create_index("airline")
+        p.create_index([("airline", 1), ("icao24", 1)])  # the fleet's query, and its icao24: a covered read
         r.create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
-        insert_new(a, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"} for code in sorted(known_airlines)])
-        insert_new(p, [{"_id": make_id(x, y), "airline": x, "icao24": y} for x, y in sorted(known_planes)])
+        insert_new(a, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"} for code in sorted(airlines)])
+        insert_new(p, [{"_id": make_id(x, y), "airline": x, "icao24": y} for x, y in sorted(planes)])
         return a, p, r
 
     def writer(colls: tuple[Any, Any, Any], seen: set | None) -> Callable[[list], None]:
@@ -321,16 +417,17 @@ def _three_collections(db: Any, airline: str, head: list, batches: list[list], i
                         [InsertOne(doc, namespace=r) for doc in _three_reports(part)])
         return write
 
-    every = trio()
+    every = trio(known_airlines, known_planes)
     store = {"three inserts a batch": _store(writer(every, None), batches, list(every), work)}
-    if _has_bulk_write(db, every[0]):
-        colls = trio()  # fresh again: each form starts from the same state
+    if work.bulk:
+        colls = trio(known_airlines, known_planes)  # fresh again: each form starts from the same state
         store[BULK] = _store(bulk_writer(colls), batches, list(colls), work)
-    colls = trio()
+    colls = trio(known_airlines, known_planes)
     seen: set = set(known_airlines) | set(known_planes)
     store["parents only when new to the writer"] = _store(writer(colls, seen), batches, list(colls), work)
-    if three is None:
-        writer(colls, seen)(head)
+    if three is None:  # fresh copies of the airline's documents to read from, stored uncounted
+        colls = trio()
+        writer(colls, set())(docs)
         three = tuple(c.name for c in colls)  # type: ignore[assignment]
     a_c, p_c, r_c = (track_collection(db, n) for n in three)  # type: ignore[union-attr]
     return {"store a report": Forms(store), **_three_reads(a_c, p_c, r_c, airline, icao24, work)}
@@ -351,16 +448,22 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     """The three reads of the three-collection design, every form (the same answers as the single
     collection's)."""
     by_time = [("airline", 1), ("icao24", 1), ("timestamp", 1)]
-    one, _ = _read(lambda: list(r_c.find({"airline": airline, "icao24": icao24}, sort=by_time, batch_size=QUERY_BATCH)),
-                   work.find(r_c, {"airline": airline, "icao24": icao24}))
+    track = {label: _read(lambda p=p: list(r_c.find({"airline": airline, "icao24": icao24}, p, sort=by_time,
+                                                    batch_size=QUERY_BATCH)),
+                          work.find(r_c, {"airline": airline, "icao24": icao24}))[0]
+             for label, p in (("one find on {airline, icao24, timestamp}, the track's fields", TRACK),
+                              ("one find on {airline, icao24, timestamp}, whole reports", None))}
     newest = [("airline", 1), ("icao24", 1), ("timestamp", -1)]
     planes = [d["icao24"] for d in p_c.find({"airline": airline}, {"icao24": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(r_c, [{"airline": airline, "icao24": p} for p in planes], newest)
     per_plane = _add(work.find(p_c, {"airline": airline}), lasts)
+    keys, covered = work.covered(p_c, {"airline": airline})
     last = {"timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}
-    lookup = [{"$match": {"airline": airline}}, {"$sort": {"_id": 1}},  # the aircraft's reports, newest first
+    lookup = [{"$match": {"airline": airline}}, {"$sort": {"airline": 1, "icao24": 1}},  # the index's order
+              {"$project": {"_id": 0, "icao24": 1}},  # fields of {airline, icao24}: covered
               {"$lookup": {"from": r_c.name, "localField": "icao24", "foreignField": "icao24", "as": "last",
-                           "pipeline": [{"$match": {"airline": airline}}, {"$sort": dict(newest)}, {"$limit": 1}]}},
+                           "pipeline": [{"$match": {"airline": airline}}, {"$sort": dict(newest)}, {"$limit": 1},
+                                        {"$project": {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1}}]}},
               {"$unwind": "$last"}, {"$project": {"_id": "$icao24", **last}}]
     group = [{"$match": {"airline": airline}}, {"$sort": {"airline": 1, "icao24": 1, "timestamp": -1}},
              {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}},
@@ -373,18 +476,13 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
                                    sort=newest)] if d is not None}
 
     forms, answers = {}, {}
-    for label, fn, w in ((LOOKUP, lambda: _positions(p_c.aggregate(lookup, batchSize=QUERY_BATCH)), per_plane),
+    for label, fn, w in ((LOOKUP, lambda: _positions(p_c.aggregate(lookup, batchSize=QUERY_BATCH)), _add(keys, lasts)),
                          (GROUP, lambda: _positions(r_c.aggregate(group, batchSize=QUERY_BATCH)),
                           work.find(r_c, {"airline": airline})),
                          (LOOP, loop, per_plane)):
         forms[label], answers[label] = _read(fn, w)
     _same(answers, "latest position of a fleet (three collections)")
-    notes = {LOOP: "counter-example: the obvious form, a round trip per aircraft"}
-    if modelled:
-        notes[LOOKUP] = work.note(_LIMIT_ONE)
-        notes[LOOP] += "; " + work.note(_LIMIT_ONE)
-    if work.on:
-        notes[GROUP] = work.note(_DISTINCT)
+    notes = _latest_notes(work, modelled, covered)
     union = [{"$match": {"_id": airline}},
              {"$unionWith": {"coll": p_c.name, "pipeline": [{"$match": {"airline": airline}}, {"$sort": {"_id": 1}}]}},
              {"$unionWith": {"coll": r_c.name, "pipeline": [{"$match": {"airline": airline}}, {"$sort": dict(by_time)}]}}]
@@ -395,7 +493,8 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
         "three queries": _read(lambda: (a_c.find_one({"_id": airline}), list(p_c.find(
             {"airline": airline}, sort=[("_id", 1)], batch_size=QUERY_BATCH)), list(r_c.find(
                 {"airline": airline}, sort=by_time, batch_size=QUERY_BATCH))), all_work)[0]}
-    return {"one aircraft's reports": Forms({"one find on {airline, icao24, timestamp}": one}),
+    return {"one aircraft's reports": Forms(track, teaching={
+                "one find on {airline, icao24, timestamp}, whole reports": _WHOLE}),
             "latest position of a fleet": Forms(forms, teaching=notes),
             "everything for an airline": Forms(everything, teaching={
                 "three queries": "counter-example: a round trip per collection"})}

@@ -78,22 +78,24 @@ def id_range(record_type: int, id_prefix: str) -> dict[str, Any]:
 
 
 def fleet_latest_pipeline(airline: str, collection: str = COLLECTION) -> list[dict[str, Any]]:
-    """One aggregate for the latest report of each aircraft of ``airline``: the fleet (its range of the
-    ``{recordType, _id}`` index), then a ``$lookup`` whose sub-pipeline reads the aircraft's report
-    range backwards and stops at one (``$limit: 1``; from MongoDB 5.0 the ``$gte``/``$lt`` of its
-    ``$expr`` use the index). One document per aircraft: ``{_id: icao24, timestamp, lat, lon}``.
-    Notebook 04 (4.12)."""
+    """One aggregate for the latest report of each aircraft of ``airline``: the fleet's keys (its range
+    of the ``{recordType, _id}`` index, which holds all the stage needs: a covered read), then a
+    ``$lookup`` whose sub-pipeline reads the aircraft's report range backwards and stops at one
+    (``$limit: 1``; from MongoDB 5.0 the ``$gte``/``$lt`` of its ``$expr`` use the index), projected to
+    what the map draws. One document per aircraft: ``{_id: icao24, timestamp, lat, lon}``. Notebook 04 (4.12)."""
     return [
         {"$match": id_range(AIRCRAFT, make_id(airline) + "_")},
         {"$sort": {"recordType": 1, "_id": 1}},
+        {"$project": {"_id": 1}},  # only the key: the index holds it
         {"$lookup": {"from": collection,  # the bounds of prefix_bounds(aircraft _id + "_")
                      "let": {"lo": {"$concat": ["$_id", "_"]}, "hi": {"$concat": ["$_id", "`"]}},
                      "pipeline": [{"$match": {"recordType": REPORT, "$expr": {"$and": [
                                       {"$gte": ["$_id", "$$lo"]}, {"$lt": ["$_id", "$$hi"]}]}}},
-                                  {"$sort": {"recordType": -1, "_id": -1}}, {"$limit": 1}],
+                                  {"$sort": {"recordType": -1, "_id": -1}}, {"$limit": 1},
+                                  {"$project": {"_id": 0, "icao24": 1, "timestamp": 1, "lat": 1, "lon": 1}}],
                      "as": "last"}},
         {"$unwind": "$last"},  # an aircraft with no report yet has no position
-        {"$project": {"_id": "$icao24", "timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}},
+        {"$project": {"_id": "$last.icao24", "timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}},
     ]
 
 
