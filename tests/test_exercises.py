@@ -459,6 +459,7 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
     for wrong in (485, 486, 502, 518, 520, 28):
         assert evaluate("1.5", wrong, workload=workload, costs=examined, by=by)[0] == "not right yet", wrong
     assert evaluate("1.5", 0, workload=workload, costs=examined, by=by)[0] == "not right yet"
+    assert evaluate("1.5", 519, workload=workload, costs=examined, by="keys examined / day")[0] == "correct"  # the notebook's
     # costs without the server's work (an engine that cannot explain): no flip to find, and the answer is 0
     assert evaluate("1.5", 519, workload=workload, costs=costs, by=by)[0] == "not right yet"
     assert evaluate("1.5", 0, workload=workload, costs=costs, by=by)[0] == "correct"
