@@ -40,7 +40,7 @@ def book_count_pipeline(answer: Any, *, authors: Any, books: Any) -> str | None:
             for a in authors.find({}).sort("_id", 1)]
     odd = next((d for d in got if sorted(d) != ["_id", "book_count", "name"]), None) if got else {}
     if odd is not None:
-        return (f"each document should have exactly _id, name, book_count; "
+        return ("each document should have exactly _id, name, book_count; "
                 + (f"author {shown(odd.get('_id'))}'s has {sorted(odd)}" if got else "the pipeline returns nothing"))
     if sorted(d["_id"] for d in got) != [d["_id"] for d in want]:
         return "one document per author is expected"
