@@ -12,7 +12,8 @@ registered with :func:`exercise`; it recomputes what is right from the
 data passed as context, so neither the expected value nor its formula is in the notebook.
 
 A check never raises on a wrong or missing answer: an unfinished exercise reports "not done yet"
-with its hint, so a student copy still runs top to bottom. Each result is recorded in the progress
+and nothing more (its hint comes with a wrong attempt, never before one: a hint often names the way
+to the answer), so a student copy still runs top to bottom. Each result is recorded in the progress
 file (``helpers.settings.progress_file()``: ``WORKBOOK_PROGRESS``, else
 ``~/.schema_workbook/progress.json``), which ``python3 workbook.py progress`` (``tools/progress.py``) reads:
 a file of the user's own in a folder no other user can write (:mod:`helpers.private`); when it cannot
@@ -44,6 +45,8 @@ __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file
 Checker = Callable[..., "str | None"]
 
 _ID = re.compile(r"^(\d+)\.(\d+)$")
+#: what an unanswered exercise's check says: no hint, which comes only with a wrong attempt
+NOT_DONE = "not done yet: set the answer in the cell above, run it, then run this check."
 #: the most characters of an answer a checker's message shows (:func:`shown`)
 SHOWN_MOST = 200
 
@@ -207,7 +210,7 @@ def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     reg = _registered(exercise_id)
     fn, hint = reg.fn, reg.hint
     if _not_done(answer):
-        return "not done yet", f"Exercise {exercise_id}: not done yet. Hint: {hint}"
+        return "not done yet", f"Exercise {exercise_id}: {NOT_DONE}"
     partial = _half_loaded(context)
     if partial:  # judged on part of the data, a right answer could fail and a wrong one pass
         return "not checked", f"Exercise {exercise_id}: not checked: {partial}"
@@ -230,7 +233,7 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
     """Check ``answer`` to exercise ``exercise_id`` ("N.k") against the data in ``context``.
 
     Prints one line, the same on every backend: ``Exercise N.k: correct.``, ``... not right yet:
-    <what is wrong>. Hint: ...`` or ``... not done yet. Hint: ...``; records the result for the
+    <what is wrong>. Hint: ...`` or ``... not done yet: ...`` (no hint before an attempt); records the result for the
     progress report (:func:`record_progress`; when it cannot, a second line says why and where).
     Data holding part of a load that did not finish is not judged: ``... not checked: <which
     collection, and to run the Setup cell again>``, and nothing is recorded. Returns nothing, so a
