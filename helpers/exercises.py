@@ -38,7 +38,7 @@ from . import backends, capabilities, private, safety, settings
 from .safety import PROGRESS, workbook_collection
 
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress",
-           "read_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids", "shown",
+           "read_progress", "reset_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids", "shown",
            "SHOWN_MOST"]
 
 #: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
@@ -430,3 +430,42 @@ def record_progress(exercise_id: str, passed: bool) -> str | None:
         return f"Progress not recorded: {path} cannot be written ({type(e).__name__}: {e.strerror or e})."
     except Exception as e:  # noqa: BLE001 - progress is a convenience: a check never fails because of it
         return f"Progress not recorded in {path}: {type(e).__name__}: {e}."
+
+
+def reset_progress(notebook: str | None = None) -> list[str]:
+    """Start the record again: forget every result (``notebook=None``) or one notebook's (``"02"``,
+    ``"2"`` or its file's stem, ``"02_outlier_pattern"``). Returns the notebooks forgotten (none when
+    there was nothing to forget). Updates the record as :func:`record_progress` does, under its lock;
+    raises :class:`ProgressRecordError` (which names the file, why and what to do) when the record
+    cannot be used, and leaves a file that is not a record byte for byte as it is. Only this record
+    (the file): what a server keeps for the instructor is the instructor's report of attempts."""
+    path = progress_file()
+    if notebook is not None:
+        wanted = str(notebook).strip()
+        number = f"{int(wanted):02d}" if wanted.isdigit() else None
+        if not wanted or (number is None and not _NOTEBOOK_KEY.match(wanted)):
+            raise ProgressRecordError(f"{notebook!r} is not a notebook: give its number (e.g. 02) or its "
+                                      f"file's name (e.g. 02_outlier_pattern)")
+
+    def forget(name: str) -> bool:
+        if notebook is None:
+            return True
+        if number is not None:  # "02": 02_outlier_pattern, or "notebook 02" (a check run outside Jupyter)
+            return name == f"notebook {number}" or re.match(rf"^{number}(?:_|$)", name) is not None
+        return name == wanted or name == Path(wanted).stem
+    try:
+        with private.locked(path.parent, path.name + ".lock", wait=LOCK_WAIT):
+            try:
+                data = _parse(path, _read_record(path))
+            except private.Missing:
+                return []
+            gone = sorted(nb for nb in data if forget(nb))
+            if gone:
+                kept = {nb: r for nb, r in data.items() if nb not in gone}
+                private.write(path.parent, path.name, json.dumps(kept, indent=1, sort_keys=True).encode("utf-8"))
+            return gone
+    except private.Unsafe as e:
+        raise _unsafe(path, e) from None
+    except OSError as e:
+        raise ProgressRecordError(f"{path}: the progress record cannot be written ({type(e).__name__}: "
+                                  f"{e.strerror or e}); {_fix(path)}.") from None
