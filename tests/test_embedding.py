@@ -210,6 +210,8 @@ def test_migrate_verify_and_switch_read_path(db):
     assert products.count_documents({"reviews": {"$exists": True}}) == 0
     assert e.product_page(products, 5, reviews=reviews)["reviews"] == old["reviews"]
     assert products.find_one({"_id": 5})["review_count"] == len(old["reviews"])
+    assert "review_count" not in e.product_page(products, 5, reviews=reviews)  # the cut-over's counter stays out of the page
+    assert "review_count" not in e.product_page_lookup(products, reviews, 5)
 
 
 def test_verify_migration_detects_loss_and_change(db):

@@ -460,6 +460,7 @@ def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():
     for wrong in (485, 486, 502, 518, 520, 28):
         assert evaluate("1.5", wrong, workload=workload, costs=examined, by=by)[0] == "not right yet", wrong
     assert evaluate("1.5", 0, workload=workload, costs=examined, by=by)[0] == "not right yet"
+    assert evaluate("1.5", 519, workload=workload, costs=examined, by="keys examined / day")[0] == "correct"  # the notebook's
     # costs without the server's work (an engine that cannot explain): no flip to find, and the answer is 0
     assert evaluate("1.5", 519, workload=workload, costs=costs, by=by)[0] == "not right yet"
     assert evaluate("1.5", 0, workload=workload, costs=costs, by=by)[0] == "correct"
@@ -494,6 +495,9 @@ def test_checks_of_notebook_01_accept_every_right_form_and_refuse_wrong_evidence
     count = {"$project": {"_id": 1, "name": 1, "book_count": {"$size": "$b"}}}
     for right in ([{"$sort": {"_id": 1}}, join, count], [join, count, {"$sort": {"_id": 1}}]):
         assert evaluate("1.2", right, authors=authors, books=books)[0] == "correct"
+    extra = {"$project": {"_id": 1, "name": 1, "book_count": {"$size": "$b"}, "b": 1}}
+    status, line = evaluate("1.2", [{"$sort": {"_id": 1}}, join, extra], authors=authors, books=books)
+    assert status == "not right yet" and "exactly _id, name, book_count" in line, line
     status, line = evaluate("1.2", [join, count], authors=authors, books=books)  # stored in _id order only
     assert status == "not right yet" and "sorted by _id" in line
     assert "exercise_1_2_authors_reordered" not in db.list_collection_names()
@@ -516,8 +520,10 @@ def test_checks_of_notebook_01_accept_every_right_form_and_refuse_wrong_evidence
     assert evaluate("1.3", {"A": ("reference", "largest product, bytes"), "B": b, "C": c},
                     measured=measured)[0] == "not right yet"
     unexplained = {**measured, "product page docs examined, embedded": None, "product page docs examined, referenced": None}
-    a = ("embed", "product page docs examined, referenced")  # the engine did not explain: the key still names the evidence
-    assert evaluate("1.3", {"A": a, "B": b, "C": c}, measured=unexplained)[0] == "correct"
+    a = ("embed", "product page docs examined, referenced")  # the engine did not explain: no figure, no evidence
+    status, line = evaluate("1.3", {"A": a, "B": b, "C": c}, measured=unexplained)
+    assert status == "not right yet" and "largest product, bytes" in line, line
+    assert evaluate("1.3", {"A": ("embed", "largest product, bytes"), "B": b, "C": c}, measured=unexplained)[0] == "correct"
     backwards = {**measured, "product page docs examined, embedded": 9}
     assert evaluate("1.3", {"A": a, "B": b, "C": c}, measured=backwards)[0] == "not right yet"
 

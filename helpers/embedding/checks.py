@@ -38,14 +38,18 @@ def book_count_pipeline(answer: Any, *, authors: Any, books: Any) -> str | None:
     per_author = Counter(a for b in books.find({}, {"author_ids": 1}) for a in b["author_ids"])
     want = [{"_id": a["_id"], "name": a["name"], "book_count": per_author[a["_id"]]}
             for a in authors.find({}).sort("_id", 1)]
-    if [sorted(d) for d in got[:1]] != [["_id", "book_count", "name"]]:
-        return (f"each document should have exactly _id, name, book_count; "
-                f"the first has {sorted(got[0]) if got else 'nothing'}")
+    odd = next((d for d in got if sorted(d) != ["_id", "book_count", "name"]), None) if got else {}
+    if odd is not None:
+        return ("each document should have exactly _id, name, book_count; "
+                + (f"author {shown(odd.get('_id'))}'s has {sorted(odd)}" if got else "the pipeline returns nothing"))
     if sorted(d["_id"] for d in got) != [d["_id"] for d in want]:
         return "one document per author is expected"
-    wrong = [(g["_id"], g["book_count"]) for g, w in zip(sorted(got, key=lambda d: d["_id"]), want) if g != w]
+    wrong = [(g, w) for g, w in zip(sorted(got, key=lambda d: d["_id"]), want) if g != w]
     if wrong:
-        return f"author {wrong[0][0]}: book_count {wrong[0][1]} is not their number of books"
+        g, w = wrong[0]
+        if g.get("name") != w["name"]:
+            return f"author {shown(g['_id'])}: name {shown(g.get('name'))} is not their name"
+        return f"author {shown(g['_id'])}: book_count {shown(g['book_count'])} is not their number of books"
     db = authors.database
     reordered = workbook_collection(db, _REORDERED)
     try:
@@ -99,6 +103,10 @@ def embed_or_reference(answer: Any, *, measured: dict[str, Any]) -> str | None:
         if evidence not in supports:
             return (f"workload {w}: {shown(evidence)} ({shown(measured[evidence])}) is no evidence for "
                     f"{shown(fit)} here: it ties, or it measures something else")
+        if measured[evidence] is None:  # e.g. documents examined where the engine cannot explain (caps.explain)
+            other = next((k for k in supports if measured.get(k) is not None), None)
+            return (f"workload {w}: {shown(evidence)} is None in this run (this engine did not measure it)"
+                    + (f": name a figure it measured, such as {shown(other)}" if other else ""))
         embedded, referenced = (measured.get(k) for k in _EXAMINED)
         if evidence in _EXAMINED and None not in (embedded, referenced) and not embedded < referenced:
             return f"workload {w}: in this run the page examines {embedded} documents embedded, {referenced} referenced"

@@ -598,10 +598,11 @@ def push_reviews_until_limit(products: Any, product_id: Any, reviews: Sequence[D
 def product_page(products: Any, product_id: Any, *, reviews: Any = None) -> Document | None:
     """The read path: a product with its reviews, from the array or (``reviews=``) the collection.
 
-    With ``reviews=``, two queries: the product, then its reviews by date (the index
+    With ``reviews=``, two queries: the product (without ``review_count``, the cut-over's counter),
+    then its reviews by date (the index
     ``{product_id: 1, date: 1}`` serves both the filter and the order), all in the first batch."""
     _check_collection(products, "products")
-    product = products.find_one({"_id": product_id}, None if reviews is None else {"reviews": 0})
+    product = products.find_one({"_id": product_id}, None if reviews is None else {"reviews": 0, "review_count": 0})
     if product is None or reviews is None:
         return product
     _check_collection(reviews, "reviews")
@@ -614,7 +615,8 @@ def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Documen
     """The referenced read path in one round trip: one ``aggregate``, ``$match`` then ``$lookup``.
 
     ``$lookup`` joins the reviews whose ``product_id`` equals the product's ``_id``, by date (the
-    index ``{product_id: 1, date: 1}`` serves both), without the bookkeeping fields, as ``reviews``:
+    index ``{product_id: 1, date: 1}`` serves both), without the bookkeeping fields (the product's
+    ``review_count`` from the cut-over, the reviews' ``product_id`` and ``n``), as ``reviews``:
     the same page as :func:`product_page` with ``reviews=``, which sends two queries. The joined
     page is one document, so it is held to the 16 MiB limit.
     """
@@ -622,6 +624,7 @@ def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Documen
     _check_collection(reviews, "reviews")
     pipeline = [
         {"$match": {"_id": product_id}},
+        {"$project": {"review_count": 0}},  # the cut-over's counter: the page counts its reviews
         {"$lookup": {"from": reviews.name, "localField": "_id", "foreignField": "product_id",
                      "pipeline": [{"$sort": {"date": 1}}, {"$project": {"_id": 0, "product_id": 0, "n": 0}}],
                      "as": "reviews"}},
