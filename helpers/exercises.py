@@ -12,7 +12,8 @@ registered with :func:`exercise`; it recomputes what is right from the
 data passed as context, so neither the expected value nor its formula is in the notebook.
 
 A check never raises on a wrong or missing answer: an unfinished exercise reports "not done yet"
-with its hint, so a student copy still runs top to bottom. Each result is recorded in the progress
+and nothing more (its hint comes with a wrong attempt, never before one: a hint often names the way
+to the answer), so a student copy still runs top to bottom. Each result is recorded in the progress
 file (``helpers.settings.progress_file()``: ``WORKBOOK_PROGRESS``, else
 ``~/.schema_workbook/progress.json``), which ``python3 workbook.py progress`` (``tools/progress.py``) reads:
 a file of the user's own in a folder no other user can write (:mod:`helpers.private`); when it cannot
@@ -37,13 +38,15 @@ from . import backends, capabilities, private, safety, settings
 from .safety import PROGRESS, workbook_collection
 
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress",
-           "read_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids", "shown",
+           "read_progress", "reset_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids", "shown",
            "SHOWN_MOST"]
 
 #: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
 Checker = Callable[..., "str | None"]
 
 _ID = re.compile(r"^(\d+)\.(\d+)$")
+#: what an unanswered exercise's check says: no hint, which comes only with a wrong attempt
+NOT_DONE = "not done yet: set the answer in the cell above, run it, then run this check."
 #: the most characters of an answer a checker's message shows (:func:`shown`)
 SHOWN_MOST = 200
 
@@ -207,7 +210,7 @@ def evaluate(exercise_id: str, answer: Any, **context: Any) -> tuple[str, str]:
     reg = _registered(exercise_id)
     fn, hint = reg.fn, reg.hint
     if _not_done(answer):
-        return "not done yet", f"Exercise {exercise_id}: not done yet. Hint: {hint}"
+        return "not done yet", f"Exercise {exercise_id}: {NOT_DONE}"
     partial = _half_loaded(context)
     if partial:  # judged on part of the data, a right answer could fail and a wrong one pass
         return "not checked", f"Exercise {exercise_id}: not checked: {partial}"
@@ -230,7 +233,7 @@ def check(exercise_id: str, answer: Any, **context: Any) -> None:
     """Check ``answer`` to exercise ``exercise_id`` ("N.k") against the data in ``context``.
 
     Prints one line, the same on every backend: ``Exercise N.k: correct.``, ``... not right yet:
-    <what is wrong>. Hint: ...`` or ``... not done yet. Hint: ...``; records the result for the
+    <what is wrong>. Hint: ...`` or ``... not done yet: ...`` (no hint before an attempt); records the result for the
     progress report (:func:`record_progress`; when it cannot, a second line says why and where).
     Data holding part of a load that did not finish is not judged: ``... not checked: <which
     collection, and to run the Setup cell again>``, and nothing is recorded. Returns nothing, so a
@@ -427,3 +430,42 @@ def record_progress(exercise_id: str, passed: bool) -> str | None:
         return f"Progress not recorded: {path} cannot be written ({type(e).__name__}: {e.strerror or e})."
     except Exception as e:  # noqa: BLE001 - progress is a convenience: a check never fails because of it
         return f"Progress not recorded in {path}: {type(e).__name__}: {e}."
+
+
+def reset_progress(notebook: str | None = None) -> list[str]:
+    """Start the record again: forget every result (``notebook=None``) or one notebook's (``"02"``,
+    ``"2"`` or its file's stem, ``"02_outlier_pattern"``). Returns the notebooks forgotten (none when
+    there was nothing to forget). Updates the record as :func:`record_progress` does, under its lock;
+    raises :class:`ProgressRecordError` (which names the file, why and what to do) when the record
+    cannot be used, and leaves a file that is not a record byte for byte as it is. Only this record
+    (the file): what a server keeps for the instructor is the instructor's report of attempts."""
+    path = progress_file()
+    if notebook is not None:
+        wanted = str(notebook).strip()
+        number = f"{int(wanted):02d}" if wanted.isdigit() else None
+        if not wanted or (number is None and not _NOTEBOOK_KEY.match(wanted)):
+            raise ProgressRecordError(f"{notebook!r} is not a notebook: give its number (e.g. 02) or its "
+                                      f"file's name (e.g. 02_outlier_pattern)")
+
+    def forget(name: str) -> bool:
+        if notebook is None:
+            return True
+        if number is not None:  # "02": 02_outlier_pattern, or "notebook 02" (a check run outside Jupyter)
+            return name == f"notebook {number}" or re.match(rf"^{number}(?:_|$)", name) is not None
+        return name == wanted or name == Path(wanted).stem
+    try:
+        with private.locked(path.parent, path.name + ".lock", wait=LOCK_WAIT):
+            try:
+                data = _parse(path, _read_record(path))
+            except private.Missing:
+                return []
+            gone = sorted(nb for nb in data if forget(nb))
+            if gone:
+                kept = {nb: r for nb, r in data.items() if nb not in gone}
+                private.write(path.parent, path.name, json.dumps(kept, indent=1, sort_keys=True).encode("utf-8"))
+            return gone
+    except private.Unsafe as e:
+        raise _unsafe(path, e) from None
+    except OSError as e:
+        raise ProgressRecordError(f"{path}: the progress record cannot be written ({type(e).__name__}: "
+                                  f"{e.strerror or e}); {_fix(path)}.") from None

@@ -479,6 +479,15 @@ def test_the_map_is_one_aggregate_with_every_aircrafts_latest_report(backend, db
         with count_commands() as cost:
             assert bk.latest_positions(coll, design=design) == want
         assert cost.round_trips == 1 and cost.docs_returned == len(want) and cost.default_batch_getmores == 0
+    colls[bk.DOCUMENTS].create_index(bk.TIME_KEY)
+    colls[bk.BUCKETS].create_index(bk.START_KEY)  # hinted by the map with since
+    since = max(r["time"] for r in reports) - dt.timedelta(minutes=20)
+    recent = [r for r in want if r["time"] >= since]
+    assert 0 < len(recent) < len(want)
+    for design, coll in colls.items():  # the map of the aircraft heard since: a $match on time first
+        with count_commands() as cost:
+            assert bk.latest_positions(coll, design=design, since=since) == recent
+        assert cost.round_trips == 1 and cost.docs_returned == len(recent)
     with pytest.raises(ValueError, match="design must be one of"):
         bk.latest_positions(colls[bk.DOCUMENTS], design="tables")
 

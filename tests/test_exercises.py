@@ -46,7 +46,8 @@ def test_unanswered_and_half_answered(capsys, tmp_path, monkeypatch):
     check("98.1", (None, None))
     assert evaluate("98.1", (1, None))[0] == "not right yet"  # half an answer is checked, and fails
     out = capsys.readouterr().out
-    assert out.count("Exercise 98.1: not done yet. Hint: five") == 2
+    assert out.count(f"Exercise 98.1: {exercises.NOT_DONE}") == 2
+    assert "Hint" not in out and "five" not in out, "no hint before an attempt"
     assert json.loads((tmp_path / "p.json").read_text()) == {"notebook 98": {"98.1": False}}
 
 

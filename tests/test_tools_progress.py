@@ -25,6 +25,48 @@ def test_progress_is_recorded_and_reported(tmp_path, monkeypatch):
     assert "02_outlier_pattern: 1/2 exercises pass" in shown
 
 
+def _record(tmp_path, monkeypatch) -> dict:
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    for session, results in (("notebooks/02_outlier_pattern.ipynb", {"2.1": True, "2.2": False}),
+                             ("notebooks/03_tree_patterns.ipynb", {"3.1": True}), ("", {"12.1": True})):
+        monkeypatch.setenv("JPY_SESSION_NAME", session)
+        for ex, passed in results.items():
+            record_progress(ex, passed)
+    return {**os.environ, "WORKBOOK_PROGRESS": str(tmp_path / "p.json")}
+
+
+@pytest.mark.parametrize("which, forgotten", [("02", ["02_outlier_pattern"]), ("2", ["02_outlier_pattern"]),
+                                              ("02_outlier_pattern", ["02_outlier_pattern"]),
+                                              ("12", ["notebook 12"]), ("05", [])])
+def test_reset_forgets_one_notebook_and_keeps_the_others(tmp_path, monkeypatch, which, forgotten):
+    _record(tmp_path, monkeypatch)
+    before = progress.progress()
+    assert progress.reset(which) == forgotten
+    assert progress.progress() == {nb: r for nb, r in before.items() if nb not in forgotten}
+
+
+def test_reset_from_the_command_line(tmp_path, monkeypatch):
+    env = _record(tmp_path, monkeypatch)
+    run = [sys.executable, "-m", "tools.cli", "progress", "--reset"]
+    one = subprocess.run([*run, "03"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert one.returncode == 0 and "Forgot the results of 03_tree_patterns." in one.stdout
+    assert "02_outlier_pattern: 1/2 exercises pass" in one.stdout and "03_tree" not in one.stdout.split("\n", 1)[1]
+    again = subprocess.run([*run, "03"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert "Nothing to forget: no result recorded for notebook 03." in again.stdout
+    every = subprocess.run(run, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert every.returncode == 0 and progress.progress() == {} and "No exercise checked yet" in every.stdout
+    bad = subprocess.run([*run, "../x"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert bad.returncode == 2 and "is not a notebook" in bad.stderr
+
+
+def test_reset_leaves_a_file_that_is_not_a_record_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    (tmp_path / "p.json").write_text('{"cells": [], "nbformat": 4}')
+    with pytest.raises(progress.ProgressError, match="is a notebook"):
+        progress.reset()
+    assert (tmp_path / "p.json").read_text() == '{"cells": [], "nbformat": 4}'
+
+
 def test_no_progress_yet_says_where_it_is_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "none.json"))
     assert progress.progress() == {}

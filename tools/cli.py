@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("setup", help="only set up .venv and the typed copies of the data files")
     copies = sub.add_parser("student-copies", help="student copies of every notebook (solutions removed)")
     copies.add_argument("dir", nargs="?", metavar="DIR", help="where to write them (default: student/)")
-    sub.add_parser("progress", help="which exercises of which notebook pass, for this learner")
+    prog_local = sub.add_parser("progress", help="which exercises of which notebook pass, for this learner")
+    prog_local.add_argument("--reset", nargs="?", const="all", metavar="NN",
+                            help="start the record again: of notebook NN (e.g. 02), or of every notebook")
     site = sub.add_parser("html", help="a static HTML build of the executed notebooks")
     site.add_argument("dir", nargs="?", metavar="DIR", help="where to write it (default: site/)")
     advise = sub.add_parser("advise", help="review a database for schema anti-patterns, read only",
@@ -118,6 +120,10 @@ def main(argv: list[str]) -> int:
         from tools import progress
 
         try:
+            if args.reset is not None:
+                gone = progress.reset(None if args.reset == "all" else args.reset)
+                print(f"Forgot the results of {', '.join(gone)}." if gone else "Nothing to forget: no result recorded"
+                      + ("" if args.reset == "all" else f" for notebook {args.reset}") + ".")
             print(progress.report())
         except progress.ProgressError as e:
             print(e, file=sys.stderr)

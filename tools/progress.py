@@ -1,11 +1,13 @@
 """Read the progress records: which exercises of which notebook pass, for this learner or the class.
 
     python3 workbook.py progress                                  # this learner (the local file)
+    python3 workbook.py progress --reset [NN]                     # start it again (notebook NN, or all)
     python3 workbook.py class progress [--json] [--html FILE]     # every learner on MONGODB_URI
 
 ``helpers.exercises.check`` writes the record (a JSON file, ``{notebook: {exercise: passed}}``) at
 ``helpers.settings.progress_file()`` and, on a server, one document per exercise in the learner's
-own database (``workbook_progress``); this tool only reads them. ``class progress`` needs only the
+own database (``workbook_progress``); this tool reads them, and ``--reset`` starts the local
+record again. ``class progress`` needs only the
 rights to list the server's databases and read the workbook's (the readAnyDatabase role). A learner
 may write anything into their own database, so it reads a bounded amount of each (one record per
 exercise with a checker, three typed values of each; other records only counted) and shows a record
@@ -19,9 +21,9 @@ import sys
 from typing import Any
 
 from helpers import settings
-from helpers.exercises import ProgressRecordError, read_progress
+from helpers.exercises import ProgressRecordError, read_progress, reset_progress
 
-__all__ = ["ProgressError", "progress", "report", "class_progress", "class_report", "class_html", "MAX_RECORD_BYTES",
+__all__ = ["ProgressError", "progress", "reset", "report", "class_progress", "class_report", "class_html", "MAX_RECORD_BYTES",
            "MAX_IGNORED", "CLOCK_SKEW"]
 
 
@@ -33,6 +35,12 @@ def progress() -> dict[str, dict[str, bool]]:
     """Every recorded exercise result, by notebook: read as ``helpers.check`` writes it (a regular
     file of the learner's own, in a folder nobody else can write; never a link or a FIFO)."""
     return read_progress()
+
+
+def reset(notebook: str | None = None) -> list[str]:
+    """Forget the recorded results of ``notebook`` (``"02"`` or ``"02_outlier_pattern"``), or of every
+    notebook: the notebooks forgotten (``helpers.exercises.reset_progress``)."""
+    return reset_progress(notebook)
 
 
 def report() -> str:

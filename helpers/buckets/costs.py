@@ -105,6 +105,9 @@ def _index_in_order(collection: Any, filter: dict, sort: list[tuple[str, int]]) 
     fixed = {f for f, v in filter.items() if not (isinstance(v, dict) and any(str(k).startswith("$") and k != "$eq"
                                                                             for k in v))}
     wanted = [(f, d) for f, d in sort if f not in fixed]
+    ranges = set(filter) - fixed  # an index holds them in order only where they bound its first sorted field
+    if ranges and (not wanted or ranges != {wanted[0][0]}):
+        return None  # a range on another field: a real MongoDB may well prefer that field's index, then sort
     for index in collection.list_indexes():
         key = list(dict(index["key"]).items())
         while key and key[0][0] in fixed:

@@ -330,6 +330,8 @@ def track(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, 
 DOCUMENTS, BUCKETS, TIMESERIES = "one document per report", "buckets", "time series collection"
 DESIGNS = (DOCUMENTS, BUCKETS, TIMESERIES)
 REPORT_KEY = [("icao24", 1), ("time", 1)]  #: one document per report: the (aircraft, time) index
+TIME_KEY = [("time", 1)]  #: one document per report: the recent reports (the map) and a day's drop
+START_KEY = [("start", 1)]  #: buckets: the recent buckets (the map) and a day's drop; ``start`` never changes
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
@@ -421,21 +423,31 @@ def latest(collection: Any, icao24: str, *, design: str, batch_size: int = BATCH
     return collection.find_one({"icao24": icao24}, {"_id": 0}, sort=[("icao24", 1), ("time", -1)])
 
 
-def latest_positions(collection: Any, *, design: str, batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
-    """The live map: every aircraft's latest report, in ``icao24`` order, in one aggregate (introduced
-    in notebook 08). A ``$sort`` in the order of the design's index (``(icao24, time)`` read backwards;
-    buckets: :data:`LATEST_KEY`) and a ``$group`` that keeps each aircraft's first, the form a real MongoDB can answer from the index
-    (a ``DISTINCT_SCAN``: one key per aircraft); a bucket is then trimmed on the server to its latest report."""
+def latest_positions(collection: Any, *, design: str, since: _dt.datetime | None = None,
+                     batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
+    """The live map: the latest report of every aircraft heard at or after ``since``, in ``icao24``
+    order, in one aggregate (introduced in notebook 08). A ``$match`` on recent time first, served by
+    :data:`TIME_KEY` (buckets: ``last`` at or after ``since``, bounded by :data:`START_KEY`, since a
+    bucket's reports are of its own hour), then a ``$sort`` newest first and a ``$group`` that keeps
+    each aircraft's first; a bucket is then trimmed on the server to its latest report. With ``since``,
+    the buckets' collection needs the :data:`START_KEY` index (hinted: SecantusDB plans a filter on two
+    fields as a collection scan). ``since=None``: every aircraft the collection keeps (the counter-example: under 30 days' retention,
+    every aircraft heard in 30 days)."""
     if design == BUCKETS:
-        pipeline = [{"$sort": {"icao24": 1, "last": -1}},
+        match = [] if since is None else [{"$match": {"start": {"$gt": since - SPAN}, "last": {"$gte": since}}}]
+        pipeline = match + [{"$sort": {"icao24": 1, "last": -1}},
                     {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
                     {"$replaceRoot": {"newRoot": {"$mergeObjects": [{"icao24": "$_id"}, {"$arrayElemAt": [{"$filter": {
                         "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}]}}}]
-        found = collection.aggregate(pipeline, batchSize=batch_size)
+        info = info_of(collection)  # a hint where the engine has indexes (the mock has none: a no-op there)
+        hint = {"hint": dict(START_KEY)} if since is not None and (info is None or info.caps.indexes) else {}
+        found = collection.aggregate(pipeline, batchSize=batch_size, **hint)
     else:
         _design(design)
-        pipeline = [{"$sort": {"icao24": -1, "time": -1}}, {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
-                    {"$replaceRoot": {"newRoot": "$report"}}, {"$project": {"_id": 0}}]
+        match = [] if since is None else [{"$match": {"time": {"$gte": since}}}]
+        pipeline = match + [{"$sort": {"icao24": -1, "time": -1}},
+                            {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
+                            {"$replaceRoot": {"newRoot": "$report"}}, {"$project": {"_id": 0}}]
         found = collection.aggregate(pipeline, batchSize=batch_size)
     return sorted(found, key=lambda r: r["icao24"])
 

@@ -4,8 +4,9 @@ A page view or a comment is priced in round trips, documents and bytes (``helper
 ``helpers.benchmark``) and in index keys written (``count_commands(index_keys=...)``); this part adds
 the keys and documents the server examines, read from the explain of each ``find`` an operation
 amounts to. A page that joins with ``$lookup`` is explained as the two finds it runs (the post by
-``_id``, then the joined documents by ``post_id`` in order), since an aggregate's explain need not
-report what its ``$lookup`` examined; a write as the find of the document it changes, by ``_id``
+``_id``, then the joined documents by ``post_id`` in order): SecantusDB's aggregate explain gives
+keys and documents examined for the ``$match`` only, its ``$lookup`` stage none (a MongoDB 5.0+
+``executionStats`` explain reports them for the ``$lookup`` too); a write as the find of the document it changes, by ``_id``
 (SecantusDB plans an ``_id`` equality with further conditions as a collection scan, where a real
 MongoDB uses the ``_id`` index: docs/ENGINES.md). Only where the engine explains faithfully
 (``caps.explain``); elsewhere the bill leaves the columns out, never zero.

@@ -592,24 +592,26 @@ def read_post(db: Any, post_id: Any, *, bucket_size: int | None = None) -> dict[
 def read_post_lookup(db: Any, post_id: Any, *, bucket_size: int | None = None) -> dict[str, Any]:
     """The same page as :func:`read_post` in one round trip: one ``aggregate``, the post, and by
     ``$lookup`` on the overflow index's ``post_id`` its overflow in order (for an unflagged post the
-    lookup finds nothing). Notebook 02, section 2.4.
+    lookup finds nothing), unwrapped on the server: the reply holds the page's comments only, one
+    array, no overflow document around each (lost markers left out). Notebook 02, section 2.4.
     """
     _check_post_id(post_id)
     bucket_size = _check_bucket_size(bucket_size)
-    order, fields = (("seq", {"_id": 0, "comment": 1, "lost": 1}) if bucket_size is None
-                     else ("bucket", {"_id": 0, "comments.comment": 1, "comments.lost": 1}))
+    pipeline = ([{"$sort": {"seq": 1}}] if bucket_size is None else   # a bucket's entries are in seq order
+                [{"$sort": {"bucket": 1}}, {"$unwind": "$comments"}, {"$replaceRoot": {"newRoot": "$comments"}}])
+    pipeline.append({"$project": {"_id": 0, "comment": 1, "lost": 1}})
+    kept = {"$filter": {"input": "$overflow", "as": "e", "cond": {"$ne": ["$$e.lost", True]}}}
     pages = db[POSTS].aggregate([
         {"$match": {"_id": post_id}},
         {"$lookup": {"from": _overflow_name(bucket_size), "localField": "_id", "foreignField": "post_id",
-                     "pipeline": [{"$sort": {order: 1}}, {"$project": fields}], "as": "overflow"}},
+                     "pipeline": pipeline, "as": "overflow"}},
+        {"$set": {"comments": {"$concatArrays": [{"$ifNull": ["$comments", []]},
+                                                 {"$map": {"input": kept, "as": "e", "in": "$$e.comment"}}]}}},
+        {"$project": {"overflow": 0}},
     ], batchSize=2)  # one document at most: with room for two, the first reply says it is the last
     post = next(iter(pages), None)
     if post is None:
         raise _not_found(db, post_id)
-    overflow = post.pop("overflow")
-    entries = overflow if bucket_size is None else [e for b in overflow for e in b.get("comments", [])]
-    post["comments"] = list(post.get("comments") or []) + [e["comment"] for e in entries
-                                                           if e.get("lost") is not True]
     return post
 
 
