@@ -39,6 +39,11 @@ TEACHING = {
                                        "bulk_write sends both",
     ("move", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                       "unique index on path refuses a taken path itself",
+    ("breadcrumbs", "find_one, the names"): "the names as fields of an array (with their keys); one aggregate "
+                                            "returns them as one string ($reduce), fewer bytes",
+    ("rename", "one bulk_write in a transaction"): "the same bulk in a transaction: all or nothing, and the "
+                                                   "commit a round trip more; the bill takes display copies "
+                                                   "that may be a moment stale (the Extended Reference pattern)",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
 }

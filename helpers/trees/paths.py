@@ -115,8 +115,9 @@ class MaterializedPaths(_Pattern):
         return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
 
     def breadcrumbs(self, node: Any) -> list[str]:
-        """Names from the root down to the node, its own last: one read of the node (the path holds them)."""
-        return self._path(node).split(SEPARATOR)[1:]
+        """Names from the root down to the node, its own last: one read of the node's path alone
+        (the path holds them; no ``_id`` travels back)."""
+        return self._require(node, {"_id": 0, "path": 1})["path"].split(SEPARATOR)[1:]
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
