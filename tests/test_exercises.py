@@ -192,7 +192,7 @@ def test_checks_of_notebook_03_recompute_from_the_categories_and_count_what_answ
     products.create_index("category_id")
 
     def competent(tree, batch=1000):
-        walk = getattr(tree, "graph_descendants", tree.descendants)
+        walk = getattr(tree, "graph_descendants", getattr(tree, "lookup_descendants", tree.descendants))
         return lambda c: sorted(d["_id"] for d in products.find({"category_id": {"$in": [c, *walk(c)]}}, {"_id": 1},
                                                                  batch_size=batch))
 

@@ -96,9 +96,9 @@ def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
     return _crumbs(answer, categories, node)
 
 
-@exercise("3.2", hint="per pattern: one read of the categories in the subtree in the pattern's fastest form "
-                      "($graphLookup over references, one indexed query on an ancestors array, the path then "
-                      "its prefix for materialized paths), then one $in query on category_id with batch_size",
+@exercise("3.2", hint="per pattern: one aggregate that walks down in the pattern's fastest form ($graphLookup "
+                      "over references, a $match on an ancestors array, a $lookup on the path's key range for "
+                      "materialized paths), then $lookup from the products on category_id, with batchSize",
           query_result=True)
 def products_under(answer: Any, *, products: Any, categories: Any, category: Any, patterns: Any) -> str | None:
     """Call each pattern's function on ``category`` and on a small category below it, counting

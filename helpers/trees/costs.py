@@ -39,6 +39,13 @@ TEACHING = {
                                        "bulk_write sends both",
     ("move", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                       "unique index on path refuses a taken path itself",
+    ("breadcrumbs", "find_one, the names"): "the names as fields of an array (with their keys); one aggregate "
+                                            "returns them as one string ($reduce), fewer bytes",
+    ("descendants", "the path, then its prefix"): "the obvious form: read the node's path, then query its "
+                                                  "prefix; one aggregate joins the key range with $lookup (let, $expr)",
+    ("rename", "one bulk_write in a transaction"): "the same bulk in a transaction: all or nothing, and the "
+                                                   "commit a round trip more; the bill takes display copies "
+                                                   "that may be a moment stale (the Extended Reference pattern)",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
 }
@@ -221,10 +228,14 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
     for stage in stages[1:]:
         if "$lookup" in stage:
             spec = stage["$lookup"]
-            if "pipeline" in spec or "localField" not in spec:
-                raise TreeError("server_work replays a $lookup with localField and foreignField only")
-            reads = [(spec["from"], {spec["foreignField"]: {"$in": _values(_value(d, spec["localField"]))}})
-                     for d in inputs]
+            if "pipeline" in spec and "localField" not in spec:
+                reads = [(spec["from"], _let_filter(database, coll, spec, d)) for d in inputs]
+            elif "localField" not in spec:
+                raise TreeError("server_work replays a $lookup with localField and foreignField, or with let "
+                                "and a sub-pipeline that starts with a $match of $expr comparisons")
+            else:
+                reads = [(spec["from"], {spec["foreignField"]: {"$in": _values(_value(d, spec["localField"]))}})
+                         for d in inputs]
         elif "$graphLookup" in stage:
             reads = [(stage["$graphLookup"]["from"], q) for d in inputs
                      for q in _graph_reads(database, stage["$graphLookup"], d)]
@@ -234,6 +245,35 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
             k, d = _found(database, target, query, ranges)
             keys, docs = keys + k, docs + d
     return keys, docs
+
+
+_COMPARISONS = ("$eq", "$lt", "$lte", "$gt", "$gte")
+
+
+def _let_filter(database: Any, coll: str, spec: Mapping[str, Any], doc: Mapping[str, Any]) -> dict:
+    """The ``find`` filter a ``$lookup`` sub-pipeline's leading ``$match`` of ``$expr`` comparisons
+    (``$eq``, ``$lt``, ``$lte``, ``$gt``, ``$gte`` between a field and a ``let`` variable, joined by
+    ``$and``) stands for, with the variables computed for ``doc``: what MongoDB 5.0 and later scans
+    in the ``from`` collection's index for it."""
+    stages = list(spec.get("pipeline") or [])
+    expr = stages[0].get("$match", {}).get("$expr") if stages else None
+    terms = expr.get("$and", [expr]) if isinstance(expr, Mapping) else []
+    with paused():
+        values = next(iter(database[coll].aggregate([{"$match": {"_id": doc["_id"]}},
+                                                     {"$project": {"_id": 0, **dict(spec.get("let", {}))}}])), {})
+    query: dict[str, dict] = {}
+    for term in terms:
+        op, args = next(iter(term.items())) if isinstance(term, Mapping) and len(term) == 1 else (None, None)
+        if op not in _COMPARISONS or not isinstance(args, list) or len(args) != 2:
+            raise TreeError(f"server_work replays $expr comparisons of a field with a let variable, not {term!r}")
+        field, var = args
+        if not (isinstance(field, str) and field.startswith("$") and not field.startswith("$$")
+                and isinstance(var, str) and var.startswith("$$") and var[2:] in values):
+            raise TreeError(f"server_work replays $expr comparisons of a field with a let variable, not {term!r}")
+        query.setdefault(field[1:], {})[op] = values[var[2:]]
+    if not query:
+        raise TreeError("server_work replays a $lookup sub-pipeline that starts with a $match of $expr comparisons")
+    return query
 
 
 def server_work(database: Any, commands: Sequence[Mapping[str, Any]]) -> tuple[int, int]:

@@ -36,7 +36,8 @@ class MaterializedPaths(_Pattern):
 
     pattern = "materialized paths"
     indexes = (("path", {"unique": True}),)
-    forms = {"move": {"the unique index checks": "move", "a query checks first": "move_checking_first"},
+    forms = {"descendants": {"one $lookup, a key range": "lookup_descendants", "the path, then its prefix": "descendants"},
+             "move": {"the unique index checks": "move", "a query checks first": "move_checking_first"},
              "rename": {"the unique index checks": "rename", "a query checks first": "rename_checking_first"}}
 
     def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
@@ -115,8 +116,9 @@ class MaterializedPaths(_Pattern):
         return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
 
     def breadcrumbs(self, node: Any) -> list[str]:
-        """Names from the root down to the node, its own last: one read of the node (the path holds them)."""
-        return self._path(node).split(SEPARATOR)[1:]
+        """Names from the root down to the node, its own last: one read of the node's path alone
+        (the path holds them; no ``_id`` travels back)."""
+        return self._require(node, {"_id": 0, "path": 1})["path"].split(SEPARATOR)[1:]
 
     def ancestors(self, node: Any) -> list[Any]:
         """Ids from the root down to the parent: read the path, then fetch each prefix (``$in``)."""
@@ -135,6 +137,22 @@ class MaterializedPaths(_Pattern):
         """Sorted ids of the whole subtree: read the path, then one anchored prefix regex."""
         path = self._path(node)
         return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}, batch_size=BATCH))
+
+    def lookup_descendants(self, node: Any) -> list[Any]:
+        """The same ids from one aggregate: the node, then a ``$lookup`` on the same collection for the
+        key range of the paths below its own (``let`` bounds, ``$gte``/``$lt`` in ``$expr``: served by the
+        ``path`` index since MongoDB 5.0)."""
+        within = {"$and": [{"$gte": ["$path", "$$lo"]}, {"$lt": ["$path", "$$hi"]}]}
+        pipeline = [{"$match": {"_id": node}},
+                    {"$lookup": {"from": self.collection.name, "as": "below",
+                                 "let": {"lo": {"$concat": ["$path", SEPARATOR]},
+                                         "hi": {"$concat": ["$path", chr(ord(SEPARATOR) + 1)]}},
+                                 "pipeline": [{"$match": {"$expr": within}}, {"$project": {"_id": 1}}]}},
+                    {"$project": {"_id": 0, "below": 1}}]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        return sorted(d["_id"] for d in out[0]["below"])
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
@@ -257,6 +275,7 @@ class PathInLink(MaterializedPaths):
     holds its category's id, so breadcrumbs read the path once, as there. Notebook 03."""
 
     pattern = "materialized paths, the path in the link"
+    forms = {op: f for op, f in MaterializedPaths.forms.items() if op != "descendants"}  # one query already
 
     def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
         super().__init__(collection, transaction=transaction)

@@ -47,6 +47,7 @@ from typing import Any, Mapping
 from ..backends import engine_limits
 from .base import (
     BATCH,
+    SEPARATOR,
     CycleError,
     Row,
     TreeError,
@@ -547,8 +548,10 @@ class AncestorsWithNames(AncestorsArray):
 
     pattern = "array of ancestors with names"
     indexes = (("parent", {}), ("ancestors._id", {}))
-    forms = {"move": {"one bulk_write": "move", "one command a write": "move_in_steps"},
-             "rename": {"one bulk_write": "rename", "one command a write": "rename_in_steps"}}
+    forms = {"breadcrumbs": {"one string ($reduce)": "string_breadcrumbs", "find_one, the names": "breadcrumbs"},
+             "move": {"one bulk_write": "move", "one command a write": "move_in_steps"},
+             "rename": {"one bulk_write, no transaction": "rename_without_transaction",
+                        "one bulk_write in a transaction": "rename", "one command a write": "rename_in_steps"}}
     key = "ancestors._id"
 
     def _ids(self, ancestors: list[Any]) -> list[Any]:
@@ -583,6 +586,18 @@ class AncestorsWithNames(AncestorsArray):
         doc = self._require(node, {"name": 1, "ancestors.name": 1})
         return [a["name"] for a in doc["ancestors"]] + [doc["name"]]
 
+    def string_breadcrumbs(self, node: Any) -> list[str]:
+        """The same names from one aggregate that returns them as one string, ``"/root/.../node"``
+        (``$reduce`` over the ``ancestors`` array: no field names, no ``_id`` travel back), split here."""
+        crumbs = {"$concat": [{"$reduce": {"input": "$ancestors", "initialValue": "",
+                                           "in": {"$concat": ["$$value", SEPARATOR, "$$this.name"]}}},
+                              SEPARATOR, "$name"]}
+        out = list(self.collection.aggregate([{"$match": {"_id": node}}, {"$project": {"_id": 0, "c": crumbs}}],
+                                             batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        return out[0]["c"].split(SEPARATOR)[1:]
+
     def lookup_breadcrumbs(self, node: Any) -> list[str]:
         """Nothing to join: the names are stored beside the ids (:meth:`breadcrumbs`, one read)."""
         return self.breadcrumbs(node)
@@ -596,6 +611,14 @@ class AncestorsWithNames(AncestorsArray):
     def rename_in_steps(self, node: Any, new_name: str) -> None:
         """The same rename, each update its own command: a round trip each (the counter-example)."""
         self._rename(node, new_name, self.finish_in_steps)
+
+    def rename_without_transaction(self, node: Any, new_name: str) -> None:
+        """The same ordered ``bulk_write``, alone: one round trip, no transaction and no mark. The
+        node's name is written first, so a process dying between the two leaves copies that differ
+        from the node's name: display copies a moment stale, which running the rename again fixes."""
+        _check_name(new_name)
+        if self.finish(node, {"op": "rename", "name": new_name}) == 0:
+            raise self._unknown(node)
 
     def _rename(self, node: Any, new_name: str, send: Any) -> None:
         _check_name(new_name)
