@@ -406,28 +406,22 @@ def _rt(round_trips, written=0):
     return {"round trips": round_trips, "docs returned": 0, "bytes returned": 0, "docs written": written}
 
 
-def test_exercise_4_7_takes_the_quiet_days_pick_and_a_tie_as_a_tie():
+def test_exercise_4_7_takes_the_subsets_extra_documents_written_a_day():
     from helpers.workload import Operation, Workload
 
     workload = Workload("tracker", (Operation("store a report", "write", 10_000, "any", "x", "assumption: a test"),
                                     Operation("latest position of a fleet", "read", 8_640, "any", "x", "assumption")))
 
-    def design(read, read_bytes):
-        return {"store a report": {**_rt(1, 1), "index keys written": 2},
-                "latest position of a fleet": {**_rt(read), "bytes returned": read_bytes}}
+    def design(written):
+        return {"store a report": {**_rt(1, written), "index keys written": 2},
+                "latest position of a fleet": {**_rt(1), "bytes returned": 100}}
 
-    # at 8,640 map refreshes B reads in fewer round trips; at 100 they tie (10,100 and 10,050) and A returns
-    # fewer bytes
-    costs = {"A": design(1, 100), "B": design(0.5, 200)}
-    assert workload.pick(costs) == "B"
-    assert evaluate("4.7", "A", workload=workload, designs=costs)[0] == "correct"
-    assert "change that rate first" in evaluate("4.7", "B", workload=workload, designs=costs)[1]
-    assert "not what pick() finds" in evaluate("4.7", "tie: A, B", workload=workload, designs=costs)[1]
-    assert "neither one of the designs" in evaluate("4.7", 42, workload=workload, designs=costs)[1]
-    level = {"A": design(1, 100), "B": design(0.5, 100)}  # level on every column at 100: a tie
-    quiet = workload.with_rate("latest position of a fleet", 100).pick(level)
-    assert quiet.tie and evaluate("4.7", quiet, workload=workload, designs=level)[0] == "correct"
-    assert "answer the tie" in evaluate("4.7", "A", workload=workload, designs=level)[1]
+    costs = {"one collection": design(1), "one collection + subset": design(1.1)}
+    assert evaluate("4.7", 1_000, workload=workload, designs=costs)[0] == "correct"
+    assert evaluate("4.7", 1_000.0, workload=workload, designs=costs)[0] == "correct"
+    assert "subtract one collection" in evaluate("4.7", 11_000, workload=workload, designs=costs)[1]
+    for wrong in (0, -1_000, 10_000, "1000", True):
+        assert evaluate("4.7", wrong, workload=workload, designs=costs)[0] == "not right yet", wrong
 
 
 def test_exercise_1_5_finds_the_page_views_where_the_pick_flips():

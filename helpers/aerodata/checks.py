@@ -157,27 +157,21 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
     return None
 
 
-#: exercise 4.7's quiet map: refreshes a day
-QUIET_REFRESHES = 100
-
-
-@exercise("4.7", hint="workload.with_rate('latest position of a fleet', 100) is the quiet map's day; its "
-                      "pick(designs) is the answer (print its .sentence)")
-def quiet_pick(answer: Any, *, workload: Any, designs: Any) -> str | None:
-    """The pick (a design, or a tie) of the tracker's workload with the live map opened
-    :data:`QUIET_REFRESHES` times a day; a tie must be answered as the tie it is."""
-    if not isinstance(answer, str) or (answer not in designs and not answer.startswith("tie: ")):
-        return f"{shown(answer)} is neither one of the designs {sorted(designs)} nor a tie ('tie: A, B')"
-    quiet = workload.with_rate("latest position of a fleet", QUIET_REFRESHES)
-    want, before = quiet.pick(designs), workload.pick(designs)
-    if str(answer) == str(want):
+@exercise("4.7", hint="tracker.weigh(designs) has a 'docs written / day' column: the subset's row minus one "
+                      "collection's")
+def subset_extra_writes(answer: Any, *, workload: Any, designs: Any) -> str | None:
+    """How many more documents a day the subset writes than one collection: its update of every
+    aircraft in range on every batch, which no refresh of the map wins back (the map examines 13
+    documents in both designs)."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return f"{shown(answer)} is not a number of documents a day"
+    day = workload.weigh(designs)["docs written / day"]
+    want = day["one collection + subset"] - day["one collection"]
+    if abs(answer - want) <= 0.01 * abs(want):
         return None
-    if str(answer) == str(before):
-        rate = workload.operation("latest position of a fleet").per_day
-        return f"{answer} is the pick at {rate:,.0f} map refreshes a day: change that rate first"
-    if want.tie and answer in want.designs:
-        return f"{answer} ties with {', '.join(d for d in want.designs if d != answer)} on every column: answer the tie"
-    return f"{shown(answer)} is not what pick() finds for that day; its sentence says which column decides"
+    if abs(answer - day["one collection + subset"]) <= 0.01 * abs(want):
+        return f"{answer:,.0f} is every document the subset writes a day; subtract one collection's"
+    return f"{answer:,.0f} is not the difference of the two rows of 'docs written / day'"
 
 
 #: the ``bsonType`` aliases of numbers (``"number"`` is any of them)
