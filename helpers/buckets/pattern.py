@@ -496,9 +496,10 @@ def drop_plan(collection: Any, start: _dt.datetime, end: _dt.datetime, *, design
 
     The drop's filter is explained as a ``find``: the server plans a delete's filter as it plans a
     query's, and every engine the workbook runs on explains a ``find`` without side effects (a real
-    MongoDB can also explain the ``delete`` command itself, without deleting). Without an index led by
-    ``time`` (``start`` for buckets), as in notebook 08's designs, the plan is a collection scan that
-    examines every document kept; with one, an index scan of the range. It reads the collection three
+    MongoDB can also explain the ``delete`` command itself, without deleting). With an index led by
+    ``time`` (``start`` for buckets: notebook 08's ``TIME_KEY`` and ``START_KEY``, which also serve the
+    map) the plan is an index scan of the range; without one, a collection scan that examines every
+    document kept. It reads the collection three
     times (pymongo's explain runs the plan, then two counts), so it is for the lesson's sample, not for
     a production collection. Refused for a time series collection (a real MongoDB's plan counts its
     internal buckets, not reports: no unit to compare), for a collection whose engine was not probed (not
