@@ -442,8 +442,8 @@ def reset_progress(notebook: str | None = None) -> list[str]:
     path = progress_file()
     if notebook is not None:
         wanted = str(notebook).strip()
-        number = f"{int(wanted):02d}" if wanted.isdigit() else None
-        if not wanted or (number is None and not _NOTEBOOK_KEY.match(wanted)):
+        number = f"{int(wanted):02d}" if re.fullmatch(r"[0-9]{1,3}", wanted) else None
+        if not wanted or wanted in (".", "..") or (number is None and not _NOTEBOOK_KEY.match(wanted)):
             raise ProgressRecordError(f"{notebook!r} is not a notebook: give its number (e.g. 02) or its "
                                       f"file's name (e.g. 02_outlier_pattern)")
 
@@ -454,6 +454,10 @@ def reset_progress(notebook: str | None = None) -> list[str]:
             return name == f"notebook {number}" or re.match(rf"^{number}(?:_|$)", name) is not None
         return name == wanted or name == Path(wanted).stem
     try:
+        try:
+            _read_record(path)  # no record: nothing to forget, and no folder or lock file made for it
+        except private.Missing:
+            return []
         with private.locked(path.parent, path.name + ".lock", wait=LOCK_WAIT):
             try:
                 data = _parse(path, _read_record(path))
@@ -464,6 +468,8 @@ def reset_progress(notebook: str | None = None) -> list[str]:
                 kept = {nb: r for nb, r in data.items() if nb not in gone}
                 private.write(path.parent, path.name, json.dumps(kept, indent=1, sort_keys=True).encode("utf-8"))
             return gone
+    except private.Busy as e:
+        raise ProgressRecordError(f"{path}: not reset, because {e}; run the reset again.") from None
     except private.Unsafe as e:
         raise _unsafe(path, e) from None
     except OSError as e:

@@ -55,8 +55,24 @@ def test_reset_from_the_command_line(tmp_path, monkeypatch):
     assert "Nothing to forget: no result recorded for notebook 03." in again.stdout
     every = subprocess.run(run, capture_output=True, text=True, env=env, cwd=ROOT)
     assert every.returncode == 0 and progress.progress() == {} and "No exercise checked yet" in every.stdout
-    bad = subprocess.run([*run, "../x"], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert bad.returncode == 2 and "is not a notebook" in bad.stderr
+    for wrong in ("../x", ".", "..", "²", "٠٢", "9" * 5000):  # refused with a sentence, never a traceback
+        bad = subprocess.run([*run, wrong], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert bad.returncode in (0, 2) and "Traceback" not in bad.stderr, wrong
+        assert "is not a notebook" in bad.stderr or "Nothing to forget" in bad.stdout, wrong
+
+
+def test_reset_all_is_not_a_notebook_called_all(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "p.json"))
+    (tmp_path / "p.json").write_text('{"all": {"1.1": true}, "02_x": {"2.1": true}}')
+    env = {**os.environ, "WORKBOOK_PROGRESS": str(tmp_path / "p.json")}
+    one = subprocess.run([sys.executable, "-m", "tools.cli", "progress", "--reset", "all"], capture_output=True,
+                         text=True, env=env, cwd=ROOT)
+    assert one.returncode == 0 and progress.progress() == {"02_x": {"2.1": True}}
+
+
+def test_a_reset_with_no_record_makes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROGRESS", str(tmp_path / "new" / "p.json"))
+    assert progress.reset() == [] and not (tmp_path / "new").exists()
 
 
 def test_reset_leaves_a_file_that_is_not_a_record_as_it_is(tmp_path, monkeypatch):

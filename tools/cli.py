@@ -27,6 +27,10 @@ _DESCRIPTION = ("Set up and open the workbook, test it, and the instructor's too
                 "when requirements.txt or pyproject.toml change.")
 
 
+#: ``progress --reset`` given no notebook: every notebook (an object, so no notebook's name can mean it)
+RESET_ALL = object()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The one parser of ``workbook.py`` and its subcommands (standard library only)."""
     parser = argparse.ArgumentParser(prog=PROG, description=_DESCRIPTION)
@@ -39,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     copies = sub.add_parser("student-copies", help="student copies of every notebook (solutions removed)")
     copies.add_argument("dir", nargs="?", metavar="DIR", help="where to write them (default: student/)")
     prog_local = sub.add_parser("progress", help="which exercises of which notebook pass, for this learner")
-    prog_local.add_argument("--reset", nargs="?", const="all", metavar="NN",
+    prog_local.add_argument("--reset", nargs="?", const=RESET_ALL, metavar="NN",
                             help="start the record again: of notebook NN (e.g. 02), or of every notebook")
     site = sub.add_parser("html", help="a static HTML build of the executed notebooks")
     site.add_argument("dir", nargs="?", metavar="DIR", help="where to write it (default: site/)")
@@ -121,9 +125,10 @@ def main(argv: list[str]) -> int:
 
         try:
             if args.reset is not None:
-                gone = progress.reset(None if args.reset == "all" else args.reset)
+                every = args.reset is RESET_ALL
+                gone = progress.reset(None if every else args.reset)
                 print(f"Forgot the results of {', '.join(gone)}." if gone else "Nothing to forget: no result recorded"
-                      + ("" if args.reset == "all" else f" for notebook {args.reset}") + ".")
+                      + ("" if every else f" for notebook {args.reset.rstrip('.')}") + ".")
             print(progress.report())
         except progress.ProgressError as e:
             print(e, file=sys.stderr)
