@@ -7,7 +7,7 @@ The core, one module per job: ``backends`` (connect, the banner, the process-wid
 ``settings`` (the environment, defaults), ``uri`` (connection strings, redacted), ``safety`` (the
 workbook's own collections, reset), ``counting`` (round trips, documents and bytes of each command),
 ``indexkeys`` (the index keys a write inserts and deletes), ``measure`` (timings beside those costs, cost tables and plots), ``workload`` (a design's workload,
-weighed into a daily cost), ``plans`` (explain plans), ``sizes`` (BSON sizes and the 16 MiB limit),
+weighed into a daily cost), ``plans`` (explain plans), ``sizes`` (BSON sizes and the 16 MiB limit), ``writes`` (is a write error only duplicate keys),
 ``datasets`` and ``generators`` (the data), ``exercises`` (self-checks and the progress record),
 ``private`` (files of the user's own, reached safely: the typed copies, the progress record) and
 ``display`` (a helper's real source, the plot style).

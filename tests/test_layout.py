@@ -38,7 +38,7 @@ PACKAGES = ("helpers", "engines")
 #: the core of ``helpers/``: flat modules of one job each, and the data package; everything else in
 #: ``helpers/`` is a lesson's folder (its face names its notebook: ``helpers.exercises.lesson_folders``)
 CORE = {"backends", "capabilities", "counting", "datasets", "display", "exercises", "generators", "indexkeys", "measure",
-        "plans", "private", "safety", "settings", "sizes", "uri", "workload"}
+        "plans", "private", "safety", "settings", "sizes", "uri", "workload", "writes"}
 
 
 def _modules(*packages: str) -> list[Path]:

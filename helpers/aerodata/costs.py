@@ -19,6 +19,7 @@ from ..counting import count_commands
 from ..plans import plan_summary
 from ..safety import fresh_collection, track_collection, workbook_collection
 from ..workload import Forms, cost_of
+from ..writes import only_duplicates
 from .geo import GEO_FIELD, geo_point
 from .keys import AIRCRAFT, AIRLINE, QUERY_BATCH, REPORT, _airline_doc, airline_of_callsign, make_id
 from .messages import IngestResult, message_number, validate_message
@@ -156,7 +157,7 @@ def _bulk_write(db: Any, models: list[Any]) -> int:
     try:
         return db.client.bulk_write(models, ordered=False).matched_count
     except ClientBulkWriteException as e:
-        if e.error or any((w or {}).get("code") != 11000 for w in (e.write_errors or [])):
+        if not only_duplicates(e):
             raise
         return e.partial_result.matched_count if e.partial_result is not None else 0
 

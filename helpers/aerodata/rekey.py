@@ -9,6 +9,7 @@ from pymongo import DeleteMany, DeleteOne
 from pymongo.errors import BulkWriteError
 
 from ..safety import track_collection
+from ..writes import only_duplicates
 from .keys import (
     COLLECTION,
     NO_AIRLINE,
@@ -48,7 +49,7 @@ def _rekey_round(coll: Any, old: str, new_airline: str, session: Any = None,
     try:  # unordered: a copy left by a crashed earlier run is refused (11000) and counts as copied
         coll.insert_many(copies, ordered=False, session=session)
     except BulkWriteError as e:
-        if any(w.get("code") != 11000 for w in e.details.get("writeErrors", [])):
+        if not only_duplicates(e):
             raise
     if during_move is not None:
         during_move()

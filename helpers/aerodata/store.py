@@ -10,6 +10,7 @@ from pymongo.errors import BulkWriteError
 
 from .. import settings
 from ..safety import track_collection
+from ..writes import only_duplicates, refused
 from .geo import GEO_FIELD, geo_point
 from .keys import (
     AIRCRAFT,
@@ -222,11 +223,10 @@ def insert_new(coll: Any, docs: list[dict[str, Any]]) -> tuple[list[dict[str, An
         coll.insert_many(docs, ordered=False)
         return docs, 0
     except BulkWriteError as e:
-        errors = e.details.get("writeErrors", [])
-        if any(w.get("code") != 11000 for w in errors):
+        if not only_duplicates(e):
             raise
-        refused = {w["index"] for w in errors}
-        return [d for i, d in enumerate(docs) if i not in refused], len(refused)
+        skip = refused(e)
+        return [d for i, d in enumerate(docs) if i not in skip], len(skip)
 
 
 

@@ -39,6 +39,7 @@ from pymongo.errors import DuplicateKeyError
 from ..backends import info_of
 from ..plans import explain_find
 from ..safety import fresh_collection
+from ..writes import only_duplicates
 
 __all__ = ["SPAN", "KEY", "LATEST_KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
 
@@ -391,8 +392,7 @@ def insert_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, key
     try:
         return len(collection.insert_many(docs, ordered=False).inserted_ids)
     except BulkWriteError as e:
-        other = [w for w in e.details.get("writeErrors", []) if w.get("code") != 11000]
-        if other:
+        if not only_duplicates(e):
             raise
         return int(e.details.get("nInserted", 0))
 

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError
 
+from ..writes import only_duplicates
 from .pattern import (
     BATCH_SIZE,
     _by_window_in_time_order,
@@ -57,7 +58,7 @@ class BucketWriter:
         try:  # one update command: one round trip
             done = self.collection.bulk_write(ops, ordered=True)
         except BulkWriteError as e:  # a duplicate key: a bucket changed since we wrote it, or one we did not know
-            if any(w.get("code") != 11000 for w in e.details.get("writeErrors", [])):
+            if not only_duplicates(e):
                 raise
             first = e.details["writeErrors"][0]["index"]  # ordered: the statements before it were applied
             return sum(sizes[:first]) + self._read_then_store(reports, list(docs))

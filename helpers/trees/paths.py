@@ -21,6 +21,7 @@ from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from ..backends import engine_limits, info_of
+from ..writes import only_duplicates
 from .base import BATCH, SEPARATOR, Row, TreeError, _check_name, _Pattern
 from .patterns import AncestorsArray, AncestorsWithNames, ChildRefs, ParentRefs
 
@@ -181,8 +182,7 @@ class MaterializedPaths(_Pattern):
         try:
             self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
         except (DuplicateKeyError, BulkWriteError) as e:
-            codes = [x.get("code") for x in (e.details or {}).get("writeErrors", [])] if isinstance(e, BulkWriteError) else [11000]
-            if 11000 in codes:
+            if only_duplicates(e):
                 raise self._taken(new) from None  # nothing written: the transaction aborted
             raise
 
