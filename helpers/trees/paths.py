@@ -43,9 +43,6 @@ class MaterializedPaths(_Pattern):
 
     def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
         super().__init__(collection, transaction=transaction)
-        # on a tree, subtree_filter gives the form its engine accepts: the regex, or the same key
-        # range when the regex is longer than the engine takes (docs/ENGINES.md, regex pattern length)
-        self.subtree_filter = self._filter_below
 
     def _check_load(self, ordered: list[Row]) -> None:
         seen = set()
@@ -64,8 +61,8 @@ class MaterializedPaths(_Pattern):
         return docs
 
     @staticmethod
-    def subtree_filter(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
-        """The filter for the nodes below ``path``: an anchored, case-sensitive prefix regex on
+    def subtree_regex(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
+        """The regex filter for the nodes below ``path``: an anchored, case-sensitive prefix regex on
         ``path``, written ``{"$regex": ...}`` (the form every engine matches; docs/ENGINES.md), which a
         real MongoDB turns into an index key range. Notebook 03."""
         head = "^" + _regex_escape(path)
@@ -75,7 +72,7 @@ class MaterializedPaths(_Pattern):
 
     @staticmethod
     def _below_range(path: str, *, children_only: bool = False, itself: bool = False) -> dict:
-        """The same filter as :meth:`subtree_filter` written as the key range the regex stands for:
+        """The same filter as :meth:`subtree_regex` written as the key range the regex stands for:
         ``[path + "/", path + "0")`` ("0" follows "/"), for engines that refuse long regexes."""
         within = {"$gte": path + SEPARATOR, "$lt": path + chr(ord(SEPARATOR) + 1)}
         if children_only:  # one more segment: exactly one more separator than the path has
@@ -85,9 +82,12 @@ class MaterializedPaths(_Pattern):
             return {"$or": [{"path": path}, {"path": within}]}
         return {"path": within}
 
-    def _filter_below(self, path: str, **kwargs: bool) -> dict:
-        """:meth:`subtree_filter`, unless its regex is longer than the engine accepts (``regex_max_length``)."""
-        query = MaterializedPaths.subtree_filter(path, **kwargs)
+    def subtree_filter(self, path: str, *, children_only: bool = False, itself: bool = False) -> dict:
+        """The filter for the nodes below ``path`` (with ``itself``, the node too; with ``children_only``,
+        one level): :meth:`subtree_regex`, unless its regex is longer than the engine accepts
+        (``regex_max_length``, docs/ENGINES.md): then the same key range (:meth:`_below_range`). Notebook 03."""
+        kwargs = {"children_only": children_only, "itself": itself}
+        query = self.subtree_regex(path, **kwargs)
         limit = engine_limits(self.collection.database)[1]
         if limit is not None and len(query["path"]["$regex"]) > limit:
             return self._below_range(path, **kwargs)
