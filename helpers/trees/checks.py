@@ -102,8 +102,8 @@ def breadcrumbs(answer: Any, *, categories: Any, node: Any) -> str | None:
           query_result=True)
 def products_under(answer: Any, *, products: Any, categories: Any, category: Any, patterns: Any) -> str | None:
     """Call each pattern's function on ``category`` and on a small category below it, counting
-    round trips and documents: the sorted product ids in the category or below it, in one round
-    trip more than the pattern's fastest walk down (its reads of the subtree, then the products),
+    round trips and documents: the sorted product ids in the category or below it, in as many round
+    trips as the pattern's fastest walk down (one aggregate: the walk, then a ``$lookup`` of the products),
     returning no more than the subtree and its products and, where the engine explains, examining
     no more than the fastest walk does plus one document a product."""
     names = sorted(patterns)
@@ -133,9 +133,9 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
             if cost.default_batch_getmores:
                 return (f"{name}, category {where}: a read came back in two batches (the driver's first batch "
                         f"holds 101 documents); set batch_size")
-            if cost.round_trips > trips + 1:
-                return (f"{name}, category {where}: {cost.round_trips} round trips; {trips + 1} are enough "
-                        f"(the subtree in {trips}, then the products)")
+            if cost.round_trips > trips:
+                return (f"{name}, category {where}: {cost.round_trips} round trips; {trips} is enough "
+                        f"(one aggregate: the subtree, then $lookup from the products)")
             if cost.docs_returned > len(inside) + 1 + len(want):
                 return (f"{name}, category {where}: {cost.docs_returned:,} documents came back; ask the server "
                         f"for the products of the subtree only")
