@@ -46,6 +46,8 @@ TEACHING = {
     ("rename", "one bulk_write in a transaction"): "the same bulk in a transaction: all or nothing, and the "
                                                    "commit a round trip more; the bill takes display copies "
                                                    "that may be a moment stale (the Extended Reference pattern)",
+    ("menu", "a regex for one more segment"): "the path index scans the keys of the whole subtree for it; "
+                                              "{depth: 1, path: 1} holds only the children's keys there",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
 }

@@ -36,7 +36,9 @@ class MaterializedPaths(_Pattern):
     """Materialized paths of names, '/Electronics/Phones/Smartphones'. Notebook 03."""
 
     pattern = "materialized paths"
-    indexes = (("path", {"unique": True}),)
+    indexes: tuple = (("path", {"unique": True}),)
+    #: does each document hold its ``depth`` (a root is 0)? :class:`PathInLink` does, for its menu
+    stores_depth = False
     forms = {"descendants": {"one $lookup, a key range": "lookup_descendants", "the path, then its prefix": "descendants"},
              "move": {"the unique index checks": "move", "a query checks first": "move_checking_first"},
              "rename": {"the unique index checks": "rename", "a query checks first": "rename_checking_first"}}
@@ -201,6 +203,8 @@ class MaterializedPaths(_Pattern):
         change: dict[str, Any] = {"path": {"$concat": [new, rest]}}
         if name:
             change["name"] = {"$cond": [{"$eq": ["$_id", {"$literal": node}]}, name, "$name"]}
+        if self.stores_depth and new.count(SEPARATOR) != old.count(SEPARATOR):  # a move to another level
+            change["depth"] = {"$add": ["$depth", new.count(SEPARATOR) - old.count(SEPARATOR)]}
         return [("many", self.subtree_filter(old, itself=True), [{"$set": change}])]
 
     def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> int:
@@ -222,6 +226,8 @@ class MaterializedPaths(_Pattern):
             self.collection.bulk_write([
                 UpdateOne({"_id": d["_id"]},
                           {"$set": {"path": new + d["path"][len(old):],
+                                    **({"depth": (new + d["path"][len(old):]).count(SEPARATOR) - 1}
+                                       if self.stores_depth else {}),
                                     **({"name": name} if name and d["_id"] == node else {})}})
                 for d in subtree], ordered=True, session=session)
         return len(subtree)
@@ -271,11 +277,20 @@ class MaterializedPaths(_Pattern):
 class PathInLink(MaterializedPaths):
     """Materialized paths read from the link: a category's pages are addressed by its path
     (``/c/Electronics/Phones``), so a category page and a menu start from the path the link carries,
-    with no read of it first. The same documents and index as :class:`MaterializedPaths`; a product
-    holds its category's id, so breadcrumbs read the path once, as there. Notebook 03."""
+    with no read of it first. The documents of :class:`MaterializedPaths` plus each node's ``depth``
+    (a root is 0), indexed ``{depth: 1, path: 1}`` beside the unique ``path``: a menu is an equality
+    on the depth below and a range on the path, so it examines only the children's keys (the price:
+    a second index key for every document a move or rename rewrites). A product holds its category's
+    id, so breadcrumbs read the path once, as there. Notebook 03."""
 
     pattern = "materialized paths, the path in the link"
-    forms = {op: f for op, f in MaterializedPaths.forms.items() if op != "descendants"}  # one query already
+    indexes = (("path", {"unique": True}), ([("depth", 1), ("path", 1)], {}))
+    stores_depth = True
+    forms = {**{op: f for op, f in MaterializedPaths.forms.items() if op != "descendants"},  # one query already
+             "menu": {"the depth, then the path's range": "menu", "a regex for one more segment": "menu_by_regex"}}
+
+    def documents(self, ordered: list[Row]) -> list[dict]:
+        return [{**d, "depth": d["path"].count(SEPARATOR) - 1} for d in super().documents(ordered)]
 
     def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
         super().__init__(collection, transaction=transaction)
@@ -300,7 +315,15 @@ class PathInLink(MaterializedPaths):
         return sorted(d["_id"] for d in self.collection.find(below, {"_id": 1}, batch_size=BATCH))
 
     def menu(self, node: Any) -> list[tuple[Any, str]]:
-        """``(id, name)`` of each child, sorted by id: one regex for one more segment of the link's path."""
+        """``(id, name)`` of each child, sorted by id: one query, the depth below the link's path and the
+        key range of the paths below it (``{depth: 1, path: 1}`` holds exactly the children's keys there)."""
+        path = self.link(node)
+        below = {"depth": path.count(SEPARATOR), "path": self._below_range(path)["path"]}
+        return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
+
+    def menu_by_regex(self, node: Any) -> list[tuple[Any, str]]:
+        """The same children from a regex for one more segment of the link's path (the counter-example:
+        the ``path`` index scans the keys of the whole subtree for it)."""
         below = self.subtree_filter(self.link(node), children_only=True)
         return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
 
