@@ -215,6 +215,25 @@ class _Pattern:
             raise CycleError(f"cannot move node {node!r} under {new_parent!r}, one of its own descendants: "
                              f"the subtree would be cut off in a cycle; pick a new_parent_id outside the subtree")
 
+    def add(self, node: Any, parent: Any, name: str) -> None:
+        """Add a category ``node`` named ``name`` below ``parent``, its stored way up derived from the
+        parent's document on the server: one aggregate that ends in ``$merge`` (it inserts; a taken
+        ``_id`` fails). Patterns that store only a step override it."""
+        _check_name(name, "name")
+        self.collection.aggregate([{"$match": {"_id": parent}}, {"$project": self._child_expr(node, name)},
+                                   {"$merge": {"into": self.collection.name, "on": "_id",
+                                               "whenMatched": "fail", "whenNotMatched": "insert"}}])
+
+    def add_reading_parent(self, node: Any, parent: Any, name: str) -> None:
+        """The same category in two round trips: read the parent, then insert the child built from it."""
+        _check_name(name, "name")
+        way_up = {"name": 1, "ancestors": 1, "path": 1, "depth": 1}  # what the patterns derive a child from
+        self.collection.insert_one(self._child_of(self._require(parent, way_up, "parent_id"), node, name))
+
+    def _unadd(self, node: Any, parent: Any) -> None:
+        """Undo :meth:`add` (the measurement's, uncounted)."""
+        self.collection.delete_one({"_id": node})
+
     def forms_of(self, method: str) -> dict[str, Callable[..., Any]]:
         """Every form of ``method`` this pattern has, ``{form label: bound method}`` (see ``forms``)."""
         named = self.forms.get(method, {"as measured": method})

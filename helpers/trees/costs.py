@@ -22,7 +22,7 @@ __all__ = ["tree_shape", "disagreements", "operation_costs", "plot_operation_cos
            "workload_costs", "decision_table", "TEACHING"]
 
 #: the writes of a tree: measured with the index keys they write, and undone after counting
-WRITES = ("move", "rename")
+WRITES = ("add", "move", "rename")
 #: why a notebook keeps a weaker form in view, ``{(method, form): note}`` (the bill never prices it)
 TEACHING = {
     ("breadcrumbs", "one query per level"): "the obvious loop (3.3): a round trip per level; a competent "
@@ -48,6 +48,8 @@ TEACHING = {
                                                    "that may be a moment stale (the Extended Reference pattern)",
     ("menu", "a regex for one more segment"): "the path index scans the keys of the whole subtree for it; "
                                               "{depth: 1, path: 1} holds only the children's keys there",
+    ("add", "read the parent, then insert"): "the obvious form: read the parent's way up, then insert the "
+                                              "child; one aggregate derives it on the server and ends in $merge",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
 }
@@ -318,8 +320,15 @@ def _measure(tree: Any, method: str, fn: Callable[..., Any], args: tuple, examin
         undo = (inner.move, (args[0], inner.parent(args[0])))
     elif method == "rename":
         undo = (inner.rename, (args[0], inner._require(args[0], {"name": 1})["name"]))
+    elif method == "add":
+        undo = (inner._unadd, (args[0], args[1]))
+    with paused():
+        before = inner.collection.count_documents({})
     with count_commands(keep_commands=examined, index_keys=inner.collection if undo else None) as c:
         result = fn(*args)
+    if c.aggregate_writes:  # the counter sees no document a $merge writes: count the collection's growth
+        with paused():
+            c.docs_written += inner.collection.count_documents({}) - before
     if undo is not None:
         undo[0](*undo[1])  # first, so the writes' filters are explained on the tree they ran on
     row = {"result": result, "round trips": c.round_trips, "docs returned": c.docs_returned,

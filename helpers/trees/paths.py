@@ -40,6 +40,7 @@ class MaterializedPaths(_Pattern):
     #: does each document hold its ``depth`` (a root is 0)? :class:`PathInLink` does, for its menu
     stores_depth = False
     forms = {"descendants": {"one $lookup, a key range": "lookup_descendants", "the path, then its prefix": "descendants"},
+             "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"the unique index checks": "move", "a query checks first": "move_checking_first"},
              "rename": {"the unique index checks": "rename", "a query checks first": "rename_checking_first"}}
 
@@ -94,6 +95,14 @@ class MaterializedPaths(_Pattern):
         if limit is not None and len(query["path"]["$regex"]) > limit:
             return self._below_range(path, **kwargs)
         return query
+
+    def _child_expr(self, node: Any, name: str) -> dict:
+        doc = {"_id": {"$literal": node}, "name": {"$literal": name}, "path": {"$concat": ["$path", SEPARATOR + name]}}
+        return {**doc, "depth": {"$add": ["$depth", 1]}} if self.stores_depth else doc
+
+    def _child_of(self, doc: Mapping[str, Any], node: Any, name: str) -> dict:
+        child = {"_id": node, "name": name, "path": doc["path"] + SEPARATOR + name}
+        return {**child, "depth": doc["depth"] + 1} if self.stores_depth else child
 
     def _path(self, node: Any, what: str = "node_id") -> str:
         return self._require(node, {"path": 1}, what)["path"]
@@ -302,6 +311,19 @@ class PathInLink(MaterializedPaths):
         n = super().load(rows)
         self.links = {d["_id"]: d["path"] for d in self.collection.find({}, {"path": 1}, batch_size=BATCH)}
         return n
+
+    def add(self, node: Any, parent: Any, name: str) -> None:
+        """As :meth:`MaterializedPaths.add`; the new category's links carry its path."""
+        super().add(node, parent, name)
+        self.links[node] = self.link(parent) + SEPARATOR + name
+
+    def add_reading_parent(self, node: Any, parent: Any, name: str) -> None:
+        super().add_reading_parent(node, parent, name)
+        self.links[node] = self.link(parent) + SEPARATOR + name
+
+    def _unadd(self, node: Any, parent: Any) -> None:
+        super()._unadd(node, parent)
+        self.links.pop(node, None)
 
     def link(self, node: Any) -> str:
         """The path a link to ``node`` carries (no round trip: the page was asked for by it)."""

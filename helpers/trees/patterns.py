@@ -44,6 +44,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pymongo import DeleteOne, InsertOne, UpdateOne
+
 from ..backends import engine_limits
 from .base import (
     BATCH,
@@ -206,6 +208,11 @@ class ParentRefs(_Graph):
     def documents(self, ordered: list[Row]) -> list[dict]:
         return [{"_id": n, "name": name, "parent": p} for n, p, name in ordered]
 
+    def add(self, node: Any, parent: Any, name: str) -> None:
+        """Add a category below ``parent``: one insert (a reference stores one step, nothing to derive)."""
+        _check_name(name, "name")
+        self.collection.insert_one({"_id": node, "name": name, "parent": parent})
+
     def parent(self, node: Any) -> Any:
         """The parent's id (None for a root): one read of the node."""
         return self._require(node, {"parent": 1})["parent"]
@@ -290,6 +297,15 @@ class ChildRefs(_Graph):
         pipeline = super().graph_pipeline(node, up=up, max_depth=max_depth, restrict=restrict, names=names)
         pipeline[-1]["$project"].pop("found.parent", None)
         return pipeline
+
+    def add(self, node: Any, parent: Any, name: str) -> None:
+        """Add a category below ``parent``: one ordered ``bulk_write``, the insert and the parent's ``$push``."""
+        _check_name(name, "name")
+        self.collection.bulk_write([InsertOne({"_id": node, "name": name, "children": []}),
+                                    UpdateOne({"_id": parent}, {"$push": {"children": node}})], ordered=True)
+
+    def _unadd(self, node: Any, parent: Any) -> None:
+        self.collection.bulk_write([DeleteOne({"_id": node}), UpdateOne({"_id": parent}, {"$pull": {"children": node}})])
 
     def parent(self, node: Any) -> Any:
         """The parent's id (None for a root): one query on the ``children`` index (two for a root)."""
@@ -405,6 +421,7 @@ class AncestorsArray(_Pattern):
     pattern = "array of ancestors"
     indexes = (("parent", {}), ("ancestors", {}))
     forms = {"breadcrumbs": {"one $lookup": "lookup_breadcrumbs", "two queries": "breadcrumbs"},
+             "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
 
     def documents(self, ordered: list[Row]) -> list[dict]:
@@ -429,6 +446,16 @@ class AncestorsArray(_Pattern):
     def _link(self, doc: Mapping[str, Any]) -> Any:
         """What a child's ``ancestors`` array holds for ``doc`` (its id)."""
         return doc["_id"]
+
+    #: :meth:`_link` as an aggregation expression on the parent's document
+    _link_expr: Any = "$_id"
+
+    def _child_expr(self, node: Any, name: str) -> dict:
+        return {"_id": {"$literal": node}, "name": {"$literal": name}, "parent": "$_id",
+                "ancestors": {"$concatArrays": ["$ancestors", [self._link_expr]]}}
+
+    def _child_of(self, doc: Mapping[str, Any], node: Any, name: str) -> dict:
+        return {"_id": node, "name": name, "parent": doc["_id"], "ancestors": [*doc["ancestors"], self._link(doc)]}
 
     def children(self, node: Any) -> list[Any]:
         """Sorted ids of the children: one query on the ``parent`` index."""
@@ -549,6 +576,7 @@ class AncestorsWithNames(AncestorsArray):
     pattern = "array of ancestors with names"
     indexes = (("parent", {}), ("ancestors._id", {}))
     forms = {"breadcrumbs": {"one string ($reduce)": "string_breadcrumbs", "find_one, the names": "breadcrumbs"},
+             "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"one bulk_write": "move", "one command a write": "move_in_steps"},
              "rename": {"one bulk_write, no transaction": "rename_without_transaction",
                         "one bulk_write in a transaction": "rename", "one command a write": "rename_in_steps"}}
@@ -559,6 +587,8 @@ class AncestorsWithNames(AncestorsArray):
 
     def _link(self, doc: Mapping[str, Any]) -> Any:
         return {"_id": doc["_id"], "name": doc["name"]}
+
+    _link_expr = {"_id": "$_id", "name": "$name"}
 
     def documents(self, ordered: list[Row]) -> list[dict]:
         anc: dict[Any, list[dict]] = {}
