@@ -406,6 +406,31 @@ def test_breadcrumbs_and_menus_carry_names_in_every_form(db):
         t["ChildRefs"].lookup_menu(99)
 
 
+def test_add_derives_the_way_up_from_the_parent_and_a_merge_write_is_billed(db, backend):
+    """Every form of 'add a category' stores what a load would have (the arrays and paths derive the
+    child's way up from its parent: one aggregate ending in $merge, or read the parent then insert);
+    the bill counts the document a $merge writes (the command counter sees none) and undoes the add."""
+    t = {**build(db, ROWS), "PathInLink": PathInLink(db[f"t{uuid.uuid4().hex[:8]}_pil"])}
+    t["PathInLink"].load(ROWS)
+    want = build(db, [*ROWS, (10, 6, "Tiny")])
+    for name, tree in t.items():
+        for label, fn in tree.forms_of("add").items():
+            with count_commands() as c:
+                fn(10, 6, "Tiny")
+            assert c.round_trips == (2 if label.startswith("read") or name == "ChildRefs" else 1), (name, label)
+            if name in want:
+                assert snapshot(tree) == snapshot(want[name]), (name, label)
+            assert tree.descendants(5) == [6, 7, 8, 10] and tree.ancestors(10) == [1, 5, 6]
+            tree._unadd(10, 6)
+    assert t["PathInLink"].menu(6) == [(7, "Smart Speakers")] and t["PathInLink"].menu_by_regex(6) == [(7, "Smart Speakers")]
+    before = snapshot(t["AncestorsArray"])
+    designs = workload_costs(t, {"add": ("add", (10, 6, "Tiny"))}, examined=backend.info.caps.explain)
+    assert snapshot(t["AncestorsArray"]) == before, "a measured add must be undone"
+    merge = designs["AncestorsArray"]["add"].forms["one aggregate, $merge"]
+    assert (merge["round trips"], merge["docs written"]) == (1, 1)  # the $merge's document, billed
+    assert merge["index keys written"] == 5  # _id, parent, and one ancestors key per ancestor (1, 5, 6)
+
+
 def test_workload_costs_bill_each_design_at_its_competent_form(db, backend):
     t = build(db, ROWS)
     shop = Workload("tree", (Operation("ancestors", "read", 600, "fast", "breadcrumbs", "assumption: test"),
