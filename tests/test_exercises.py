@@ -198,7 +198,9 @@ def test_checks_of_notebook_03_recompute_from_the_categories_and_count_what_answ
 
     def one_aggregate_of(name, tree):   # the notebook's solution: the walk down, then $lookup from the products
         def under(c):
-            ids_of = lambda found: {"$concatArrays": [["$_id"], {"$map": {"input": found, "in": "$$this._id"}}]}
+            def ids_of(found):
+                return {"$concatArrays": [["$_id"], {"$map": {"input": found, "in": "$$this._id"}}]}
+
             if name in ("ParentRefs", "ChildRefs"):
                 head = tree.graph_pipeline(c, up=False)[:2] + [{"$project": {"inside": ids_of("$found")}}]
             elif name == "MaterializedPaths":
