@@ -72,9 +72,10 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
     return None
 
 
-def _examined(database: Any, commands: Any) -> int | None:
+def _examined(database: Any, commands: Any, *, strict: bool = False) -> int | None:
     """Documents the server examined for ``commands`` (None: the engine cannot explain, or the
-    commands are not ones :func:`server_work` replays: then only what came back is checked)."""
+    commands are not ones :func:`server_work` replays: then only what came back is checked; with
+    ``strict``, commands it cannot replay raise :class:`TreeError` instead, so they are not let pass)."""
     info = info_of(database)
     if info is None or not info.caps.explain:
         return None
@@ -83,7 +84,9 @@ def _examined(database: Any, commands: Any) -> int | None:
         scanned = sum(database[c["aggregate"]].estimated_document_count() for c in scans)
     try:
         return scanned + server_work(database, [c for c in commands if c not in scans])[1]
-    except (TreeError, KeyError, TypeError, ValueError):
+    except (TreeError, KeyError, TypeError, ValueError) as e:
+        if strict:
+            raise TreeError(str(e)) from e
         return None
 
 
@@ -139,7 +142,12 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
             if cost.docs_returned > len(inside) + 1 + len(want):
                 return (f"{name}, category {where}: {cost.docs_returned:,} documents came back; ask the server "
                         f"for the products of the subtree only")
-            examined = _examined(categories.database, cost.command_documents) if read is not None else None
+            try:
+                examined = _examined(categories.database, cost.command_documents, strict=True) if read is not None else None
+            except TreeError:  # not judged is not passed: a $lookup the index cannot serve scans its collection
+                return (f"{name}, category {where}: the server's work of this pipeline cannot be judged here; "
+                        f"in a $lookup sub-pipeline only $eq, $lt, $lte, $gt and $gte in $expr use an index "
+                        f"(not $in): join the products with localField and foreignField")
             if examined is not None and examined > read + 1 + len(want):
                 return (f"{name}, category {where}: the server examined {examined:,} documents; the subtree "
                         f"needs {read + 1:,} at most (the category too) and its products one each, found "
