@@ -21,7 +21,7 @@ from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 import bson
 from pymongo import monitoring
 
-from .indexkeys import KeySnapshot, index_keys_written
+from .indexkeys import KeySnapshot, docs_changed, index_keys_written
 
 __all__ = ["CommandCounter", "Counters", "count_commands", "paused", "attach_listener_client", "is_counting", "record", "recorder"]
 
@@ -51,8 +51,16 @@ class CommandCounter:
     #: with ``count_commands(index_keys=...)``: the index keys the block inserted plus those it deleted
     #: (``helpers.indexkeys``), ``None`` when not asked for or not countable
     index_keys_written: int | None = None
-    #: aggregations that write (``$merge``, ``$out``): their documents are not in ``docs_written``
+    #: aggregations that write (``$merge``, ``$out``): no reply says how many documents they wrote, so
+    #: ``count_commands`` counts them from a snapshot of their target (``index_keys`` naming it, whole)
     aggregate_writes: int = 0
+    #: the namespaces those aggregations write (``db.collection``, from their last stage)
+    aggregate_targets: list[str] = field(default_factory=list)
+    #: the namespaces the block's insert, update, delete and findAndModify commands write
+    written_namespaces: set[str] = field(default_factory=set)
+    #: False when an aggregation wrote documents the counter could not count (its target was not
+    #: snapshotted whole, or other commands wrote it too): ``docs_written`` is then unknown, never 0
+    docs_written_known: bool = True
 
     def add_command(self, name: str, command: dict[str, Any] | None = None) -> None:
         self.round_trips += 1
@@ -61,6 +69,15 @@ class CommandCounter:
                 isinstance(stage, dict) and ("$merge" in stage or "$out" in stage)
                 for stage in command.get("pipeline") or []):
             self.aggregate_writes += 1
+            target = _write_target(command)
+            if target is None:
+                self.docs_written_known = False
+            else:
+                self.aggregate_targets.append(target)
+        elif name in ("insert", "update", "delete", "findAndModify") and command is not None:
+            self.written_namespaces.add(f"{command.get('$db')}.{command.get(name)}")
+        elif name == "bulkWrite":  # MongoDB 8.0's cross-collection bulk write: its namespaces are in nsInfo
+            self.written_namespaces.update(str((ns or {}).get("ns")) for ns in (command or {}).get("nsInfo") or [])
         if self.keep_commands and command is not None:
             self.command_documents.append(_slim(command))
 
@@ -69,6 +86,17 @@ class CommandCounter:
         self.bytes_returned += sum(len(bson.encode(d)) for d in docs)
         self.nodes_returned += sum(1 + sum(sum(isinstance(x, dict) for x in v) for v in d.values()
                                            if isinstance(v, list)) for d in docs if isinstance(d, dict))
+
+
+def _write_target(command: Mapping[str, Any]) -> str | None:
+    """The namespace an aggregate's last stage (``$merge`` or ``$out``) writes, or None if not written plainly."""
+    stages = command.get("pipeline") or []
+    last = stages[-1] if stages and isinstance(stages[-1], dict) else {}
+    spec = last.get("$merge", {}).get("into") if isinstance(last.get("$merge"), dict) else last.get("$merge", last.get("$out"))
+    db = command.get("$db")
+    if isinstance(spec, dict):
+        db, spec = spec.get("db", db), spec.get("coll")
+    return f"{db}.{spec}" if isinstance(spec, str) and db is not None else None
 
 
 _SESSION_FIELDS = {"lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "$readPreference",
@@ -141,16 +169,26 @@ def count_commands(keep_commands: bool = False, index_keys: Any = None) -> Itera
     workload that ``helpers.advisor`` reviews (notebook 06). ``index_keys`` names the collections a
     write changes (a collection, several, or ``{collection: filter}``): their index keys are read
     before and after the block, uncounted, and ``counter.index_keys_written`` is the keys inserted
-    plus the keys deleted (``helpers.indexkeys``).
+    plus the keys deleted (``helpers.indexkeys``). A ``$merge`` or ``$out`` reports no count: the
+    documents it wrote are those its target gained, lost or changed, counted when ``index_keys``
+    snapshots that target whole; otherwise ``counter.docs_written_known`` is False (unknown, not 0).
     """
     snapshot = KeySnapshot(index_keys) if index_keys is not None else None
     with _ACTIVE.paused():
         before = snapshot.take() if snapshot is not None else None
     with _ACTIVE.opened(CommandCounter(keep_commands=keep_commands)) as counter:
         yield counter
+    after = None
     if snapshot is not None:
         with _ACTIVE.paused():
-            counter.index_keys_written = index_keys_written(before, snapshot.take(before))
+            after = snapshot.take(before)
+            counter.index_keys_written = index_keys_written(before, after)
+    for target in dict.fromkeys(counter.aggregate_targets):  # what a $merge or $out wrote: its target's changes
+        changed = docs_changed(before, after, target) if target not in counter.written_namespaces else None
+        if changed is None:
+            counter.docs_written_known = False
+        else:
+            counter.docs_written += changed
 
 
 @contextmanager

@@ -30,7 +30,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping
 
-__all__ = ["KeySnapshot", "document_keys", "index_keys_written", "MAX_SNAPSHOT_DOCS"]
+__all__ = ["KeySnapshot", "docs_changed", "document_keys", "index_keys_written", "MAX_SNAPSHOT_DOCS"]
 
 #: a snapshot reads at most this many documents: name the ones a write touches ({collection: filter})
 MAX_SNAPSHOT_DOCS = 10_000
@@ -182,8 +182,10 @@ class KeySnapshot:
             indexes = list(coll.list_indexes())
             found: Counter = Counter()
             ids: list[Any] = []
+            docs: dict[str, str] = {}
             for doc in coll.find(query, batch_size=1_000):
                 ids.append(doc.get("_id"))
+                docs[_frozen(doc.get("_id"))] = _frozen(doc)
                 if len(ids) > MAX_SNAPSHOT_DOCS:
                     raise ValueError(f"index_keys: the snapshot of {coll.name} reads more than "
                                      f"{MAX_SNAPSHOT_DOCS:,} documents; give {{collection: filter}} naming "
@@ -194,8 +196,19 @@ class KeySnapshot:
                         return None
                     doc_id = _frozen(doc.get("_id"))
                     found.update({(index["name"], doc_id, k): n for k, n in keys.items()})
-            out[name] = {"indexes": tuple(sorted(i["name"] for i in indexes)), "keys": found, "ids": ids}
+            out[name] = {"indexes": tuple(sorted(i["name"] for i in indexes)), "keys": found, "ids": ids,
+                         "docs": docs, "whole": not filter}
         return out
+
+
+def docs_changed(before: dict[str, Any] | None, after: dict[str, Any] | None, namespace: str) -> int | None:
+    """Documents of ``namespace`` inserted, deleted or changed between two :meth:`KeySnapshot.take`
+    results (what a ``$merge`` or ``$out`` wrote), or ``None`` unless both snapshots read it whole."""
+    b, a = (before or {}).get(namespace), (after or {}).get(namespace)
+    if b is None or a is None or not (b.get("whole") and a.get("whole")):
+        return None
+    old, new = b["docs"], a["docs"]
+    return len(old.keys() ^ new.keys()) + sum(old[k] != new[k] for k in old.keys() & new.keys())
 
 
 def index_keys_written(before: dict[str, Any] | None, after: dict[str, Any] | None) -> int | None:

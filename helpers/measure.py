@@ -115,6 +115,9 @@ def benchmark(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int
             t, result = run()
         times.append(t)
     assert first is not None
+    if not first.docs_written_known:
+        raise ValueError(f"{label}: a $merge or $out wrote documents no reply counts; pass index_keys=<its "
+                         f"target collection> so they are counted (unknown is not 0)")
     m = Measurement(label=label, times_ms=times, round_trips=first.round_trips,
                     docs_returned=first.docs_returned, bytes_returned=first.bytes_returned,
                     docs_written=first.docs_written, commands=tuple(first.commands), result=result,

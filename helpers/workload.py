@@ -101,6 +101,9 @@ def cost_of(cost: Any) -> dict[str, float]:
                  "default batch getMores": getattr(cost, "default_batch_getmores", 0)}
         wrote_unseen = False
     elif hasattr(cost, "round_trips") and hasattr(cost, "docs_written"):  # helpers.counting.CommandCounter
+        if not getattr(cost, "docs_written_known", True):
+            raise ValueError("a cost's docs written is unknown: a $merge or $out wrote documents no reply counts; "
+                             "count it with count_commands(index_keys=<its target collection>)")
         out = {"round trips": cost.round_trips, "docs returned": cost.docs_returned,
                "bytes returned": cost.bytes_returned, "docs written": cost.docs_written}
         extra = {"index keys written": getattr(cost, "index_keys_written", None),

@@ -162,3 +162,28 @@ def test_a_transaction_costs_its_commit_on_every_backend(backend, db):
         with db.client.start_session() as s:
             s.with_transaction(fails)
     assert c.commands == ["update", "abortTransaction"]
+
+
+def test_a_merge_or_out_counts_the_documents_it_writes_when_its_target_is_snapshotted(db):
+    """No reply counts what a $merge or $out wrote: with its target snapshotted whole, the counter
+    counts the documents the target gained, lost or changed; otherwise the figure is unknown, never 0."""
+    src, dst = db["merge_src"], db["merge_dst"]
+    src.insert_many([{"_id": i, "v": i} for i in range(4)])
+    dst.insert_many([{"_id": 0, "v": 0}, {"_id": 1, "v": -1}, {"_id": 9, "v": 9}])
+    with count_commands(index_keys=dst) as c:  # 2 and 3 inserted, 1 replaced, 0 rewritten unchanged
+        list(src.aggregate([{"$match": {}}, {"$merge": {"into": "merge_dst", "whenMatched": "replace"}}], batchSize=0))
+    assert (c.round_trips, c.docs_written, c.docs_written_known) == (1, 3, True)
+    with count_commands(index_keys=dst) as c:
+        list(src.aggregate([{"$match": {"_id": {"$lt": 2}}}, {"$out": "merge_dst"}], batchSize=0))
+    assert (c.docs_written, c.docs_written_known) == (3, True)  # 2, 3 and 9 gone; 0 and 1 unchanged
+    assert sorted(d["_id"] for d in dst.find({}, batch_size=10)) == [0, 1]
+    with count_commands() as c:  # the target not snapshotted
+        list(src.aggregate([{"$match": {}}, {"$merge": {"into": {"db": db.name, "coll": "merge_dst"}}}], batchSize=0))
+    assert c.docs_written_known is False and c.aggregate_targets == [f"{db.name}.merge_dst"]
+    with count_commands(index_keys={dst: {"_id": 0}}) as c:  # snapshotted in part: still unknown
+        list(src.aggregate([{"$match": {}}, {"$merge": {"into": "merge_dst"}}], batchSize=0))
+    assert c.docs_written_known is False
+    with count_commands(index_keys=dst) as c:  # other commands wrote the target too: no way to split it
+        dst.insert_one({"_id": 20})
+        list(src.aggregate([{"$match": {}}, {"$merge": {"into": "merge_dst"}}], batchSize=0))
+    assert c.docs_written_known is False

@@ -142,10 +142,16 @@ def test_an_aggregation_that_writes_leaves_its_index_keys_unknown(db):
 
     src = db["ikw_src"]
     src.insert_many([{"_id": i} for i in range(3)])
+    db["ikw_dst"].insert_one({"_id": 0})
     with count_commands() as c:
         list(src.aggregate([{"$merge": {"into": "ikw_dst"}}]))
-    assert c.aggregate_writes == 1
-    assert "index keys written" not in cost_of(c)  # unknown, not 0: $merge wrote documents docs_written misses
+    assert c.aggregate_writes == 1 and not c.docs_written_known  # no snapshot of the target: unknown, not 0
+    with pytest.raises(ValueError, match="docs written is unknown"):
+        cost_of(c)
+    with count_commands(index_keys=db["ikw_dst"]) as c:  # the target snapshotted: its index keys counted too
+        list(src.aggregate([{"$match": {"_id": {"$gte": 1}}}, {"$project": {"_id": 1, "x": {"$literal": 1}}},
+                            {"$merge": {"into": "ikw_dst"}}]))
+    assert (cost_of(c)["docs written"], cost_of(c)["index keys written"]) == (2, 0)  # 2 merged in place: same _id keys
 
 
 def test_the_mock_and_the_server_flag_the_same_default_batches(db):
