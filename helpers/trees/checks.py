@@ -59,7 +59,12 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
         if cost.docs_returned > len(want):
             return (f"node {n}: {cost.docs_returned:,} documents came back for {len(want)} names; read only "
                     f"the documents that hold them")
-        examined = _examined(categories.database, cost.command_documents)
+        try:
+            examined = _examined(categories.database, cost.command_documents, strict=True)
+        except TreeError:  # not judged is not passed
+            return (f"node {n}: the server's work of this pipeline cannot be judged here; in a $lookup "
+                    f"sub-pipeline only $eq, $lt, $lte, $gt and $gte in $expr use an index (not $in): join "
+                    f"with localField and foreignField")
         if examined is not None and examined > len(want):
             return (f"node {n}: the server examined {examined:,} documents for {len(want)} names; start from "
                     f"the node's _id and read only the documents that hold its names")
