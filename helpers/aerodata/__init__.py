@@ -74,6 +74,7 @@ from .messages import (
 )
 from .probe import (
     TransactionMode,
+    bill_note,
     explain_lines,
     geo_notes,
     insert_or_refusal,
@@ -125,7 +126,7 @@ __all__ = [
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "batch_documents", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
     "latest_positions", "id_range", "fleet_latest_pipeline", "fleet_latest_group_pipeline", "subset_latest_pipeline",
-    "tracker_costs", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "BULK", "UPSERTS", "IN_AIRLINE", "AIRLINE_UPSERTS",
+    "tracker_costs", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "BULK", "UPSERTS", "IN_AIRLINE", "AIRLINE_UPSERTS", "bill_note",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",

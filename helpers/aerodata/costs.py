@@ -58,10 +58,10 @@ _ID_PREFIX = ("{engine} scans the collection for an _id prefix (docs/ENGINES.md)
               "reads it: the prefix's range of the _id index, one key and one document per match")
 _LIMIT_ONE = ("{engine} sorts each aircraft's whole range for limit 1 (docs/ENGINES.md); counted as a real MongoDB "
               "reads it: backwards, one key and one document per aircraft")
-_DISTINCT_SCAN = ("modelled: {engine} plans FETCH > IXSCAN without counts; counted as a real MongoDB reads it, "
-                  "a DISTINCT_SCAN: one key per aircraft and one past the last, one document per aircraft")
-_COVERED = ("{engine} covers no query (docs/ENGINES.md); the fleet's part counted as a real MongoDB reads it: "
-            "from its index alone, no document fetched")
+_DISTINCT_SCAN = ("modelled: {engine} plans FETCH > IXSCAN without counts, and no real MongoDB's count was measured; "
+                  "counted as the least a DISTINCT_SCAN reads: one key and one document per aircraft")
+_COVERED = ("{engine} fetches the documents of a covered read (probed: caps.covered_query, docs/ENGINES.md); the "
+            "fleet's keys counted as a real MongoDB reads them: from its index alone, no document fetched")
 
 
 class _Work:
@@ -75,22 +75,25 @@ class _Work:
         self.on, self.engine = bool(info and info.caps.explain), info.engine if info else "this engine"
         self.id_range = bool(info and info.caps.id_range_index)
         self.bulk = bool(info and info.caps.client_bulk_write)
+        self.covers = bool(info and info.caps.covered_query)
 
-    def find(self, coll: Any, filter: Mapping[str, Any], sort: Any = None) -> dict[str, int]:
-        """Keys and documents examined by ``coll.find(filter).sort(sort)``, from its explain (a read
-        whose order comes from its index, or that returns every match, examines the same without the
-        sort: only a limited read needs it)."""
+    def find(self, coll: Any, filter: Mapping[str, Any], sort: Any = None,
+             projection: Mapping[str, Any] | None = None) -> dict[str, int]:
+        """Keys and documents examined by ``coll.find(filter, projection).sort(sort)``, from its explain
+        (a read whose order comes from its index, or that returns every match, examines the same
+        without the sort: only a limited read needs it)."""
         if not self.on:
             return {}
-        cursor = coll.find(dict(filter))
+        cursor = coll.find(dict(filter), projection)
         _, keys, docs = plan_summary((cursor.sort(sort) if sort else cursor).explain())
         return {"keys examined": keys or 0, "docs examined": docs or 0}
 
-    def covered(self, coll: Any, filter: Mapping[str, Any]) -> tuple[dict[str, int], bool]:
-        """The work of ``filter`` read for fields its index holds (a covered read: its keys, no
-        document); and whether that is the model because this engine fetched the documents."""
-        work = self.find(coll, filter)
-        modelled = bool(work) and work["docs examined"] > 0
+    def covered(self, coll: Any, filter: Mapping[str, Any], projection: Mapping[str, Any]) -> tuple[dict[str, int], bool]:
+        """The work of ``filter`` read for ``projection``, fields its index holds (a covered read: its
+        keys, no document), from that find's explain; and whether it is the model (no document) because
+        this engine was probed to fetch the documents of a covered read (``caps.covered_query`` False)."""
+        work = self.find(coll, filter, projection=projection)
+        modelled = bool(work) and not self.covers and work["docs examined"] > 0
         return ({**work, "docs examined": 0} if modelled else work), modelled
 
     def newest(self, coll: Any, filters: Sequence[Mapping[str, Any]], sort: Any) -> tuple[dict[str, int], bool]:
@@ -441,7 +444,7 @@ def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Wor
     the index, each aircraft's newest report), the ``$group``, the loop."""
     planes = [d["_id"] for d in coll.find(fleet, {"_id": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(coll, [id_range(REPORT, p + "_") for p in planes], [("recordType", -1), ("_id", -1)])
-    keys, covered = work.covered(coll, fleet)
+    keys, covered = work.covered(coll, fleet, {"_id": 1})
     projection = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1}
 
     def loop() -> dict[str, tuple]:
@@ -550,7 +553,7 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     planes = [d["icao24"] for d in p_c.find({"airline": airline}, {"icao24": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(r_c, [{"airline": airline, "icao24": p} for p in planes], newest)
     per_plane = _add(work.find(p_c, {"airline": airline}), lasts)
-    keys, covered = work.covered(p_c, {"airline": airline})
+    keys, covered = work.covered(p_c, {"airline": airline}, {"_id": 0, "icao24": 1})
     last = {"timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}
     lookup = [{"$match": {"airline": airline}}, {"$sort": {"airline": 1, "icao24": 1}},  # the index's order
               {"$project": {"_id": 0, "icao24": 1}},  # fields of {airline, icao24}: covered
@@ -564,7 +567,7 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     distinct = [{"$match": {"airline": airline}}, {"$sort": {"airline": -1, "icao24": -1, "timestamp": -1}},
                 {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}}]
     # a real MongoDB answers it with a DISTINCT_SCAN: the index backwards, skipping to each aircraft's newest key
-    scan = {"keys examined": len(planes) + 1, "docs examined": len(planes)} if work.on else {}
+    scan = {"keys examined": len(planes), "docs examined": len(planes)} if work.on else {}
 
     def loop() -> dict[str, tuple]:
         return {p["icao24"]: (d["timestamp"], d["lat"], d["lon"]) for p in p_c.find(
