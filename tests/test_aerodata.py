@@ -352,6 +352,10 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
         assert store["one collection"]["one insert a batch"]["keys examined"] > 0 == \
             store["one collection"]["one insert a batch"]["docs examined"]
         airlines = sum(len({_expected_airline(m["callsign"]) for m in b}) for b in (msgs[-80:-40], msgs[-40:]))
+        # a writer that remembers the parents it stored sends none again: nothing refused, the same documents
+        remembers = store["one collection"]["one insert a batch" + ad.NEW]
+        assert remembers["keys examined"] == 0 and remembers["round trips"] * 40 == pytest.approx(1)
+        assert remembers["docs written"] == pytest.approx(store["one collection"]["one insert a batch"]["docs written"])
         if bulk:  # the airline's update examines its document, an aircraft sent again only its key
             assert in_airline[ad.BULK]["docs examined"] * 80 == pytest.approx(airlines)
         for d in ("one collection", "one collection + subset"):  # an _id prefix: a key and a document a match

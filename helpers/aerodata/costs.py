@@ -1,14 +1,15 @@
 """The measured cost of notebook 04's tracker workload: every design's every operation, in each form a
 competent engineer could write (notebook 04).
 
-Three designs: three collections (airlines, aircraft, reports), the single collection (``ingest``),
-and the single collection with the subset pattern (``ingest(..., keep_last=n)``). :func:`tracker_costs`
+Four designs: three collections (airlines, aircraft, reports), the single collection (``ingest``),
+the single collection with the subset pattern in each aircraft (``ingest(..., keep_last=n)``), and
+with the subset in the airline (:data:`IN_AIRLINE`: its fleet's latest positions, one document for the map). :func:`tracker_costs`
 gives ``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`, ``contest`` and
 ``pick``: the bill prices each design at its cheapest form, and shows the others as counter-examples.
 Every read sets its batch size; every write counts the index keys it writes
 (``count_commands(index_keys=...)``); where the engine explains (``caps.explain``), each form carries
-the keys and documents the server examined, with a note where the engine's plan is not a real
-MongoDB's. The lesson imports it from :mod:`helpers.aerodata`.
+the keys and documents the server examined (an insert refused as a duplicate: its ``_id`` key), with a
+note where the engine's plan is not a real MongoDB's. The lesson imports it from :mod:`helpers.aerodata`.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from .queries import (
 )
 from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "AIRLINE_UPSERTS", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -51,6 +52,9 @@ RECEIVER_BATCH = round(2_500_000 * 10 / 86_400)
 #: the subset held by the airline: one document for the whole fleet's map
 IN_AIRLINE = "one collection + subset in the airline"
 AIRLINE_UPSERTS = "one update command a batch (an upsert per document, a pipeline per airline)"
+#: a store form whose writer remembers the parents it stored: it sends an airline or aircraft only when new
+#: (none refused), in the same command
+NEW = ", parents only when new to the writer"
 #: what one flight's track draws of each report: an inclusion projection
 TRACK = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1, "altitude": 1}
 _WHOLE = "counter-example: every field of every report, where the track draws four"
@@ -232,7 +236,29 @@ def airline_fleet_statements(part: list[dict[str, Any]]) -> list[tuple[str, dict
     return out
 
 
-def _airline_writer(db: Any, coll: Any, how: str) -> Callable[[list], tuple[int, int]]:
+def _unseen(statements: list[tuple[str, dict, Any]], seen: set | None) -> list[tuple[str, dict, Any]]:
+    """``statements`` without the inserts of parents (airlines, aircraft) in ``seen``, the parents the
+    writer stored before, which it then adds to ``seen`` (None: every statement kept)."""
+    if seen is None:
+        return statements
+    parent = [k == "insert" and d.get("recordType") in (AIRLINE, AIRCRAFT) for k, d, _ in statements]
+    kept = [st for st, p in zip(statements, parent) if not (p and st[1]["_id"] in seen)]
+    seen.update(d["_id"] for (_, d, _), p in zip(statements, parent) if p)
+    return kept
+
+
+def _single_new_writer(coll: Any, seen: set) -> Callable[[list], tuple[None, int]]:
+    """One collection's batch as one insert whose parents are only those new to the writer (``seen``:
+    the ``_id`` values it stored before); a re-sent report is still refused."""
+    def write(part: list[dict[str, Any]]) -> tuple[None, int]:
+        parents, reports = batch_documents(list(enumerate(part)), IngestResult())
+        docs = [parents[k] for k in sorted(parents) if k not in seen] + [reports[k] for k in sorted(reports)]
+        seen.update(parents)
+        return None, insert_new(coll, docs)[1]
+    return write
+
+
+def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset held by the airline, :func:`airline_fleet_statements` as one command a batch: ``how``
     ``"bulk"`` a client ``bulkWrite`` (MongoDB 8.0+, a re-sent report refused), ``"upserts"`` one
     ``update`` command (each insert an upsert with ``$setOnInsert``: any version)."""
@@ -241,7 +267,7 @@ def _airline_writer(db: Any, coll: Any, how: str) -> Callable[[list], tuple[int,
     ns = f"{db.name}.{coll.name}"
 
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        statements = airline_fleet_statements(part)
+        statements = _unseen(airline_fleet_statements(part), seen)
         if how == "bulk":
             return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
                                     UpdateOne(doc, update, upsert=True, namespace=ns)
@@ -253,7 +279,7 @@ def _airline_writer(db: Any, coll: Any, how: str) -> Callable[[list], tuple[int,
     return write
 
 
-def _subset_bulk_writer(db: Any, coll: Any, keep_last: int) -> Callable[[list], int]:
+def _subset_bulk_writer(db: Any, coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+), unordered:
     :func:`subset_statements`, each an insert (a re-sent report refused, code 11000) or an upsert."""
     from pymongo import InsertOne, UpdateOne
@@ -263,11 +289,11 @@ def _subset_bulk_writer(db: Any, coll: Any, keep_last: int) -> Callable[[list], 
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
         return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
                                 UpdateOne(doc, update, upsert=True, namespace=ns)
-                                for kind, doc, update in subset_statements(part, keep_last)])
+                                for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)])
     return write
 
 
-def _subset_upserts_writer(coll: Any, keep_last: int) -> Callable[[list], int]:
+def _subset_upserts_writer(coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset design's batch as one ``update`` command (one collection: any MongoDB version), unordered:
     :func:`subset_statements` with each insert an upsert that sets the document only if it is new
     (``$setOnInsert``: a re-sent report changes nothing)."""
@@ -276,7 +302,7 @@ def _subset_upserts_writer(coll: Any, keep_last: int) -> Callable[[list], int]:
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
         models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
                             upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
-                  for kind, doc, update in subset_statements(part, keep_last)]
+                  for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)]
         return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
     return write
 
@@ -357,21 +383,30 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         return coll
 
     single_store = fresh(names["single"])
+    known = {p["_id"] for p in parents}  # what a writer that remembers has stored before the batches
     stores = {"one collection": {"one insert a batch": _store(
         _ingest_writer(single_store, 0), batches, [single_store], work)}}
+    single_store = fresh(names["single"])
+    stores["one collection"]["one insert a batch" + NEW] = _store(
+        _single_new_writer(single_store, set(known)), batches, [single_store], work)
     subset_stores = {}
     for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last)) if work.bulk else (None, None),
+                        (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known))) if work.bulk else (None, None),
                         (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last)),
+                        (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known))),
                         ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last))):
         if label is not None:
             coll = fresh(names["subset"])
             subset_stores[label] = _store(make(coll), batches, [coll], work, updated=coll)
     stores["one collection + subset"] = subset_stores
     in_airline = {}
-    for label, how in ((BULK, "bulk") if work.bulk else (None, None), (AIRLINE_UPSERTS, "upserts")):
+    for label, how, seen in ((BULK, "bulk", None) if work.bulk else (None, None, None),
+                             (BULK + NEW, "bulk", known) if work.bulk else (None, None, None),
+                             (AIRLINE_UPSERTS, "upserts", None), (AIRLINE_UPSERTS + NEW, "upserts", known)):
         if label is not None:
             coll = fresh(names["in_airline"])
-            in_airline[label] = _store(_airline_writer(db, coll, how), batches, [coll], work, updated=coll)
+            in_airline[label] = _store(_airline_writer(db, coll, how, None if seen is None else set(seen)),
+                                       batches, [coll], work, updated=coll)
     stores[IN_AIRLINE] = in_airline
     latest: dict[str, dict] = {}
     load = max(map(len, batches), default=1)  # read copies are stored in the measured batches' size
@@ -500,13 +535,16 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
             return None, refused
         return write
 
-    def bulk_writer(colls: tuple[Any, Any, Any]) -> Callable[[list], tuple[int, int]]:
+    def bulk_writer(colls: tuple[Any, Any, Any], seen: set | None = None) -> Callable[[list], tuple[int, int]]:
         from pymongo import InsertOne
 
         a, p, r = (f"{db.name}.{c.name}" for c in colls)
 
         def write(part: list[dict[str, Any]]) -> tuple[int, int]:  # the batch's parents and reports, one command
             airlines, planes = _parents(part)
+            if seen is not None:
+                airlines, planes = airlines - seen, planes - seen
+                seen.update(airlines, planes)
             return _bulk_write(db, [InsertOne({k: v for k, v in _airline_doc(code).items() if k != "recordType"}, namespace=a)
                              for code in sorted(airlines)] +
                         [InsertOne({"_id": make_id(x, y), "airline": x, "icao24": y}, namespace=p) for x, y in sorted(planes)] +
@@ -518,6 +556,8 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
     if work.bulk:
         colls = trio(known_airlines, known_planes)  # fresh again: each form starts from the same state
         store[BULK] = _store(bulk_writer(colls), batches, list(colls), work)
+        colls = trio(known_airlines, known_planes)
+        store[BULK + NEW] = _store(bulk_writer(colls, set(known_airlines) | set(known_planes)), batches, list(colls), work)
     colls = trio(known_airlines, known_planes)
     seen: set = set(known_airlines) | set(known_planes)
     store["parents only when new to the writer"] = _store(writer(colls, seen), batches, list(colls), work)
