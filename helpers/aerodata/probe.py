@@ -14,6 +14,7 @@ from typing import Any, Mapping, NamedTuple
 from pymongo.errors import WriteError
 
 from ..backends import info_of
+from ..capabilities import CAPABILITIES
 from ..plans import plan_summary
 from .validation import apply_validator, invalid_documents, why_refused
 
@@ -34,8 +35,6 @@ def bill_note(db: Any) -> str:
     engine explains (``caps.explain``); else the probe's label, and that a tie on what every engine
     counts is then this engine's, not a verdict: on a server that explains, keys and documents
     examined go on to decide."""
-    from ..capabilities import CAPABILITIES
-
     info = _info(db)
     if info.caps.explain:
         return ""
