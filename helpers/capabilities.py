@@ -142,6 +142,14 @@ def _id_range_index(p: Probe) -> bool:
         _bounded_ixscan(p.coll, {"_id": {"$regex": "^k01"}})
 
 
+def _covered_query(p: Probe) -> bool:
+    """A range on an indexed field projected to that field alone is covered: its 10 keys, no document."""
+    if not p.found["explain"]:
+        return False
+    stats = p.coll.find({"v": {"$gte": 10, "$lt": 20}}, {"_id": 0, "v": 1}).explain().get("executionStats", {})
+    return stats.get("totalKeysExamined") == 10 and stats.get("totalDocsExamined") == 0
+
+
 def _bare_regex_indexed(p: Probe) -> bool:
     """A bare regex value on an indexed field matches like {"$regex": ...} (10 documents)."""
     return p.coll.count_documents({"s": re.compile("^s01")}) == 10 and \
@@ -400,6 +408,13 @@ CAPABILITIES: tuple[Capability, ...] = (
         meaning="a prefix regex on an indexed field served by index bounds", mongodb="yes",
         embedded=(False, "**no: scans the collection**"), mock=(False, _NO_INDEXES),
         label="a prefix regex on an indexed field served by index bounds: here it scans the collection"),
+    Capability(
+        "covered_query", _covered_query, shown_if=lambda c: c.explain,
+        meaning="a covered query (filter and projection on an index's fields) examines no document",
+        mongodb="yes (`totalDocsExamined` 0)",
+        embedded=(False, "**no: fetches each matching document** (FETCH after the IXSCAN)"), mock=(False, _NO_INDEXES),
+        label="a covered query: here the engine fetches each matching document; a real MongoDB reads the "
+              "index alone"),
     Capability(
         "bare_regex_indexed", _bare_regex_indexed,
         meaning="a bare regex value (`re.compile`, `bson.Regex`) on an indexed field",

@@ -303,7 +303,7 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     plane = msgs[0]["icao24"]
     fleet = len({m["icao24"] for m in msgs})
     costs = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2)
-    assert sorted(costs) == ["one collection", "one collection + subset", "three collections"]
+    assert sorted(costs) == ["one collection", "one collection + subset", ad.IN_AIRLINE, "three collections"]
     assert all(isinstance(f, Forms) for ops in costs.values() for f in ops.values())
     store = {d: _forms(costs, d, "store a report") for d in costs}
     assert store["one collection"]["one insert a batch"]["round trips"] * 40 == pytest.approx(1)
@@ -323,6 +323,12 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     # without it too, the subset's batch is one update command of upserts, writing the same documents
     assert subset_store[ad.UPSERTS]["round trips"] * 40 == pytest.approx(1)
     assert subset_store[ad.UPSERTS]["docs written"] == pytest.approx(subset_store["one insert and one $push a batch"]["docs written"])
+    # the subset in the airline: one command a batch too, and its map one document
+    in_airline = store[ad.IN_AIRLINE]
+    assert (ad.BULK in in_airline) == bulk
+    assert all(f["round trips"] * 40 == pytest.approx(1) for f in in_airline.values())
+    airline_map = next(iter(_forms(costs, ad.IN_AIRLINE, "latest position of a fleet").values()))
+    assert (airline_map["round trips"], airline_map["docs returned"]) == (1, 1)
     for d in costs:  # each report writes a key in each of its collection's two indexes, and a few parents
         assert all(2 <= f["index keys written"] < 2.5 for f in store[d].values()), d
     latest = _forms(costs, "one collection", "latest position of a fleet")
@@ -341,6 +347,17 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     if explained:  # the fleet's keys from its index (covered), and one report per aircraft
         assert (latest[ad.LOOKUP]["keys examined"], latest[ad.LOOKUP]["docs examined"]) == (2 * fleet, fleet)
         assert subset["docs examined"] == fleet
+        assert airline_map["docs examined"] == 1
+        # a parent sent again with every batch is refused: a key looked up in the _id index, no document
+        assert store["one collection"]["one insert a batch"]["keys examined"] > 0 == \
+            store["one collection"]["one insert a batch"]["docs examined"]
+        airlines = sum(len({_expected_airline(m["callsign"]) for m in b}) for b in (msgs[-80:-40], msgs[-40:]))
+        # a writer that remembers the parents it stored sends none again: nothing refused, the same documents
+        remembers = store["one collection"]["one insert a batch" + ad.NEW]
+        assert remembers["keys examined"] == 0 and remembers["round trips"] * 40 == pytest.approx(1)
+        assert remembers["docs written"] == pytest.approx(store["one collection"]["one insert a batch"]["docs written"])
+        if bulk:  # the airline's update examines its document, an aircraft sent again only its key
+            assert in_airline[ad.BULK]["docs examined"] * 80 == pytest.approx(airlines)
         for d in ("one collection", "one collection + subset"):  # an _id prefix: a key and a document a match
             f = _forms(costs, d, "everything for an airline")["one find on the _id prefix"]
             assert f["keys examined"] == f["docs examined"] == f["docs returned"] > 0

@@ -28,10 +28,13 @@ connect: the lesson's labelled lines). ``checks`` holds the exercises' checkers.
 from __future__ import annotations
 
 from .costs import (
+    AIRLINE_UPSERTS,
     BULK,
     GROUP,
+    IN_AIRLINE,
     LOOKUP,
     LOOP,
+    NEW,
     UPSERTS,
     receiver_batches,
     subset_statements,
@@ -72,6 +75,7 @@ from .messages import (
 )
 from .probe import (
     TransactionMode,
+    bill_note,
     explain_lines,
     geo_notes,
     insert_or_refusal,
@@ -123,7 +127,7 @@ __all__ = [
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "batch_documents", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
     "latest_positions", "id_range", "fleet_latest_pipeline", "fleet_latest_group_pipeline", "subset_latest_pipeline",
-    "tracker_costs", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "BULK", "UPSERTS",
+    "tracker_costs", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "BULK", "UPSERTS", "IN_AIRLINE", "AIRLINE_UPSERTS", "NEW", "bill_note",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",

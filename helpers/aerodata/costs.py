@@ -1,14 +1,15 @@
 """The measured cost of notebook 04's tracker workload: every design's every operation, in each form a
 competent engineer could write (notebook 04).
 
-Three designs: three collections (airlines, aircraft, reports), the single collection (``ingest``),
-and the single collection with the subset pattern (``ingest(..., keep_last=n)``). :func:`tracker_costs`
+Four designs: three collections (airlines, aircraft, reports), the single collection (``ingest``),
+the single collection with the subset pattern in each aircraft (``ingest(..., keep_last=n)``), and
+with the subset in the airline (:data:`IN_AIRLINE`: its fleet's latest positions, one document for the map). :func:`tracker_costs`
 gives ``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`, ``contest`` and
 ``pick``: the bill prices each design at its cheapest form, and shows the others as counter-examples.
 Every read sets its batch size; every write counts the index keys it writes
 (``count_commands(index_keys=...)``); where the engine explains (``caps.explain``), each form carries
-the keys and documents the server examined, with a note where the engine's plan is not a real
-MongoDB's. The lesson imports it from :mod:`helpers.aerodata`.
+the keys and documents the server examined (an insert refused as a duplicate: its ``_id`` key), with a
+note where the engine's plan is not a real MongoDB's. The lesson imports it from :mod:`helpers.aerodata`.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from .queries import (
 )
 from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -46,6 +47,14 @@ DISTINCT = "one aggregate: the index backwards, $group $first (DISTINCT_SCAN)"
 BULK = "one bulkWrite a batch (MongoDB 8.0+)"
 #: the subset's batch as one update command: an upsert per document (one collection, any version)
 UPSERTS = "one update command a batch (an upsert per document)"
+#: the default batch stored: the workload's 2.5 M reports a day over the map's 10 s freshness (289 messages)
+RECEIVER_BATCH = round(2_500_000 * 10 / 86_400)
+#: the subset held by the airline: one document for the whole fleet's map
+IN_AIRLINE = "one collection + subset in the airline"
+AIRLINE_UPSERTS = "one update command a batch (an upsert per document, a pipeline per airline)"
+#: a store form whose writer remembers the parents it stored: it sends an airline or aircraft only when new
+#: (none refused), in the same command
+NEW = ", parents only when new to the writer"
 #: what one flight's track draws of each report: an inclusion projection
 TRACK = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1, "altitude": 1}
 _WHOLE = "counter-example: every field of every report, where the track draws four"
@@ -53,10 +62,10 @@ _ID_PREFIX = ("{engine} scans the collection for an _id prefix (docs/ENGINES.md)
               "reads it: the prefix's range of the _id index, one key and one document per match")
 _LIMIT_ONE = ("{engine} sorts each aircraft's whole range for limit 1 (docs/ENGINES.md); counted as a real MongoDB "
               "reads it: backwards, one key and one document per aircraft")
-_DISTINCT_SCAN = ("modelled: {engine} plans FETCH > IXSCAN without counts; counted as a real MongoDB reads it, "
-                  "a DISTINCT_SCAN: one key per aircraft and one past the last, one document per aircraft")
-_COVERED = ("{engine} covers no query (docs/ENGINES.md); the fleet's part counted as a real MongoDB reads it: "
-            "from its index alone, no document fetched")
+_DISTINCT_SCAN = ("modelled: {engine} plans FETCH > IXSCAN without counts, and no real MongoDB's count was measured; "
+                  "counted as the least a DISTINCT_SCAN reads: one key and one document per aircraft")
+_COVERED = ("{engine} fetches the documents of a covered read (probed: caps.covered_query, docs/ENGINES.md); the "
+            "fleet's keys counted as a real MongoDB reads them: from its index alone, no document fetched")
 
 
 class _Work:
@@ -70,22 +79,25 @@ class _Work:
         self.on, self.engine = bool(info and info.caps.explain), info.engine if info else "this engine"
         self.id_range = bool(info and info.caps.id_range_index)
         self.bulk = bool(info and info.caps.client_bulk_write)
+        self.covers = bool(info and info.caps.covered_query)
 
-    def find(self, coll: Any, filter: Mapping[str, Any], sort: Any = None) -> dict[str, int]:
-        """Keys and documents examined by ``coll.find(filter).sort(sort)``, from its explain (a read
-        whose order comes from its index, or that returns every match, examines the same without the
-        sort: only a limited read needs it)."""
+    def find(self, coll: Any, filter: Mapping[str, Any], sort: Any = None,
+             projection: Mapping[str, Any] | None = None) -> dict[str, int]:
+        """Keys and documents examined by ``coll.find(filter, projection).sort(sort)``, from its explain
+        (a read whose order comes from its index, or that returns every match, examines the same
+        without the sort: only a limited read needs it)."""
         if not self.on:
             return {}
-        cursor = coll.find(dict(filter))
+        cursor = coll.find(dict(filter), projection)
         _, keys, docs = plan_summary((cursor.sort(sort) if sort else cursor).explain())
         return {"keys examined": keys or 0, "docs examined": docs or 0}
 
-    def covered(self, coll: Any, filter: Mapping[str, Any]) -> tuple[dict[str, int], bool]:
-        """The work of ``filter`` read for fields its index holds (a covered read: its keys, no
-        document); and whether that is the model because this engine fetched the documents."""
-        work = self.find(coll, filter)
-        modelled = bool(work) and work["docs examined"] > 0
+    def covered(self, coll: Any, filter: Mapping[str, Any], projection: Mapping[str, Any]) -> tuple[dict[str, int], bool]:
+        """The work of ``filter`` read for ``projection``, fields its index holds (a covered read: its
+        keys, no document), from that find's explain; and whether it is the model (no document) because
+        this engine was probed to fetch the documents of a covered read (``caps.covered_query`` False)."""
+        work = self.find(coll, filter, projection=projection)
+        modelled = bool(work) and not self.covers and work["docs examined"] > 0
         return ({**work, "docs examined": 0} if modelled else work), modelled
 
     def newest(self, coll: Any, filters: Sequence[Mapping[str, Any]], sort: Any) -> tuple[dict[str, int], bool]:
@@ -125,20 +137,25 @@ def _store(write: Callable[[list], Any], batches: list[list], index_keys: Any, w
     """Storing ``batches``, every report's share: commands, documents and index keys written per report.
     An insert finds nothing first (no keys examined); an update statement (on ``updated``) finds its
     document by its ``_id``, as that filter's explain shows, and an upsert that finds none examines
-    nothing (a real MongoDB's ``_id`` lookup misses: no key, no document). ``write(batch)`` returns how
-    many of its update statements found their document, or None for all of them."""
+    nothing (a real MongoDB's ``_id`` lookup misses: no key, no document). An insert refused as a
+    duplicate (code 11000: a parent sent again, a re-sent report) writes nothing but is not free: the
+    server looks its key up in each unique index (here ``_id`` alone), one key examined, in the batch's
+    round trip. ``write(batch)`` returns ``(found, refused)``: how many of its update statements found
+    their document (None: all of them), and how many of its inserts were refused."""
     n = sum(len(b) for b in batches)
-    found = 0
+    found = refused = 0
     with count_commands(keep_commands=updated is not None, index_keys=index_keys) as c:
         for batch in batches:
             sent = len(c.command_documents)
-            hit = write(batch)
+            hit, dup = write(batch)
             found += hit if hit is not None else len(_update_filters(c.command_documents[sent:]))
+            refused += dup
     cost = {k: v / n for k, v in cost_of(c).items()}
     if work.on:
         filters = _update_filters(c.command_documents)
         one = work.find(updated, filters[0]) if filters else {"keys examined": 0, "docs examined": 0}
         cost.update({k: v * found / n for k, v in one.items()})
+        cost["keys examined"] += refused / n  # a unique-index lookup each (_id), no document
     return cost
 
 
@@ -148,18 +165,34 @@ def _update_filters(commands: Sequence[Mapping[str, Any]]) -> list[Mapping[str, 
         [op["filter"] for cmd in commands if "bulkWrite" in cmd for op in cmd.get("ops", []) if "update" in op]
 
 
-def _bulk_write(db: Any, models: list[Any]) -> int:
+def _bulk_write(db: Any, models: list[Any]) -> tuple[int, int]:
     """One client ``bulkWrite`` command (MongoDB 8.0+: several collections, inserts and updates
     together), unordered; a document already stored (code 11000) is refused, any other error raised.
-    Returns how many update statements found their document."""
+    Returns how many update statements found their document, and how many inserts were refused."""
+    from pymongo import InsertOne
     from pymongo.errors import ClientBulkWriteException
 
+    inserts = sum(isinstance(m, InsertOne) for m in models)
     try:
-        return db.client.bulk_write(models, ordered=False).matched_count
+        result = db.client.bulk_write(models, ordered=False)
     except ClientBulkWriteException as e:
         if not only_duplicates(e):
             raise
-        return e.partial_result.matched_count if e.partial_result is not None else 0
+        result = e.partial_result
+        if result is None:
+            return 0, inserts
+    return result.matched_count, inserts - result.inserted_count
+
+
+def _ingest_writer(coll: Any, keep_last: int) -> Callable[[list], tuple[None, int]]:
+    """``ingest``'s batch (:func:`ingest_batch`, with ``keep_last`` its ``$push``) as a store form: each
+    batch's ``(None, refused)``, the inserts the ``_id`` index refused (parents already stored, re-sent reports)."""
+    def write(part: list[dict[str, Any]]) -> tuple[None, int]:
+        batch, result = list(enumerate(part)), IngestResult()
+        parents, reports = batch_documents(batch, IngestResult())
+        ingest_batch(coll, batch, result, keep_last)
+        return None, len(parents) + len(reports) - result.inserted - result.airlines_created - result.aircraft_created
+    return write
 
 
 def subset_statements(part: list[dict[str, Any]], keep_last: int = 1) -> list[tuple[str, dict, dict | None]]:
@@ -182,31 +215,95 @@ def subset_statements(part: list[dict[str, Any]], keep_last: int = 1) -> list[tu
     return out
 
 
-def _subset_bulk_writer(db: Any, coll: Any, keep_last: int) -> Callable[[list], int]:
+def airline_fleet_statements(part: list[dict[str, Any]]) -> list[tuple[str, dict, Any]]:
+    """The subset held by the airline: batch ``part`` (validated messages) as statements that may run in
+    any order: ``("insert", document, None)`` for each aircraft and report, and one ``("upsert", filter,
+    pipeline)`` per airline that creates it if new (each field ``$ifNull`` its stored value) and sets
+    ``fleet.<icao24>`` to the batch's newest report of each of its aircraft unless the stored one is newer
+    (a re-sent or late message never moves an aircraft back): ``{timestamp, lat, lon}``, the map's fields."""
+    parents, reports = batch_documents(list(enumerate(part)), IngestResult())
+    newest: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in sorted(reports.values(), key=lambda r: r["timestamp"]):
+        newest.setdefault(r["airline"], {})[r["icao24"]] = {k: r[k] for k in ("timestamp", "lat", "lon")}
+    out: list[tuple[str, dict, Any]] = [("insert", d, None) for _, d in sorted({
+        **{k: v for k, v in parents.items() if v["recordType"] == AIRCRAFT}, **reports}.items())]
+    for code, planes in sorted(newest.items()):
+        fields = {f: {"$ifNull": [f"${f}", {"$literal": v}]} for f, v in parents[code].items() if f != "_id"}
+        fleet = {"$mergeObjects": [{"$ifNull": ["$fleet", {}]}, {plane: {"$cond": [
+            {"$gt": [last["timestamp"], {"$ifNull": [f"$fleet.{plane}.timestamp", -1]}]}, {"$literal": last},
+            f"$fleet.{plane}"]} for plane, last in sorted(planes.items())}]}
+        out.append(("upsert", {"_id": code}, [{"$set": {**fields, "fleet": fleet}}]))
+    return out
+
+
+def _unseen(statements: list[tuple[str, dict, Any]], seen: set | None) -> list[tuple[str, dict, Any]]:
+    """``statements`` without the inserts of parents (airlines, aircraft) in ``seen``, the parents the
+    writer stored before, which it then adds to ``seen`` (None: every statement kept)."""
+    if seen is None:
+        return statements
+    parent = [k == "insert" and d.get("recordType") in (AIRLINE, AIRCRAFT) for k, d, _ in statements]
+    kept = [st for st, p in zip(statements, parent) if not (p and st[1]["_id"] in seen)]
+    seen.update(d["_id"] for (_, d, _), p in zip(statements, parent) if p)
+    return kept
+
+
+def _single_new_writer(coll: Any, seen: set) -> Callable[[list], tuple[None, int]]:
+    """One collection's batch as one insert whose parents are only those new to the writer (``seen``:
+    the ``_id`` values it stored before); a re-sent report is still refused."""
+    def write(part: list[dict[str, Any]]) -> tuple[None, int]:
+        parents, reports = batch_documents(list(enumerate(part)), IngestResult())
+        docs = [parents[k] for k in sorted(parents) if k not in seen] + [reports[k] for k in sorted(reports)]
+        seen.update(parents)
+        return None, insert_new(coll, docs)[1]
+    return write
+
+
+def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
+    """The subset held by the airline, :func:`airline_fleet_statements` as one command a batch: ``how``
+    ``"bulk"`` a client ``bulkWrite`` (MongoDB 8.0+, a re-sent report refused), ``"upserts"`` one
+    ``update`` command (each insert an upsert with ``$setOnInsert``: any version)."""
+    from pymongo import InsertOne, UpdateOne
+
+    ns = f"{db.name}.{coll.name}"
+
+    def write(part: list[dict[str, Any]]) -> tuple[int, int]:
+        statements = _unseen(airline_fleet_statements(part), seen)
+        if how == "bulk":
+            return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
+                                    UpdateOne(doc, update, upsert=True, namespace=ns)
+                                    for kind, doc, update in statements])
+        models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
+                            upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
+                  for kind, doc, update in statements]
+        return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
+    return write
+
+
+def _subset_bulk_writer(db: Any, coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+), unordered:
     :func:`subset_statements`, each an insert (a re-sent report refused, code 11000) or an upsert."""
     from pymongo import InsertOne, UpdateOne
 
     ns = f"{db.name}.{coll.name}"
 
-    def write(part: list[dict[str, Any]]) -> int:
+    def write(part: list[dict[str, Any]]) -> tuple[int, int]:
         return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
                                 UpdateOne(doc, update, upsert=True, namespace=ns)
-                                for kind, doc, update in subset_statements(part, keep_last)])
+                                for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)])
     return write
 
 
-def _subset_upserts_writer(coll: Any, keep_last: int) -> Callable[[list], int]:
+def _subset_upserts_writer(coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset design's batch as one ``update`` command (one collection: any MongoDB version), unordered:
     :func:`subset_statements` with each insert an upsert that sets the document only if it is new
     (``$setOnInsert``: a re-sent report changes nothing)."""
     from pymongo import UpdateOne
 
-    def write(part: list[dict[str, Any]]) -> int:
+    def write(part: list[dict[str, Any]]) -> tuple[int, int]:
         models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
                             upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
-                  for kind, doc, update in subset_statements(part, keep_last)]
-        return coll.bulk_write(models, ordered=False).matched_count
+                  for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)]
+        return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
     return write
 
 
@@ -247,7 +344,7 @@ def _positions(docs: Any) -> dict[str, tuple]:
 
 
 def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], icao24: str, *,
-                  batches: Sequence[Sequence[Mapping[str, Any]]] | None = None, batch_size: int = 289,
+                  batches: Sequence[Sequence[Mapping[str, Any]]] | None = None, batch_size: int = RECEIVER_BATCH,
                   counted: int = 3, keep_last: int = 1, single: str | None = None,
                   three: tuple[str, str, str] | None = None) -> dict[str, dict[str, Forms]]:
     """Every form of every operation of notebook 04's tracker workload, per design, measured:
@@ -269,7 +366,7 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         cut = max(len(docs) - counted * batch_size, 0)
         batches = [docs[i:i + batch_size] for i in range(cut, len(docs), batch_size)]
     batches = [[clean for clean, _ in map(validate_message, b) if clean is not None] for b in batches]
-    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset")}
+    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset", "in_airline")}
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
         workbook_collection(db, name, create=False)
     work = _Work(db)
@@ -286,27 +383,47 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         return coll
 
     single_store = fresh(names["single"])
+    known = {p["_id"] for p in parents}  # what a writer that remembers has stored before the batches
     stores = {"one collection": {"one insert a batch": _store(
-        lambda b: ingest_batch(single_store, list(enumerate(b)), IngestResult()), batches, [single_store], work)}}
+        _ingest_writer(single_store, 0), batches, [single_store], work)}}
+    single_store = fresh(names["single"])
+    stores["one collection"]["one insert a batch" + NEW] = _store(
+        _single_new_writer(single_store, set(known)), batches, [single_store], work)
     subset_stores = {}
     for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last)) if work.bulk else (None, None),
+                        (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known))) if work.bulk else (None, None),
                         (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last)),
-                        ("one insert and one $push a batch", lambda c: lambda b: ingest_batch(
-                            c, list(enumerate(b)), IngestResult(), keep_last))):
+                        (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known))),
+                        ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last))):
         if label is not None:
             coll = fresh(names["subset"])
             subset_stores[label] = _store(make(coll), batches, [coll], work, updated=coll)
     stores["one collection + subset"] = subset_stores
+    in_airline = {}
+    for label, how, seen in ((BULK, "bulk", None) if work.bulk else (None, None, None),
+                             (BULK + NEW, "bulk", known) if work.bulk else (None, None, None),
+                             (AIRLINE_UPSERTS, "upserts", None), (AIRLINE_UPSERTS + NEW, "upserts", known)):
+        if label is not None:
+            coll = fresh(names["in_airline"])
+            in_airline[label] = _store(_airline_writer(db, coll, how, None if seen is None else set(seen)),
+                                       batches, [coll], work, updated=coll)
+    stores[IN_AIRLINE] = in_airline
     latest: dict[str, dict] = {}
-    for design, keep, reads_from in (("one collection", 0, single), ("one collection + subset", keep_last, None)):
+    load = max(map(len, batches), default=1)  # read copies are stored in the measured batches' size
+    for design, keep, reads_from in (("one collection", 0, single), ("one collection + subset", keep_last, None),
+                                     (IN_AIRLINE, 0, None)):
         if reads_from is None:  # a fresh copy of the airline's reports to read from, stored uncounted
-            reads_from = names["subset" if keep else "single"]
+            reads_from = names["in_airline" if design == IN_AIRLINE else "subset" if keep else "single"]
             coll = fresh_collection(db, reads_from)
             ensure_indexes(db, reads_from)
-            stored = IngestResult()
-            for i in range(0, len(docs), 1_000):
-                ingest_batch(coll, list(enumerate(docs[i:i + 1_000], start=i)), stored, keep)
-        latest[design], reads = _single_reads(db[reads_from], airline, icao24, bool(keep), work)
+            stored, write = IngestResult(), _airline_writer(db, coll, "upserts")
+            for i in range(0, len(docs), load):
+                if design == IN_AIRLINE:
+                    write(docs[i:i + load])
+                else:
+                    ingest_batch(coll, list(enumerate(docs[i:i + load], start=i)), stored, keep)
+        latest[design], reads = _single_reads(db[reads_from], airline, icao24, bool(keep), work,
+                                              in_airline=design == IN_AIRLINE)
         out[design] = {"store a report": Forms(stores[design]), **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
@@ -325,9 +442,10 @@ def _latest_notes(work: _Work, modelled: bool, covered: bool = False) -> dict[st
     return notes
 
 
-def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Work) -> tuple[dict, dict[str, Forms]]:
-    """The three reads of the single collection (``subset``: with the subset pattern), every form; and
-    the latest positions they found."""
+def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Work,
+                  in_airline: bool = False) -> tuple[dict, dict[str, Forms]]:
+    """The three reads of the single collection (``subset``: with the subset pattern in each aircraft;
+    ``in_airline``: in the airline document), every form; and the latest positions they found."""
     ranged = id_range(REPORT, make_id(airline, icao24) + "_")  # 4.7's form, a range on every engine
     reports = Forms({label: _read(lambda p=p: list(coll.find(ranged, p, sort=[("recordType", 1), ("_id", 1)],
                                                              batch_size=QUERY_BATCH)), work.find(coll, ranged))[0]
@@ -335,7 +453,13 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
                                       ("{recordType: 3, _id range}, whole reports", None))},
                     teaching={"{recordType: 3, _id range}, whole reports": _WHOLE})
     fleet = id_range(AIRCRAFT, make_id(airline) + "_")
-    if subset:
+    if in_airline:
+        def map_read() -> dict[str, tuple]:
+            doc = coll.find_one({"_id": make_id(airline)}, {"_id": 0, "fleet": 1}) or {}
+            return {k: (v["timestamp"], v["lat"], v["lon"]) for k, v in sorted(doc.get("fleet", {}).items())}
+        cost, answer = _read(map_read, work.find(coll, {"_id": make_id(airline)}))
+        latest = Forms({"one find_one: the airline's fleet": cost})
+    elif subset:
         cost, answer = _read(lambda: _positions(coll.aggregate(subset_latest_pipeline(airline), batchSize=QUERY_BATCH)),
                              work.find(coll, fleet))
         latest = Forms({"one aggregate: the fleet's last_reports": cost})
@@ -355,7 +479,7 @@ def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Wor
     the index, each aircraft's newest report), the ``$group``, the loop."""
     planes = [d["_id"] for d in coll.find(fleet, {"_id": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(coll, [id_range(REPORT, p + "_") for p in planes], [("recordType", -1), ("_id", -1)])
-    keys, covered = work.covered(coll, fleet)
+    keys, covered = work.covered(coll, fleet, {"_id": 1})
     projection = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1}
 
     def loop() -> dict[str, tuple]:
@@ -396,27 +520,32 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
         insert_new(p, [{"_id": make_id(x, y), "airline": x, "icao24": y} for x, y in sorted(planes)])
         return a, p, r
 
-    def writer(colls: tuple[Any, Any, Any], seen: set | None) -> Callable[[list], None]:
+    def writer(colls: tuple[Any, Any, Any], seen: set | None) -> Callable[[list], tuple[None, int]]:
         a, p, r = colls
 
-        def write(part: list[dict[str, Any]]) -> None:
+        def write(part: list[dict[str, Any]]) -> tuple[None, int]:
             airlines, planes = _parents(part)
             airlines, planes = sorted(airlines - (seen or set())), sorted(planes - (seen or set()))
-            insert_new(a, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"} for code in airlines])
-            insert_new(p, [{"_id": make_id(x, y), "airline": x, "icao24": y} for x, y in planes])
-            insert_new(r, _three_reports(part))
+            refused = sum(insert_new(c, docs)[1] for c, docs in (
+                (a, [{k: v for k, v in _airline_doc(code).items() if k != "recordType"} for code in airlines]),
+                (p, [{"_id": make_id(x, y), "airline": x, "icao24": y} for x, y in planes]),
+                (r, _three_reports(part))))
             if seen is not None:
                 seen.update(airlines, planes)
+            return None, refused
         return write
 
-    def bulk_writer(colls: tuple[Any, Any, Any]) -> Callable[[list], None]:
+    def bulk_writer(colls: tuple[Any, Any, Any], seen: set | None = None) -> Callable[[list], tuple[int, int]]:
         from pymongo import InsertOne
 
         a, p, r = (f"{db.name}.{c.name}" for c in colls)
 
-        def write(part: list[dict[str, Any]]) -> None:  # the batch's parents and reports, one command
+        def write(part: list[dict[str, Any]]) -> tuple[int, int]:  # the batch's parents and reports, one command
             airlines, planes = _parents(part)
-            _bulk_write(db, [InsertOne({k: v for k, v in _airline_doc(code).items() if k != "recordType"}, namespace=a)
+            if seen is not None:
+                airlines, planes = airlines - seen, planes - seen
+                seen.update(airlines, planes)
+            return _bulk_write(db, [InsertOne({k: v for k, v in _airline_doc(code).items() if k != "recordType"}, namespace=a)
                              for code in sorted(airlines)] +
                         [InsertOne({"_id": make_id(x, y), "airline": x, "icao24": y}, namespace=p) for x, y in sorted(planes)] +
                         [InsertOne(doc, namespace=r) for doc in _three_reports(part)])
@@ -427,6 +556,8 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
     if work.bulk:
         colls = trio(known_airlines, known_planes)  # fresh again: each form starts from the same state
         store[BULK] = _store(bulk_writer(colls), batches, list(colls), work)
+        colls = trio(known_airlines, known_planes)
+        store[BULK + NEW] = _store(bulk_writer(colls, set(known_airlines) | set(known_planes)), batches, list(colls), work)
     colls = trio(known_airlines, known_planes)
     seen: set = set(known_airlines) | set(known_planes)
     store["parents only when new to the writer"] = _store(writer(colls, seen), batches, list(colls), work)
@@ -462,7 +593,7 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     planes = [d["icao24"] for d in p_c.find({"airline": airline}, {"icao24": 1}, sort=[("_id", 1)], batch_size=QUERY_BATCH)]
     lasts, modelled = work.newest(r_c, [{"airline": airline, "icao24": p} for p in planes], newest)
     per_plane = _add(work.find(p_c, {"airline": airline}), lasts)
-    keys, covered = work.covered(p_c, {"airline": airline})
+    keys, covered = work.covered(p_c, {"airline": airline}, {"_id": 0, "icao24": 1})
     last = {"timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}
     lookup = [{"$match": {"airline": airline}}, {"$sort": {"airline": 1, "icao24": 1}},  # the index's order
               {"$project": {"_id": 0, "icao24": 1}},  # fields of {airline, icao24}: covered
@@ -476,7 +607,7 @@ def _three_reads(a_c: Any, p_c: Any, r_c: Any, airline: str, icao24: str, work: 
     distinct = [{"$match": {"airline": airline}}, {"$sort": {"airline": -1, "icao24": -1, "timestamp": -1}},
                 {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}}]
     # a real MongoDB answers it with a DISTINCT_SCAN: the index backwards, skipping to each aircraft's newest key
-    scan = {"keys examined": len(planes) + 1, "docs examined": len(planes)} if work.on else {}
+    scan = {"keys examined": len(planes), "docs examined": len(planes)} if work.on else {}
 
     def loop() -> dict[str, tuple]:
         return {p["icao24"]: (d["timestamp"], d["lat"], d["lon"]) for p in p_c.find(

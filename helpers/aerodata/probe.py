@@ -14,10 +14,11 @@ from typing import Any, Mapping, NamedTuple
 from pymongo.errors import WriteError
 
 from ..backends import info_of
+from ..capabilities import CAPABILITIES
 from ..plans import plan_summary
 from .validation import apply_validator, invalid_documents, why_refused
 
-__all__ = ["prefix_scan_note", "range_forms_note", "explain_lines", "geo_notes", "TransactionMode",
+__all__ = ["bill_note", "prefix_scan_note", "range_forms_note", "explain_lines", "geo_notes", "TransactionMode",
            "transaction_mode", "validator_on", "insert_or_refusal", "validation_levels"]
 
 
@@ -27,6 +28,19 @@ def _info(coll: Any) -> Any:
         raise ValueError("helpers.aerodata.probe: the collection was not opened by helpers.get_db() or "
                          "helpers.backends.connect(), so its engine was never probed; open it through them")
     return info
+
+
+def bill_note(db: Any) -> str:
+    """What the bill of 4.12 cannot weigh on this engine, from the probe made on connect: "" where the
+    engine explains (``caps.explain``); else the probe's label, and that a tie on what every engine
+    counts is then this engine's, not a verdict: on a server that explains, keys and documents
+    examined go on to decide."""
+    info = _info(db)
+    if info.caps.explain:
+        return ""
+    label = next(c.label for c in CAPABILITIES if c.name == "explain")
+    return (f"{info.engine}: {label} (probed: caps.explain), so this bill weighs no keys or documents examined; "
+            f"where its designs tie, on a server that explains they go on to decide")
 
 
 def prefix_scan_note(coll: Any) -> str:
