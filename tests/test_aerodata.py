@@ -688,6 +688,8 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
         return {p["icao24"]: (r["timestamp"], r["lat"], r["lon"]) for p in ad.fleet(db, a)
                 for r in [ad.latest_report(db, a, p["icao24"])]}
     assert "round trips" in evaluate("4.1", loop, db=db, airline="EWG")[1]
+    kept = dict(last)  # the answer computed before the call: no read of the server, refused
+    assert "no round trip" in evaluate("4.1", lambda a: dict(kept), db=db, airline="EWG")[1]
 
     def everything(a):  # one round trip, but every report
         out = {}

@@ -42,6 +42,9 @@ def last_positions(answer: Any, *, db: Any, airline: str) -> str | None:
     if wrong:
         return (f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}: the latest report is the one with "
                 f"the greatest timestamp (sort newest first, then keep one per aircraft)")
+    if cost.round_trips == 0:
+        return ("it made no round trip: the answer was computed or kept before the call; read the positions "
+                "from the server inside last_positions, in one aggregate")
     if cost.round_trips > 1:
         return (f"it took {cost.round_trips} round trips ({', '.join(sorted(set(cost.commands)))}); one aggregate is "
                 f"enough: the fleet with a $lookup whose pipeline sorts the aircraft's reports newest first and "
