@@ -138,9 +138,11 @@ def _store(write: Callable[[list], Any], batches: list[list], index_keys: Any, w
     An insert finds nothing first (no keys examined); an update statement (on ``updated``) finds its
     document by its ``_id``, as that filter's explain shows, and an upsert that finds none examines
     nothing (a real MongoDB's ``_id`` lookup misses: no key, no document). An insert refused as a
-    duplicate (code 11000: a parent sent again, a re-sent report) writes nothing but is not free: the
-    server looks its key up in each unique index (here ``_id`` alone), one key examined, in the batch's
-    round trip. ``write(batch)`` returns ``(found, refused)``: how many of its update statements found
+    duplicate (code 11000: a parent sent again, a re-sent report) writes nothing but is not free: it is
+    billed one key examined (its ``_id``), in the batch's round trip, a lower bound: a real MongoDB inserts
+    a command's documents in groups (up to 64, ``internalInsertMaxBatchSize``) and, when one fails, undoes
+    the group and inserts its documents one at a time (``insertBatchAndHandleErrors`` in the server's
+    ``write_ops_exec.cpp``), so a duplicate also redoes its group's writes. ``write(batch)`` returns ``(found, refused)``: how many of its update statements found
     their document (None: all of them), and how many of its inserts were refused."""
     n = sum(len(b) for b in batches)
     found = refused = 0
