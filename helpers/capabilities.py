@@ -236,6 +236,14 @@ def _timeseries_storage(p: Probe) -> bool:
     return bool(p.found.get("timeseries_option")) and p.once(_timeseries_listing).get("type") == "timeseries"
 
 
+def _clustered_collection(p: Probe) -> bool:
+    """A collection created with ``clusteredIndex`` on ``_id`` (MongoDB 5.3+) lists its ``_id`` index as
+    ``clustered``: the documents stored in ``_id`` order, no separate ``_id`` index."""
+    coll = p.scratch("clustered")
+    p.db.create_collection(coll.name, clusteredIndex={"key": {"_id": 1}, "unique": True})
+    return [i["name"] for i in coll.list_indexes() if i.get("clustered")] == ["_id_"]
+
+
 def _transaction_isolation(p: Probe) -> bool:
     """A document inserted in an open transaction is not seen by a read outside it, and abort undoes it."""
     if not p.found["transactions"]:
@@ -482,6 +490,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         mock=(False, "no"),
         label="time series storage: the timeseries option is accepted but the documents are stored one by one "
               "in an ordinary collection (no internal buckets, no compression)"),
+    Capability(
+        "clustered_collection", _clustered_collection,
+        meaning="a clustered collection (`clusteredIndex` on `_id`, MongoDB 5.3+): no separate `_id` index",
+        mongodb="yes (5.3+)", embedded=(True, "yes (`listIndexes` marks `_id_` clustered)"),
+        mock=(False, "**no**: refused (`NotImplementedError`)"),
+        label="clustered collections: the clusteredIndex option is refused"),
     Capability(
         "graph_restrict", _graph_restrict,
         meaning="`$graphLookup` `restrictSearchWithMatch`", mongodb="yes", embedded=(False, "**ignored**"),

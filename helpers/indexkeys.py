@@ -21,7 +21,9 @@ Index types counted: ascending and descending (single field, compound, multikey,
 ``sparse``, partial with a ``partialFilterExpression``), ``hashed`` (floats truncated before hashing,
 as the server does), and ``2dsphere`` on GeoJSON points (one key per point: a real server stores one
 S2 cell per point). Any other index (``text``, wildcard, ``2dsphere`` on lines or polygons, an index
-with a non-simple collation) makes the count unknown (``None``), never zero.
+with a non-simple collation) makes the count unknown (``None``), never zero. A clustered
+collection's ``_id`` (``clusteredIndex``, MongoDB 5.3+; ``listIndexes`` marks it ``clustered``) is no
+separate index: the documents are stored in its order, so it writes no key of its own.
 """
 from __future__ import annotations
 
@@ -191,6 +193,8 @@ class KeySnapshot:
                                      f"{MAX_SNAPSHOT_DOCS:,} documents; give {{collection: filter}} naming "
                                      f"only the documents the write inserts, changes or deletes")
                 for index in indexes:
+                    if index.get("clustered"):  # a clustered collection's _id: the documents' own order, no key
+                        continue
                     keys = document_keys(doc, index)
                     if keys is None:
                         return None

@@ -243,7 +243,6 @@ def _three_designs(db, backend, reports):
     docs.create_index(bk.REPORT_KEY)
     assert bk.insert_reports(docs, reports) == len(reports)
     buckets = db["buckets"]
-    buckets.create_index(bk.LATEST_KEY)
     assert bk.bucket_reports(buckets, reports, max_reports=40) == len(reports)
     ts, note = bk.timeseries_collection(db, "ts", caps=backend.info.caps, oldest=min(r["time"] for r in reports))
     assert bk.insert_reports(ts, reports, keyed=False) == len(reports)
@@ -336,6 +335,25 @@ def test_the_three_designs_answer_the_workload_alike(backend, db):
         bk.latest(colls[bk.DOCUMENTS], icao, design="tables")
 
 
+def test_the_latest_report_is_the_newest_hours_highest_last_not_its_highest_n(backend, db):
+    """bk.latest walks the unique index backwards to the newest hour, then takes that hour's bucket with
+    the highest ``last``: a late report opens bucket 1 after a full bucket 0 that ends later, so the
+    newest bucket (the highest ``n``) does not hold the latest report. No ``(icao24, last)`` index."""
+    coll = db["buckets"]
+    icao = "3c0000"
+    on_time = [{"icao24": icao, "time": T0 + dt.timedelta(minutes=m), "altitude": float(m)} for m in (0, 10, 20, 30)]
+    assert bk.bucket_reports(coll, on_time, max_reports=4) == 4   # bucket 0 full, last 10:30
+    late = {"icao24": icao, "time": T0 + dt.timedelta(minutes=5), "altitude": 5.0}
+    earlier_hour = {"icao24": icao, "time": T0 - dt.timedelta(minutes=5), "altitude": 1.0}
+    assert bk.bucket_reports(coll, [late], max_reports=4) == 1 == bk.bucket_reports(coll, [earlier_hour], max_reports=4)
+    newest = coll.find_one({"icao24": icao}, sort=[("start", -1), ("n", -1)])
+    assert newest["n"] == 1 and newest["last"] == late["time"]   # the catch: the newest bucket is not the answer
+    with count_commands() as cost:
+        assert bk.latest(coll, icao, design=bk.BUCKETS) == on_time[-1]
+    assert cost.round_trips == 1 and cost.docs_returned == 1
+    assert bk.latest(coll, "3c0001", design=bk.BUCKETS) is None
+
+
 def test_a_keyed_document_refuses_a_resend_and_a_time_series_keeps_it(backend, db):
     reports = _stream(12, aircraft=1, per_aircraft=30)
     colls, _ = _three_designs(db, backend, reports)
@@ -369,7 +387,6 @@ def test_a_batch_filter_counts_the_index_keys_a_whole_collection_snapshot_counts
     reports = sorted(_stream(14, step_s=20), key=lambda r: (r["time"], r["icao24"]))
     colls = {bk.DOCUMENTS: db["docs"], bk.BUCKETS: db["buckets"]}
     colls[bk.DOCUMENTS].create_index(bk.REPORT_KEY)
-    colls[bk.BUCKETS].create_index(bk.LATEST_KEY)
     bk.ensure_bucket_index(colls[bk.BUCKETS])  # before the measured blocks: an index created in one is refused
     stores = {bk.DOCUMENTS: bk.insert_reports, bk.BUCKETS: lambda c, b: bucket_reports(c, b, max_reports=30)}
     for design, coll in colls.items():

@@ -3,6 +3,7 @@ and of the default-batch flag: the same figures on every backend."""
 from __future__ import annotations
 
 import pytest
+from pymongo.errors import OperationFailure
 
 from helpers.counting import count_commands
 from helpers.indexkeys import KeySnapshot, document_keys, index_keys_written
@@ -64,6 +65,32 @@ def test_inserts_updates_and_deletes_write_the_keys_mongodb_writes(db):
     assert (m.docs_written, m.index_keys_written) == (1, 3)
     read = benchmark("read", lambda: coll.find_one({"_id": 1}), repeat=1, warmup=0)
     assert read.index_keys_written == 0  # a read writes no key
+
+
+def test_a_clustered_id_is_stored_with_the_documents_and_writes_no_key_of_its_own(db, monkeypatch):
+    """A clustered collection (``clusteredIndex`` on ``_id``, MongoDB 5.3+) keeps its documents in ``_id``
+    order in one file, with no separate ``_id`` index: only its secondary indexes' keys are written. An
+    engine that refuses the option (the mock) is given MongoDB's ``listIndexes`` answer for it instead."""
+    try:
+        coll = db.create_collection("ikw_clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})
+    except (NotImplementedError, OperationFailure):
+        coll = db["ikw_clustered"]
+        listed = coll.list_indexes
+        monkeypatch.setattr(coll, "list_indexes", lambda *a, **k: iter(
+            [{**i, "clustered": True} if i["name"] == "_id_" else dict(i) for i in listed(*a, **k)]))
+    coll.create_index([("g", 1)])
+    assert [i["name"] for i in coll.list_indexes() if i.get("clustered")] == ["_id_"]
+    with count_commands(index_keys=coll) as c:
+        coll.insert_many([{"_id": f"a:{i:02d}", "g": i % 3} for i in range(10)])
+    assert c.index_keys_written == 10  # g only: the _id is the collection's order, not an index key
+    with count_commands(index_keys={coll: {"_id": "a:04"}}) as c:
+        coll.delete_one({"_id": "a:04"})
+    assert c.index_keys_written == 1
+    plain = db["ikw_not_clustered"]
+    plain.create_index([("g", 1)])
+    with count_commands(index_keys=plain) as c:
+        plain.insert_many([{"_id": f"a:{i:02d}", "g": i % 3} for i in range(10)])
+    assert c.index_keys_written == 20  # _id and g
 
 
 def test_a_snapshot_reads_only_what_its_filter_names_and_says_unknown_for_uncountable_indexes(db):

@@ -11,7 +11,6 @@ from .pattern import (
     DESIGNS,
     DOCUMENTS,
     KEY,
-    LATEST_KEY,
     REPORT_KEY,
     SPAN,
     START_KEY,
@@ -40,7 +39,6 @@ from .write import UPSERT_KEY, BucketWriter, upsert_reports
 __all__ = [
     "SPAN",
     "KEY",
-    "LATEST_KEY",
     "bucket_reports",
     "track",
     "window_start",

@@ -41,11 +41,10 @@ from ..plans import explain_find
 from ..safety import fresh_collection
 from ..writes import only_duplicates
 
-__all__ = ["SPAN", "KEY", "LATEST_KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
+__all__ = ["SPAN", "KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
-LATEST_KEY = [("icao24", 1), ("last", -1)]  #: the buckets' index for an aircraft's latest report
 #: every read's first batch: more documents than any answer of the lesson's reads (an hour holds at most
 #: 7,200 reports at ADS-B's 2 a second), so no read pays a ``getMore`` for the driver's default of 101
 BATCH_SIZE = 10_000
@@ -409,16 +408,24 @@ def track_documents(collection: Any, icao24: str, start: _dt.datetime, end: _dt.
 
 def latest(collection: Any, icao24: str, *, design: str, batch_size: int = BATCH_SIZE) -> dict[str, Any] | None:
     """The aircraft's latest report (its last known position), one round trip in every design.
-    Buckets: the bucket with the latest ``last`` (on the :data:`LATEST_KEY` index, one bucket read),
+    Buckets: on the unique :data:`KEY` index walked backwards, the newest hour (the hour of the latest
+    report: no bucket starts later), then, in a ``$lookup`` (``localField`` with a ``pipeline``, MongoDB
+    5.0+), that hour's bucket with the highest ``last``: not always its highest ``n``, since a late
+    report goes to the hour's tail after an earlier bucket filled with later reports. The bucket is
     trimmed on the server to that report, in a first batch of up to ``batch_size`` (a batch of exactly
     one can leave the cursor open, and the driver then sends a ``getMore`` that finds nothing); the others: one ``find``
     sorted by time, newest first, limit 1 (``find_one``), on the ``(icao24, time)`` index read backwards."""
     if design == BUCKETS:
         got = list(collection.aggregate([
-            {"$match": {"icao24": icao24}}, {"$sort": {"icao24": 1, "last": -1}}, {"$limit": 1},
-            {"$project": {"_id": 0, "report": {"$filter": {
-                "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}}}], batchSize=batch_size))
-        return {"icao24": icao24, **got[0]["report"][0]} if got and got[0]["report"] else None
+            {"$match": {"icao24": icao24}}, {"$sort": {"icao24": -1, "start": -1, "n": -1}}, {"$limit": 1},
+            {"$project": {"_id": 0, "start": 1}},
+            {"$lookup": {"from": collection.name, "localField": "start", "foreignField": "start", "as": "newest",
+                         "pipeline": [{"$match": {"icao24": icao24}}, {"$sort": {"last": -1}}, {"$limit": 1},
+                                      {"$project": {"_id": 0, "report": {"$filter": {
+                                          "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}}}]}},
+            {"$unwind": "$newest"}, {"$replaceRoot": {"newRoot": "$newest"}}], batchSize=batch_size))
+        report = got[0]["report"] if got else []
+        return {"icao24": icao24, **report[0]} if report else None
     _design(design)
     return collection.find_one({"icao24": icao24}, {"_id": 0}, sort=[("icao24", 1), ("time", -1)])
 
