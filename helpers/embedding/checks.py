@@ -6,6 +6,7 @@ from typing import Any
 
 import bson
 
+from ..datasets import load_dataset
 from ..exercises import exercise, shown
 from ..safety import forget, workbook_collection
 
@@ -23,9 +24,8 @@ def largest_product(answer: Any, *, products: Any) -> str | None:
     if not isinstance(answer, (tuple, list)) or len(answer) != 2:
         return "give a pair: (product _id, size in bytes)"
     pid, size = answer
-    from ..datasets import load_dataset  # the dataset as 1.1 loaded it: as many products, reviews embedded
     db = products.database
-    try:
+    try:  # the dataset as 1.1 loaded it: as many products, reviews embedded
         load_dataset("products", db, scale=products.count_documents({}), collection=_AS_STORED)
         stored = workbook_collection(db, _AS_STORED)
         sizes = {p["_id"]: len(bson.encode(p)) for p in stored.find({}, batch_size=10_000)}
