@@ -48,6 +48,10 @@ class CommandCounter:
     #: ``getMore`` commands sent because a read left its first batch to the driver's default (101
     #: documents): a round trip the read's author did not choose. A measured read sets ``batch_size``.
     default_batch_getmores: int = 0
+    #: server backends: the cursors a read of the block left open (a non-zero cursor id at the end of
+    #: the block, e.g. a batch size equal to the answer, not larger): the driver later sends a
+    #: ``killCursors`` that no block counts. A measured read asks for more than its answer.
+    open_cursors: set[int] = field(default_factory=set)
     #: with ``count_commands(index_keys=...)``: the index keys the block inserted plus those it deleted
     #: (``helpers.indexkeys``), ``None`` when not asked for or not countable
     index_keys_written: int | None = None
@@ -213,8 +217,14 @@ class _Listener(monitoring.CommandListener):
     def __init__(self) -> None:
         self._defaulted: dict[int, bool] = {}  # request id -> its find/aggregate left the batch to the driver
         self._default_cursors: set[int] = set()  # cursors whose first batch was the driver's default
+        self._getmores: dict[int, int] = {}  # request id -> the cursor its getMore reads
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if _ACTIVE and event.command_name == "killCursors":  # uncounted, but the cursors are closed
+            killed = set(event.command.get("cursors") or ())
+            _ACTIVE.each(lambda c: c.open_cursors.difference_update(killed))
+        if _ACTIVE and event.command_name == "getMore":
+            self._getmores[event.request_id] = event.command.get("getMore")
         if _ACTIVE and event.command_name.lower() not in IGNORED:
             command = {**event.command, "$db": event.database_name}
             name = event.command_name
@@ -242,6 +252,9 @@ class _Listener(monitoring.CommandListener):
             # the default first batch is 101 documents; a shorter one was cut by size (16 MiB), not by it
             if self._defaulted.pop(event.request_id, False) and cursor.get("id") and len(docs) >= 101:
                 self._default_cursors.add(cursor["id"])
+            read = self._getmores.pop(event.request_id, None)
+            cid = cursor.get("id")
+            _ACTIVE.each(lambda c: (c.open_cursors.discard(read), c.open_cursors.add(cid) if cid else None))
         if name == "bulkWrite":  # MongoDB 8.0's cross-collection bulk write: its cursor holds per-operation results
             docs = []
             written = sum(int(reply.get(k, 0) or 0) for k in ("nInserted", "nModified", "nUpserted", "nDeleted"))
@@ -259,6 +272,7 @@ class _Listener(monitoring.CommandListener):
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         self._defaulted.pop(event.request_id, None)
+        self._getmores.pop(event.request_id, None)
 
 
 _LISTENER = _Listener()

@@ -43,8 +43,9 @@ METRICS = ("round trips", "docs returned", "bytes returned", "docs written")
 WORK = ("keys examined", "docs examined", "index keys written")
 #: the criterion a workload prices and picks by unless it states its own: round trips first, then
 #: the server's work (documents fetched, then index keys read: a covered query fetches none and
-#: still reads its keys), then bytes
-DEFAULT_BY = ("round trips / day", "docs examined / day", "keys examined / day", "MB returned / day")
+#: still reads its keys), then bytes, then the writes' index keys (what each index costs its writes)
+DEFAULT_BY = ("round trips / day", "docs examined / day", "keys examined / day", "MB returned / day",
+              "index keys written / day")
 #: two designs this close (a fraction of the better) are a tie on that column
 DEFAULT_MARGIN = 0.03
 _KINDS = ("read", "write")
@@ -433,7 +434,8 @@ class Workload:
         ``"tie: A, B"`` when no column separates them, with a ``sentence`` that says which column
         decided and by how much. A column named explicitly must be in the table; the workload's own
         ``by`` skips columns the engine could not measure (keys and documents examined need
-        ``caps.explain``), and the sentence says so."""
+        ``caps.explain``) or the costs do not carry (index keys written need ``index_keys=``), and the
+        sentence says so."""
         keys, margin = self._criterion(by, margin)
         daily = self.weigh(costs, by=keys, margin=margin)
         if by is not None:
@@ -468,7 +470,10 @@ class Workload:
             level = sorted(level, key=lambda d: tuple(float(daily.loc[d, k]) for k in keys))
             steps.append("no column separates them")
         head = f"Pick: {level[0]}" if len(level) == 1 else f"Tie: {', '.join(level)}"
-        note = f" ({', '.join(skipped)}: not measured on this engine)" if skipped else ""
+        unmeasured = [k for k in skipped if k != "index keys written / day"]  # an explain this engine lacks
+        uncounted = [k for k in skipped if k == "index keys written / day"]  # said when it could have decided
+        note = "".join([f" ({', '.join(unmeasured)}: not measured on this engine)" if unmeasured else "",
+                        f" ({', '.join(uncounted)}: not counted for every write)" if uncounted and len(level) > 1 else ""])
         said = "; ".join(steps)
         return Pick(level, decided_by, f"{head}. {said[:1].upper()}{said[1:]}{note}.")
 

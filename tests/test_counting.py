@@ -187,3 +187,21 @@ def test_a_merge_or_out_counts_the_documents_it_writes_when_its_target_is_snapsh
         dst.insert_one({"_id": 20})
         list(src.aggregate([{"$match": {}}, {"$merge": {"into": "merge_dst"}}], batchSize=0))
     assert c.docs_written_known is False
+
+
+def test_a_read_whose_batch_equals_its_answer_leaves_its_cursor_open_and_the_counter_notes_it(server_db):
+    coll = server_db["numbers_open"]
+    coll.insert_many([{"_id": i} for i in range(5)])
+    with count_commands() as c:
+        cursor = coll.aggregate([{"$match": {"_id": 3}}], batchSize=1)  # one document, a batch of one
+        assert next(iter(cursor))["_id"] == 3
+    assert c.commands == ["aggregate"] and len(c.open_cursors) == 1  # a killCursors will follow, uncounted
+    cursor.close()
+    with count_commands() as c:
+        assert next(iter(coll.aggregate([{"$match": {"_id": 3}}], batchSize=2)))["_id"] == 3
+    assert c.commands == ["aggregate"] and c.open_cursors == set()  # a larger batch closes it
+    with count_commands() as c:
+        cursor = coll.find({}, batch_size=2)
+        next(cursor)
+        cursor.close()  # its killCursors, sent inside the block, closes it
+    assert c.open_cursors == set()

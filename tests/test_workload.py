@@ -258,3 +258,15 @@ def test_a_counter_examples_note_says_more_and_less_as_they_are():
                    "add a comment": _cost(1, 0, 0, 1)}}
     note = w.contest(costs).loc[("x", "read a post", "chatty"), "note"]
     assert note == "against the billed form: +2,000 round trips / day, -1 MB returned / day"
+
+
+def test_the_default_criterion_weighs_index_keys_written_last():
+    def keyed(rt, keys, written=1):
+        return {**_cost(rt, 0, 0, written), "index keys written": keys}
+    costs = {"A": {"read a post": _cost(1), "add a comment": keyed(1, 4)},
+             "B": {"read a post": _cost(1), "add a comment": keyed(1, 0)}}
+    p = _workload().pick(costs)  # round trips and bytes tie: the writes' index keys decide
+    assert p == "B" and p.decided_by == "index keys written / day" and "index keys written / day" in p.sentence
+    uncounted = {d: {"read a post": _cost(1), "add a comment": _cost(1, 0, 0, 1)} for d in ("A", "B")}
+    p = _workload().pick(uncounted)  # no index keys counted for the writes: skipped, and said so when tied
+    assert p.tie and "index keys written / day: not counted for every write" in p.sentence

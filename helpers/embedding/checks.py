@@ -6,23 +6,42 @@ from typing import Any
 
 import bson
 
+from ..datasets import load_dataset
 from ..exercises import exercise, shown
 from ..safety import forget, workbook_collection
 
+#: exercise 1.1's fresh copy of the products, as section 1.1 stored them, dropped after each check
+_AS_STORED = "exercise_1_1_products"
 
-@exercise("1.1", hint="len(bson.encode(doc)) is a document's exact size; keep the _id with the largest")
+
+@exercise("1.1", hint="section 1.8 moved the reviews out of `products`: measure a fresh copy, "
+                      "helpers.load_dataset('products', db, collection=...); len(bson.encode(doc)) is a "
+                      "document's exact size; keep the _id with the largest")
 def largest_product(answer: Any, *, products: Any) -> str | None:
-    """``(product _id, BSON size)`` (a tuple or a list) of the largest product document, measured again here."""
+    """``(product _id, BSON size)`` (a tuple or a list) of the largest product document as section 1.1
+    stored it (reviews embedded), measured again here on a fresh copy of the dataset: by the end of the
+    notebook section 1.8 has moved the reviews out of ``products``."""
     if not isinstance(answer, (tuple, list)) or len(answer) != 2:
         return "give a pair: (product _id, size in bytes)"
     pid, size = answer
-    largest = max(len(bson.encode(p)) for p in products.find({}))
+    db = products.database
+    try:  # the dataset as 1.1 loaded it: as many products, reviews embedded
+        load_dataset("products", db, scale=products.count_documents({}), collection=_AS_STORED)
+        stored = workbook_collection(db, _AS_STORED)
+        sizes = {p["_id"]: len(bson.encode(p)) for p in stored.find({}, batch_size=10_000)}
+    finally:
+        db.drop_collection(_AS_STORED)
+        forget(db, [_AS_STORED])
+    largest = max(sizes.values())
     if size != largest:
-        return f"{shown(size)} bytes is not the size of the largest product"
-    doc = products.find_one({"_id": pid})
-    if doc is None:
+        now = {p["_id"]: len(bson.encode(p)) for p in products.find({}, batch_size=10_000)}
+        if now and size == max(now.values()) and size != largest:
+            return (f"{shown(size)} bytes is the largest product now, after section 1.8 moved the reviews out: "
+                    "measure the products as section 1.1 stored them (a fresh copy of the dataset)")
+        return f"{shown(size)} bytes is not the size of the largest product as section 1.1 stored it"
+    if pid not in sizes:
         return f"there is no product with _id {shown(pid)}"
-    if len(bson.encode(doc)) != size:
+    if sizes[pid] != size:
         return f"product {shown(pid)} is not {size:,} bytes"
     return None
 
@@ -78,7 +97,7 @@ _REORDERED = "exercise_1_2_authors_reordered"
 # workload -> (the better fit, the keys of `measured` whose figures support it)
 _FITS = {
     "A": ("embed", ("product page docs examined, embedded", "product page docs examined, referenced",
-                    "largest product, bytes", "median reviews per product")),
+                    "largest product, bytes")),
     "B": ("reference", ("rename: documents to change, duplicated name", "rename: documents written, duplicated name",
                         "rename: documents to change, reference only")),
     "C": ("reference", ("reviews that fit in 16 MiB", "reviews refused at", "largest array write, document bytes",
@@ -89,7 +108,8 @@ _EXAMINED = ("product page docs examined, embedded", "product page docs examined
 
 @exercise("1.3", hint="A is read on every view and bounded: which design makes the server read less? B changes a "
                       "copied value about as often as it is read; C is unbounded growth. Name the measurement that "
-                      "shows the cost the other design would pay (a figure that ties is no evidence)")
+                      "shows the cost the other design would pay, or (A) what embedding costs its documents (a "
+                      "figure that ties, or a count that is no cost, is no evidence)")
 def embed_or_reference(answer: Any, *, measured: dict[str, Any]) -> str | None:
     """A choice per workload, each with a key of this run's ``measured`` whose figure supports it
     (a figure that ties, such as the page's round trips, or that measures something else, does not)."""

@@ -495,7 +495,7 @@ def book_page_lookup(books: Any, authors: Any, book_id: Any) -> Document | None:
                      "pipeline": [{"$project": {"name": 1}}], "as": "found"}},
         {"$project": {"title": 1, "year": 1, "authors": in_order}},
     ]
-    return next(iter(books.aggregate(pipeline, batchSize=1)), None)
+    return next(iter(books.aggregate(pipeline, batchSize=BATCH)), None)
 
 
 def one_sided_references(authors_two_way: Any, books_named: Any) -> list[Document]:
@@ -629,7 +629,7 @@ def product_page_lookup(products: Any, reviews: Any, product_id: Any) -> Documen
                      "pipeline": [{"$sort": {"date": 1}}, {"$project": {"_id": 0, "product_id": 0, "n": 0}}],
                      "as": "reviews"}},
     ]
-    return next(iter(products.aggregate(pipeline, batchSize=1)), None)
+    return next(iter(products.aggregate(pipeline, batchSize=BATCH)), None)
 
 
 #: the fields the product page shows of each review, and an index that holds all of them after the
