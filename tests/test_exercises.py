@@ -189,6 +189,30 @@ def test_checks_of_notebook_03_recompute_from_the_categories_and_count_what_answ
     status, line = evaluate("3.3", in_expr, tree=ancestors, categories=categories, node=4)
     if backend.info.caps.explain:  # judged, not passed unjudged
         assert status == "not right yet" and "localField" in line, line
+    def in_facet(node):  # the same unindexed $lookup inside $facet: its reads unseen, so refused, not passed
+        doc = next(ancestors.collection.aggregate([
+            {"$match": {"_id": node}},
+            {"$facet": {"f": [{"$lookup": {"from": ancestors.collection.name, "let": {"up": "$ancestors"}, "as": "found",
+                                           "pipeline": [{"$match": {"$expr": {"$in": ["$_id", "$$up"]}}}]}}]}}],
+            batchSize=10))["f"][0]
+        found = {d["_id"]: d["name"] for d in doc["found"]}
+        return " > ".join([found[a] for a in doc["ancestors"]] + [doc["name"]])
+    status, line = evaluate("3.3", in_facet, tree=ancestors, categories=categories, node=4)
+    if backend.info.caps.explain:
+        assert status == "not right yet" and "$facet" in line, line
+
+    def swapped(node):  # an indexed $eq with the let variable first: a right form, judged and passed
+        doc = next(ancestors.collection.aggregate([
+            {"$match": {"_id": node}}, {"$unwind": "$ancestors"},
+            {"$lookup": {"from": ancestors.collection.name, "let": {"a": "$ancestors"}, "as": "up",
+                         "pipeline": [{"$match": {"$expr": {"$eq": ["$$a", "$_id"]}}}, {"$project": {"name": 1}}]}},
+            {"$group": {"_id": "$_id", "name": {"$first": "$name"}, "names": {"$push": {"$first": "$up.name"}}}}],
+            batchSize=10), None)
+        if doc is None:
+            return ancestors.collection.find_one({"_id": node})["name"]
+        return " > ".join([*doc["names"], doc["name"]])
+    status, line = evaluate("3.3", swapped, tree=ancestors, categories=categories, node=4)
+    assert "(not $in)" not in line, line
     status, line = evaluate("3.3", text(ancestors.breadcrumbs), tree=ancestors, categories=categories, node=4)
     assert status == "not right yet" and "2 round trips" in line
     status, line = evaluate("3.3", text(t["MaterializedPaths"].breadcrumbs), tree=ancestors,
@@ -532,7 +556,13 @@ def test_checks_of_notebook_01_accept_every_right_form_and_refuse_wrong_evidence
     assert evaluate("1.1", (smaller, pair[1]), products=products)[0] == "not right yet"
     status, line = evaluate("1.1", after, products=products)
     assert status == "not right yet" and "section 1.8" in line, line
-    assert "exercise_1_1_products" not in db.list_collection_names()
+    assert not [n for n in db.list_collection_names() if n.startswith("exercise_1_1_products")]
+    theirs = db["exercise_1_1_products"]  # somebody's collection under the copy's prefix: never touched
+    theirs.insert_one({"_id": "mine"})
+    assert evaluate("1.1", pair, products=products)[0] == "correct"
+    assert list(theirs.find({})) == [{"_id": "mine"}]
+    assert "empty" in evaluate("1.1", pair, products=db["no_products_here"])[1]
+    assert "product _id" in evaluate("1.1", ([1], pair[1]), products=products)[1]
     people, written = g.authors_and_books(5, 7)
     authors, books = workbook_collection(db, "authors"), workbook_collection(db, "books")
     authors.insert_many(people)

@@ -1,6 +1,7 @@
 """Checkers of notebook 01 (embedding vs referencing)."""
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -8,9 +9,10 @@ import bson
 
 from ..datasets import load_dataset
 from ..exercises import exercise, shown
-from ..safety import forget, workbook_collection
+from ..safety import forget, is_workbook_collection, workbook_collection
 
-#: exercise 1.1's fresh copy of the products, as section 1.1 stored them, dropped after each check
+#: the prefix of exercise 1.1's fresh copy of the products (as section 1.1 stored them): one random name
+#: per check, dropped after it
 _AS_STORED = "exercise_1_1_products"
 
 
@@ -24,18 +26,28 @@ def largest_product(answer: Any, *, products: Any) -> str | None:
     if not isinstance(answer, (tuple, list)) or len(answer) != 2:
         return "give a pair: (product _id, size in bytes)"
     pid, size = answer
+    try:
+        hash(pid)
+    except TypeError:
+        return f"give a product _id as the pair's first item, not {shown(pid)}"
     db = products.database
+    n = products.count_documents({})
+    if n == 0:
+        return "the products collection is empty: run the notebook's Setup cell again, then measure"
+    name = f"{_AS_STORED}_{uuid.uuid4().hex[:8]}"  # one per call: two kernels never share (or drop) it
+    workbook_collection(db, name, create=False)  # a collection of somebody else's is refused, never dropped
     try:  # the dataset as 1.1 loaded it: as many products, reviews embedded
-        load_dataset("products", db, scale=products.count_documents({}), collection=_AS_STORED)
-        stored = workbook_collection(db, _AS_STORED)
+        load_dataset("products", db, scale=n, collection=name)
+        stored = workbook_collection(db, name)
         sizes = {p["_id"]: len(bson.encode(p)) for p in stored.find({}, batch_size=10_000)}
     finally:
-        db.drop_collection(_AS_STORED)
-        forget(db, [_AS_STORED])
+        if is_workbook_collection(db, name):  # only the copy this call made
+            db.drop_collection(name)
+        forget(db, [name])
     largest = max(sizes.values())
     if size != largest:
         now = {p["_id"]: len(bson.encode(p)) for p in products.find({}, batch_size=10_000)}
-        if now and size == max(now.values()) and size != largest:
+        if now and size == max(now.values()):
             return (f"{shown(size)} bytes is the largest product now, after section 1.8 moved the reviews out: "
                     "measure the products as section 1.1 stored them (a fresh copy of the dataset)")
         return f"{shown(size)} bytes is not the size of the largest product as section 1.1 stored it"
