@@ -61,10 +61,8 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
                     f"the documents that hold them")
         try:
             examined = _examined(categories.database, cost.command_documents, strict=True)
-        except TreeError:  # not judged is not passed
-            return (f"node {n}: the server's work of this pipeline cannot be judged here; in a $lookup "
-                    f"sub-pipeline only $eq, $lt, $lte, $gt and $gte in $expr use an index (not $in): join "
-                    f"with localField and foreignField")
+        except TreeError as e:  # not judged is not passed
+            return f"node {n}: {_unjudged(e, cost.command_documents, 'join with localField and foreignField')}"
         if examined is not None and examined > len(want):
             return (f"node {n}: the server examined {examined:,} documents for {len(want)} names; start from "
                     f"the node's _id and read only the documents that hold its names")
@@ -93,6 +91,15 @@ def _examined(database: Any, commands: Any, *, strict: bool = False) -> int | No
         if strict:
             raise TreeError(str(e)) from e
         return None
+
+
+def _unjudged(error: TreeError, commands: Any, fix: str) -> str:
+    """Why a pipeline's server work could not be judged (not judged is not passed), with the reason the
+    replay gave; ``$in`` is named only when the pipeline uses it."""
+    uses_in = '"$in"' in str(commands) or "'$in'" in str(commands)
+    return (f"the server's work of this pipeline cannot be judged here ({str(error)[:200]}); in a $lookup "
+            f"sub-pipeline only $eq, $lt, $lte, $gt and $gte in $expr, a field against a let variable, use an "
+            f"index{' (not $in)' if uses_in else ''}: {fix}")
 
 
 @exercise("3.1", hint="one pattern keeps every name of the way up in the node's own document: read that "
@@ -149,10 +156,9 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
                         f"for the products of the subtree only")
             try:
                 examined = _examined(categories.database, cost.command_documents, strict=True) if read is not None else None
-            except TreeError:  # not judged is not passed: a $lookup the index cannot serve scans its collection
-                return (f"{name}, category {where}: the server's work of this pipeline cannot be judged here; "
-                        f"in a $lookup sub-pipeline only $eq, $lt, $lte, $gt and $gte in $expr use an index "
-                        f"(not $in): join the products with localField and foreignField")
+            except TreeError as e:  # not judged is not passed: a $lookup the index cannot serve scans its collection
+                join = "join the products with localField and foreignField"
+                return f"{name}, category {where}: {_unjudged(e, cost.command_documents, join)}"
             if examined is not None and examined > read + 1 + len(want):
                 return (f"{name}, category {where}: the server examined {examined:,} documents; the subtree "
                         f"needs {read + 1:,} at most (the category too) and its products one each, found "

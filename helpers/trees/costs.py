@@ -232,6 +232,10 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
     for stage in stages[1:]:
         if "$lookup" in stage:
             spec = stage["$lookup"]
+            nested = [k for st in list(spec.get("pipeline") or [])[1:] for k in (*_UNREPLAYED, "$lookup", "$graphLookup")
+                      if isinstance(st, Mapping) and k in st]
+            if nested:
+                raise TreeError(f"server_work does not replay a {nested[0]} inside a $lookup: its reads would go uncounted")
             if "pipeline" in spec and "localField" not in spec:
                 reads = [(spec["from"], _let_filter(database, coll, spec, d)) for d in inputs]
             elif "localField" not in spec:
@@ -243,6 +247,9 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
         elif "$graphLookup" in stage:
             reads = [(stage["$graphLookup"]["from"], q) for d in inputs
                      for q in _graph_reads(database, stage["$graphLookup"], d)]
+        elif any(k in stage for k in _UNREPLAYED):
+            raise TreeError(f"server_work does not replay {next(k for k in _UNREPLAYED if k in stage)}: its reads "
+                            f"would go uncounted")
         else:
             continue  # $project, $unwind, $sort: no reads
         for target, query in reads:
@@ -252,11 +259,13 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
 
 
 _COMPARISONS = ("$eq", "$lt", "$lte", "$gt", "$gte")
+_UNREPLAYED = ("$facet", "$unionWith")  # stages that read (or run pipelines that read) unseen
+_FLIPPED = {"$eq": "$eq", "$lt": "$gt", "$lte": "$gte", "$gt": "$lt", "$gte": "$lte"}  # operands swapped
 
 
 def _let_filter(database: Any, coll: str, spec: Mapping[str, Any], doc: Mapping[str, Any]) -> dict:
     """The ``find`` filter a ``$lookup`` sub-pipeline's leading ``$match`` of ``$expr`` comparisons
-    (``$eq``, ``$lt``, ``$lte``, ``$gt``, ``$gte`` between a field and a ``let`` variable, joined by
+    (``$eq``, ``$lt``, ``$lte``, ``$gt``, ``$gte`` between a field and a ``let`` variable, in either order, joined by
     ``$and``) stands for, with the variables computed for ``doc``: what MongoDB 5.0 and later scans
     in the ``from`` collection's index for it."""
     stages = list(spec.get("pipeline") or [])
@@ -271,6 +280,8 @@ def _let_filter(database: Any, coll: str, spec: Mapping[str, Any], doc: Mapping[
         if op not in _COMPARISONS or not isinstance(args, list) or len(args) != 2:
             raise TreeError(f"server_work replays $expr comparisons of a field with a let variable, not {term!r}")
         field, var = args
+        if isinstance(var, str) and not var.startswith("$$") and isinstance(field, str) and field.startswith("$$"):
+            field, var, op = var, field, _FLIPPED[op]  # {$lt: ["$$v", "$f"]} is {$gt: ["$f", "$$v"]}
         if not (isinstance(field, str) and field.startswith("$") and not field.startswith("$$")
                 and isinstance(var, str) and var.startswith("$$") and var[2:] in values):
             raise TreeError(f"server_work replays $expr comparisons of a field with a let variable, not {term!r}")
