@@ -63,7 +63,8 @@ class CommandCounter:
     #: the namespaces the block's insert, update, delete and findAndModify commands write
     written_namespaces: set[str] = field(default_factory=set)
     #: False when an aggregation wrote documents the counter could not count (its target was not
-    #: snapshotted whole, or other commands wrote it too): ``docs_written`` is then unknown, never 0
+    #: snapshotted whole, other commands wrote it too, or it has an index the snapshot cannot count):
+    #: ``docs_written`` is then unknown, never 0
     docs_written_known: bool = True
 
     def add_command(self, name: str, command: dict[str, Any] | None = None) -> None:

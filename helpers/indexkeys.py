@@ -173,8 +173,10 @@ class KeySnapshot:
         self.targets = pairs
 
     def take(self, before: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """``{namespace: {"indexes": names, "keys": Counter, "ids": [...]}}``, or ``None`` when an
-        index cannot be counted. Given the ``before`` snapshot, also reads the documents it found."""
+        """``{namespace: {"indexes": names, "keys": Counter, "ids": [...], "docs": {frozen id: frozen document},
+        "whole": bool}}`` (``docs``: what ``$merge``/``$out`` counting compares; ``whole``:
+        the snapshot read the collection without a filter), or ``None`` when an index cannot be counted.
+        Given the ``before`` snapshot, also reads the documents it found."""
         out: dict[str, Any] = {}
         for coll, filter in self.targets:
             name = f"{coll.database.name}.{coll.name}"
