@@ -638,6 +638,96 @@ def test_exercise_2_3_counts_the_documents_a_day_of_pages_reads(db):
     assert "the viral post's views save some" in evaluate("2.3", 90 * 2, **context)[1]
 
 
+def _newest_forum(db):
+    """Posts laid out with threshold 10: 1 unflagged; 2 busy (200 comments of 200 characters); 3 flagged
+    with 15 overflowed (a top-up of 5 from the embedded); 4 flagged with fewer comments than 3, its
+    overflow in buckets (as section 2.6's write-path post): the checks must read posts_overflow's."""
+    from helpers.outlier import BUCKET_SIZE, OVERFLOW_BUCKETS, load_outlier_posts, outlier_layout
+    from helpers.safety import workbook_collection
+
+    source = [{"_id": i, "comments": [{"n": n, "text": "x" * 200} for n in range(count)]}
+              for i, count in ((1, 3), (2, 200), (3, 25))]
+    load_outlier_posts(db, source, 10)
+    post, buckets = outlier_layout({"_id": 4, "comments": [{"n": n} for n in range(24)]}, 2, bucket_size=BUCKET_SIZE)
+    db["posts"].insert_one(post)
+    workbook_collection(db, OVERFLOW_BUCKETS).insert_many(buckets)
+
+
+def _newest(db, post_id, n=20):   # the solution: lost markers skipped in the query, so the limit counts comments
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    newest = []
+    if post.get("hasOverflow"):
+        newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id, "lost": {"$ne": True}},
+                                                                  {"_id": 0, "comment": 1}).sort("seq", -1).limit(n)]
+    return newest + post.get("comments", [])[::-1][:n - len(newest)]
+
+
+def _newest_by_count(db, post_id, n=20):   # right too: the top-up from commentCount (no lost marker among the newest n)
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1, "hasOverflow": 1})
+    over = post["commentCount"] - len(post["comments"]) if post.get("hasOverflow") else 0
+    newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id, "lost": {"$ne": True}},
+                                                              {"_id": 0, "comment": 1}).sort("seq", -1).limit(n)] if over else []
+    return newest + post["comments"][::-1][:max(0, n - min(n, over))]
+
+
+def _newest_filtered_after_the_limit(db, post_id, n=20):   # skips a lost marker, but after the limit: one comment short
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    newest = []
+    if post.get("hasOverflow"):
+        newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id}).sort("seq", -1).limit(n)
+                  if "comment" in d]
+    return newest + post.get("comments", [])[::-1][:n - len(newest)]
+
+
+def _newest_unfiltered(db, post_id, n=20):   # the notebook's old solution: a lost marker has no comment
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    newest = []
+    if post.get("hasOverflow"):
+        newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id}).sort("seq", -1).limit(n)]
+    return newest + post.get("comments", [])[::-1][:n - len(newest)]
+
+
+def _newest_from_the_whole_page(db, post_id, n=20):   # one round trip, one document, but every overflowed comment
+    from helpers.outlier import read_post_lookup
+
+    return read_post_lookup(db, post_id)["comments"][::-1][:n]
+
+
+def test_exercise_2_2_tests_the_posts_overflow_posts_a_repaired_post_and_the_bytes_read(db):
+    from helpers.outlier import OVERFLOW, POSTS
+
+    _newest_forum(db)
+    before = (sorted(map(str, db[POSTS].find())), db[OVERFLOW].count_documents({}))
+    for right in (_newest, _newest_by_count):
+        assert evaluate("2.2", right, db=db) == ("correct", "Exercise 2.2: correct."), evaluate("2.2", right, db=db)
+    for wrong, said in ((_newest_filtered_after_the_limit, "lost marker"), (_newest_unfiltered, "KeyError"),
+                        (_newest_from_the_whole_page, "bytes"), ("newest", "a function")):
+        status, line = evaluate("2.2", wrong, db=db)
+        assert status == "not right yet" and said in line, (wrong, line)
+    assert (sorted(map(str, db[POSTS].find())), db[OVERFLOW].count_documents({})) == before  # the scratch post is gone
+
+
+def _holes(db, post_id):   # the solution
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1})
+    embedded = len(post.get("comments") or [])
+    held = {d["seq"] for d in db["posts_overflow"].find({"post_id": post_id}, {"_id": 0, "seq": 1})}
+    return [seq for seq in range(embedded + 1, post.get("commentCount", embedded) + 1) if seq not in held]
+
+
+def _holes_but_lost_markers(db, post_id):   # wrong: a lost marker accounts for its number
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1})
+    embedded = len(post.get("comments") or [])
+    held = {d["seq"] for d in db["posts_overflow"].find({"post_id": post_id, "lost": {"$ne": True}}, {"_id": 0, "seq": 1})}
+    return [seq for seq in range(embedded + 1, post.get("commentCount", embedded) + 1) if seq not in held]
+
+
+def test_exercise_2_4_meets_a_lost_marker(db):
+    _newest_forum(db)
+    assert evaluate("2.4", _holes, db=db) == ("correct", "Exercise 2.4: correct.")
+    status, line = evaluate("2.4", _holes_but_lost_markers, db=db)
+    assert status == "not right yet" and "lost marker" in line, line
+
+
 def _write_in_one_pipeline(db, post_id, comment, threshold):
     """The review's form: one update flips the flag, numbers the comment and embeds it only if not flagged."""
     from pymongo import ReturnDocument
