@@ -431,7 +431,7 @@ def latest(collection: Any, icao24: str, *, design: str, batch_size: int = BATCH
 
 
 def latest_positions(collection: Any, *, design: str, since: _dt.datetime | None = None,
-                     batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
+                     batch_size: int = BATCH_SIZE, previous: Any = None) -> list[dict[str, Any]]:
     """The live map: the latest report of every aircraft heard at or after ``since``, in ``icao24``
     order, in one aggregate (introduced in notebook 08). A ``$match`` on recent time first, served by
     :data:`TIME_KEY` (buckets: ``last`` at or after ``since``, bounded by :data:`START_KEY`, since a
@@ -439,10 +439,12 @@ def latest_positions(collection: Any, *, design: str, since: _dt.datetime | None
     each aircraft's first; a bucket is then trimmed on the server to its latest report. With ``since``,
     the buckets' collection needs the :data:`START_KEY` index (hinted: SecantusDB plans a filter on two
     fields as a collection scan). ``since=None``: every aircraft the collection keeps (the counter-example: under 30 days' retention,
-    every aircraft heard in 30 days)."""
+    every aircraft heard in 30 days). ``previous``: the day before's collection, where each day has
+    its own (retention by dropping a day's collection whole), read in the same aggregate with a
+    ``$unionWith`` that applies the same ``$match`` there: one round trip for a map across midnight."""
     if design == BUCKETS:
         match = [] if since is None else [{"$match": {"start": {"$gt": since - SPAN}, "last": {"$gte": since}}}]
-        pipeline = match + [{"$sort": {"icao24": 1, "last": -1}},
+        pipeline = match + _union(previous, match) + [{"$sort": {"icao24": 1, "last": -1}},
                     {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
                     {"$replaceRoot": {"newRoot": {"$mergeObjects": [{"icao24": "$_id"}, {"$arrayElemAt": [{"$filter": {
                         "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}]}}}]
@@ -452,11 +454,18 @@ def latest_positions(collection: Any, *, design: str, since: _dt.datetime | None
     else:
         _design(design)
         match = [] if since is None else [{"$match": {"time": {"$gte": since}}}]
-        pipeline = match + [{"$sort": {"icao24": -1, "time": -1}},
+        pipeline = match + _union(previous, match) + [{"$sort": {"icao24": -1, "time": -1}},
                             {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
                             {"$replaceRoot": {"newRoot": "$report"}}, {"$project": {"_id": 0}}]
         found = collection.aggregate(pipeline, batchSize=batch_size)
     return sorted(found, key=lambda r: r["icao24"])
+
+
+def _union(previous: Any, match: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``$unionWith`` of :func:`latest_positions`: ``previous``'s documents through the same ``$match``."""
+    if previous is None:
+        return []
+    return [{"$unionWith": {"coll": previous.name, "pipeline": match}}]
 
 
 def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,
