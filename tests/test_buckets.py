@@ -541,3 +541,13 @@ def test_a_writes_work_is_its_filters_explained_and_an_insert_examines_nothing(b
     with count_commands(keep_commands=True) as inserted:
         bk.insert_reports(docs, reports)
     assert bk.write_work(docs, inserted.command_documents) == {"keys examined": 0, "docs examined": 0}
+
+
+def test_placement_is_the_one_rule_of_both_writers():
+    from helpers.buckets import placement
+
+    docs = [{"time": dt.datetime(2018, 8, 1, 5, 0, k)} for k in range(5)]
+    assert placement(None, docs, 2) == ([], [(0, docs[0:2]), (1, docs[2:4]), (2, docs[4:])])
+    assert placement({"n": 3, "count": 1}, docs[:3], 2) == (docs[:1], [(4, docs[1:3])])
+    assert placement({"n": 0, "count": 2}, docs[:1], 2) == ([], [(1, docs[:1])])  # a full tail never changes
+    assert placement({"n": 0, "count": 0}, docs[:2], 2) == (docs[:2], [])
