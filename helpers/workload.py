@@ -409,12 +409,11 @@ class Workload:
                             if metric in c and metric in b and c[metric] != b[metric]:
                                 d = _daily(metric, c[metric] - b[metric]) * o.per_day
                                 diffs.append(f"{'+' if d > 0 else '-'}{_fmt(abs(d))} {column}")
-                    unpriced = [f"left {c['open cursors']:.0f} server cursor open: a killCursors not counted"
-                                if c.get("open cursors") else "",
-                                "a getMore of the driver's default batch" if c.get("default batch getMores") else ""]
+                    unpriced = (f"left {c['open cursors']:.0f} server cursor open: a killCursors not counted"
+                                if c.get("open cursors") else "")
                     note = "; ".join(x for x in (forms.teaching.get(label, ""),
                                                  ("against the billed form: " + ", ".join(diffs)) if diffs else "",
-                                                 *unpriced) if x)
+                                                 unpriced) if x)
                     rows.append({"design": design, "operation": o.name, "form": label,
                                  "billed": "billed" if label == best else "counter-example",
                                  **{m: c[m] for m in METRICS}, **{k: c.get(k) for k in WORK}, "note": note})
