@@ -113,7 +113,7 @@ def billable(cost: Mapping[str, float], where: str) -> None:
     n = cost.get("open cursors")
     if n:
         raise ValueError(
-            f"{where}: the read left {n:.0f} server cursor{'s' if n != 1 else ''} open (a batch size equal to "
+            f"{where}: the read left {n:.0f} server cursor{'s' if n != 1 else ''} open (e.g. a batch size equal to "
             f"its answer), so it owes a killCursors round trip that no count includes; ask a batch size larger "
             f"than the answer (batch_size=n+1, or a limit), or exhaust the cursor (read it to the end), then "
             f"measure it again")
