@@ -25,9 +25,12 @@ class Counter(Protocol):
     """Where the adapter reports the commands pymongo would send (``helpers.counting`` is one)."""
 
     def record(self, name: str, docs: list[Any] | None = None, written: int = 0,
-               command: dict[str, Any] | None = None, default_batch: bool = False) -> None: ...
+               command: dict[str, Any] | None = None, default_batch: bool = False,
+               read_cursor: int | None = None, open_cursor: int | None = None) -> None: ...
 
     def is_counting(self) -> bool: ...
+
+    def cursor_closed(self, cursor_id: int) -> None: ...
 
 
 def install_listed_pipelines() -> None:
@@ -145,7 +148,9 @@ class MockCursor:
     counted when the batch arrives, as on a server: the first batch holds 101 documents (or
     ``batch_size``, or the limit), later ones ``batch_size`` or up to 16 MiB. A batch cut by its
     count leaves the server cursor open, so the driver sends one more ``getMore`` that comes back
-    empty; a negative limit asks for a single batch. ``aggregate`` sends its command at once.
+    empty; a negative limit asks for a single batch. ``aggregate`` sends its command at once. A
+    batch that leaves the server cursor open reports its id, and ``close`` closes it (a server's
+    ``killCursors``), so a counter sees the cursors a server would keep open.
     """
 
     _CHAIN = {"sort", "limit", "skip", "batch_size", "hint", "max_time_ms", "comment", "collation",
@@ -169,6 +174,7 @@ class MockCursor:
         self._sent = 0  # batches fetched
         self._returned = 0
         self._closed = False  # the server cursor is known to be exhausted
+        self._id = next(_CURSOR_IDS)  # the id a server would give the cursor while it stays open
         if eager:
             self._fetch()
 
@@ -248,7 +254,8 @@ class MockCursor:
             pass  # the server does not know yet that nothing is left: one more (empty) getMore
         self._counter.record(self._command if first else "getMore", batch,
                command=self._document if first else None,
-               default_batch=self._sent == 2 and self._first_full_default)
+               default_batch=self._sent == 2 and self._first_full_default,
+               read_cursor=None if first else self._id, open_cursor=None if self._closed else self._id)
         self._buffer.extend(batch)
 
     def __next__(self) -> Any:
@@ -266,13 +273,15 @@ class MockCursor:
         return list(itertools.islice(self, length)) if length else list(self)
 
     def close(self) -> None:
-        pass
+        if self._sent and not self._closed:  # the driver's killCursors (not counted, as on a server)
+            self._counter.cursor_closed(self._id)
+            self._closed = True
 
     def __enter__(self) -> "MockCursor":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        pass
+        self.close()
 
 
 def _wrap(value: Any, db: "MockDatabase") -> Any:
@@ -285,6 +294,7 @@ def _wrap(value: Any, db: "MockDatabase") -> Any:
     return value
 
 
+_CURSOR_IDS = itertools.count(1)  # the mock's server cursor ids
 _SENT = [0]  # commands the adapter reported, in this process (a transaction that sent none commits silently)
 
 
@@ -305,6 +315,9 @@ class _Tally:
 
     def is_counting(self) -> bool:
         return self._counter.is_counting()
+
+    def cursor_closed(self, cursor_id: int) -> None:
+        self._counter.cursor_closed(cursor_id)
 
 
 class MockClient:

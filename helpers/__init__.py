@@ -27,7 +27,7 @@ from .display import apply_style as _apply_style
 from .display import show_source
 from .exercises import check
 from .measure import benchmark, compare, costs_table
-from .safety import fresh_collection, reset_workbook, workbook_collection
+from .safety import drop_workbook_collection, fresh_collection, reset_workbook, workbook_collection
 from .sizes import MAX_BSON_SIZE, bson_sizes, check_document_size, human_bytes, plot_sizes, size_summary
 
 __all__ = [
@@ -38,7 +38,8 @@ __all__ = [
     # BSON sizes
     "MAX_BSON_SIZE", "bson_sizes", "check_document_size", "human_bytes", "plot_sizes", "size_summary",
     # the data, the workbook's own collections, the exercises, the source shown
-    "load_dataset", "lesson_scale", "workbook_collection", "fresh_collection", "reset_workbook", "check",
+    "load_dataset", "lesson_scale", "workbook_collection", "fresh_collection", "drop_workbook_collection", "reset_workbook",
+    "check",
     "show_source",
 ]
 

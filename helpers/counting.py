@@ -48,9 +48,10 @@ class CommandCounter:
     #: ``getMore`` commands sent because a read left its first batch to the driver's default (101
     #: documents): a round trip the read's author did not choose. A measured read sets ``batch_size``.
     default_batch_getmores: int = 0
-    #: server backends: the cursors a read of the block left open (a non-zero cursor id at the end of
-    #: the block, e.g. a batch size equal to the answer, not larger): the driver later sends a
-    #: ``killCursors`` that no block counts. A measured read asks for more than its answer.
+    #: the cursors a read of the block left open (a non-zero cursor id at the end of the block, e.g. a
+    #: batch size equal to the answer, not larger): the driver later sends a ``killCursors`` that no
+    #: block counts, so a bill refuses such a read (``helpers.workload``). A measured read asks for more
+    #: than its answer. The mock reports the cursors a server would keep (:func:`record`).
     open_cursors: set[int] = field(default_factory=set)
     #: with ``count_commands(index_keys=...)``: the index keys the block inserted plus those it deleted
     #: (``helpers.indexkeys``), ``None`` when not asked for or not countable
@@ -289,11 +290,14 @@ def attach_listener_client() -> monitoring.CommandListener:
 
 
 def record(name: str, docs: list[Any] | None = None, written: int = 0,
-           command: dict[str, Any] | None = None, default_batch: bool = False) -> None:
+           command: dict[str, Any] | None = None, default_batch: bool = False,
+           read_cursor: int | None = None, open_cursor: int | None = None) -> None:
     """Count one command (for an engine without command monitoring: the mock adapter).
 
     ``command`` is the command document pymongo would have sent, kept by ``count_commands(keep_commands=True)``;
-    ``default_batch`` marks a ``getMore`` sent because the read left its first batch to the driver.
+    ``default_batch`` marks a ``getMore`` sent because the read left its first batch to the driver;
+    ``read_cursor`` is the cursor a ``getMore`` reads, ``open_cursor`` the cursor id the reply
+    returns when the server keeps the cursor open (as a server's non-zero id: ``open_cursors``).
     """
     if not _ACTIVE:
         return
@@ -304,8 +308,16 @@ def record(name: str, docs: list[Any] | None = None, written: int = 0,
             c.add_docs(docs)
         c.docs_written += written
         c.default_batch_getmores += default_batch
+        c.open_cursors.discard(read_cursor)
+        if open_cursor:
+            c.open_cursors.add(open_cursor)
 
     _ACTIVE.each(f)
+
+
+def cursor_closed(cursor_id: int) -> None:
+    """A cursor the driver closed (its ``killCursors``, not counted, as on a server)."""
+    _ACTIVE.each(lambda c: c.open_cursors.discard(cursor_id))
 
 
 def is_counting() -> bool:
@@ -313,6 +325,6 @@ def is_counting() -> bool:
     return bool(_ACTIVE)
 
 
-#: :func:`record` and :func:`is_counting` together: what an engine adapter reports to
+#: :func:`record`, :func:`is_counting` and :func:`cursor_closed` together: what an engine adapter reports to
 #: (``engines.mock.MockDatabase``), one object the adapter is handed instead of this module
-recorder = SimpleNamespace(record=record, is_counting=is_counting)
+recorder = SimpleNamespace(record=record, is_counting=is_counting, cursor_closed=cursor_closed)

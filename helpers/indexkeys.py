@@ -32,6 +32,11 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping
 
+import bson
+from bson.binary import UuidRepresentation
+from bson.codec_options import CodecOptions
+from bson.errors import InvalidDocument
+
 __all__ = ["KeySnapshot", "docs_changed", "document_keys", "index_keys_written", "MAX_SNAPSHOT_DOCS"]
 
 #: a snapshot reads at most this many documents: name the ones a write touches ({collection: filter})
@@ -89,6 +94,19 @@ def _frozen(value: Any, typed: bool = True) -> str:
     if number is not None:
         return f"{type(value).__name__}:{number}" if typed else f"number:{number}"
     return f"{type(value).__name__}:{value!r}"
+
+
+_ENCODE = CodecOptions(uuid_representation=UuidRepresentation.STANDARD)  # a native UUID (the mock's) encodes too
+
+
+def _stored(doc: Mapping[str, Any]) -> bytes | str:
+    """A document as a snapshot keeps it, to tell whether a write changed it: its BSON (field order,
+    values and types: a byte that differs is a change), or, for what BSON cannot encode, its frozen
+    spelling (the same document takes the same way in both snapshots)."""
+    try:
+        return bson.encode(doc, codec_options=_ENCODE)
+    except (InvalidDocument, TypeError, ValueError, OverflowError):
+        return _frozen(doc)
 
 
 def _hashed(value: Any) -> str:
@@ -173,7 +191,7 @@ class KeySnapshot:
         self.targets = pairs
 
     def take(self, before: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """``{namespace: {"indexes": names, "keys": Counter, "ids": [...], "docs": {frozen id: frozen document},
+        """``{namespace: {"indexes": names, "keys": Counter, "ids": [...], "docs": {frozen id: the document's BSON},
         "whole": bool}}`` (``docs``: what ``$merge``/``$out`` counting compares; ``whole``:
         the snapshot read the collection without a filter), or ``None`` when an index cannot be counted.
         Given the ``before`` snapshot, also reads the documents it found."""
@@ -186,10 +204,11 @@ class KeySnapshot:
             indexes = list(coll.list_indexes())
             found: Counter = Counter()
             ids: list[Any] = []
-            docs: dict[str, str] = {}
+            docs: dict[str, bytes | str] = {}
             for doc in coll.find(query, batch_size=1_000):
                 ids.append(doc.get("_id"))
-                docs[_frozen(doc.get("_id"))] = _frozen(doc)
+                doc_id = _frozen(doc.get("_id"))
+                docs[doc_id] = _stored(doc)
                 if len(ids) > MAX_SNAPSHOT_DOCS:
                     raise ValueError(f"index_keys: the snapshot of {coll.name} reads more than "
                                      f"{MAX_SNAPSHOT_DOCS:,} documents; give {{collection: filter}} naming "
@@ -200,7 +219,6 @@ class KeySnapshot:
                     keys = document_keys(doc, index)
                     if keys is None:
                         return None
-                    doc_id = _frozen(doc.get("_id"))
                     found.update({(index["name"], doc_id, k): n for k, n in keys.items()})
             out[name] = {"indexes": tuple(sorted(i["name"] for i in indexes)), "keys": found, "ids": ids,
                          "docs": docs, "whole": not filter}

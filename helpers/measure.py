@@ -45,6 +45,8 @@ class Measurement:
     index_keys_written: int | None = None
     #: ``getMore`` commands the driver's default first batch caused (a measured read sets ``batch_size``)
     default_batch_getmores: int = 0
+    #: server cursors one run left open (``helpers.counting``: a ``killCursors`` no count includes)
+    open_cursors: int = 0
     stages: str | None = None
     plan_note: str | None = None
     result: Any = field(default=None, repr=False)
@@ -123,7 +125,7 @@ def benchmark(label: str, fn: Callable[[], Any], *, repeat: int = 5, warmup: int
                     docs_written=first.docs_written, commands=tuple(first.commands), result=result,
                     index_keys_written=first.index_keys_written if index_keys is not None
                     else (0 if first.docs_written == 0 and not first.aggregate_writes else None),
-                    default_batch_getmores=first.default_batch_getmores)
+                    default_batch_getmores=first.default_batch_getmores, open_cursors=len(first.open_cursors))
     if explain is not None:
         if info is None:
             info = backend_info()

@@ -10,7 +10,8 @@ somebody else made, never another database.
 the same name (by the learner's own code, the shell, another program) is somebody else's: its UUID
 is not the recorded one, so a reset leaves it alone (and says so), a load refuses to replace it and
 ``set_validator`` to change it. The workbook's own "drop, then create" goes through
-:func:`fresh_collection`, which records the new UUID. Where the engine reports no UUID (the mock:
+:func:`fresh_collection`, which records the new UUID, and its own "drop now" through
+:func:`drop_workbook_collection`, which also removes the entry. Where the engine reports no UUID (the mock:
 docs/ENGINES.md), and for an entry recorded before UUIDs were, the name alone decides, as it did;
 such an entry learns its UUID the next time :func:`workbook_collection` meets the collection.
 
@@ -46,6 +47,7 @@ __all__ = [
     "ForeignCollectionError",
     "workbook_collection",
     "fresh_collection",
+    "drop_workbook_collection",
     "note_created",
     "track_collection",
     "is_workbook_collection",
@@ -399,6 +401,35 @@ def fresh_collection(db: Any, name: str, **options: Any) -> Any:
     db.create_collection(name, **options)
     note_created(db, name)
     return db[name]
+
+
+def drop_workbook_collection(db: Any, name: str) -> bool:
+    """Drop the workbook's collection ``name`` now and remove its registry entry (what
+    :func:`reset_workbook` does for each name, for one): True if a collection was dropped, False if
+    none was there. Refused (``ForeignCollectionError``) before anything is dropped if the collection
+    is somebody else's (unrecorded, or made again outside the workbook's helpers), or while another
+    kernel's load holds it. ``db.drop_collection(name)`` alone leaves the entry until the next reset."""
+    if name == REGISTRY:
+        raise ValueError(f"{REGISTRY!r} is the workbook's own registry, not a collection to drop")
+    owner = f"drop:{uuid.uuid4().hex}"
+    target = _leased(name)
+    if not take_lease(db, target, owner, _RESET_LEASE_S):
+        raise ForeignCollectionError(f"Another kernel is loading {name!r} in database {db.name!r} now: "
+                                     f"drop it once that load has finished.")
+    try:
+        entry = db[REGISTRY].find_one({"_id": name})
+        listed = _listed(db, name)
+        if listed is not None and (entry is None or not _same(entry, listed)):
+            raise ForeignCollectionError(
+                f"The collection {name!r} in database {db.name!r} was not created by this workbook (or was "
+                f"made again outside its helpers), so the workbook will not drop it; drop it yourself if "
+                f"it is disposable.")
+        if listed is not None:
+            db.drop_collection(name)
+        forget(db, [name])
+        return listed is not None
+    finally:
+        release_leases(db, [target], owner)
 
 
 def track_collection(db: Any, name: str) -> Any:

@@ -26,7 +26,9 @@ form by the workload's own criterion (``Workload.by``), and :meth:`Workload.cont
 with what it costs, the others labelled as counter-examples. :meth:`Workload.pick` calls designs
 within ``Workload.margin`` (3 % unless stated) of the best a tie and lets the next criterion decide,
 and says so (a :class:`Pick`). A read measured with the driver's default first batch (101 documents)
-pays a ``getMore`` nobody chose: the bill refuses it, so every billed read sets its batch size.
+pays a ``getMore`` nobody chose: the bill refuses it, so every billed read sets its batch size. A
+read that left a server cursor open (``CommandCounter.open_cursors``: a batch size equal to its
+answer) is refused too, not priced: see :func:`billable`.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["Operation", "Workload", "Forms", "Pick", "METRICS", "WORK", "cost_of", "plot_daily"]
+__all__ = ["Operation", "Workload", "Forms", "Pick", "METRICS", "WORK", "billable", "cost_of", "plot_daily"]
 
 #: the deterministic metrics a workload weighs, as :meth:`helpers.measure.Measurement.costs` names them
 METRICS = ("round trips", "docs returned", "bytes returned", "docs written")
@@ -86,6 +88,37 @@ class Operation:
         return self.per_day / SECONDS_PER_DAY
 
 
+#: what a measured read can carry that the bill refuses to price (kept in a cost only when not 0)
+_UNBILLABLE = ("default batch getMores", "open cursors")
+
+
+def billable(cost: Mapping[str, float], where: str) -> None:
+    """Raise ValueError, saying what to do, when a cost (:func:`cost_of`'s) cannot be billed as
+    measured; ``where`` names the design, operation and form.
+
+    A read that left its first batch to the driver's default paid a ``getMore`` nobody chose. A read
+    that left a server cursor open (its batch size equal to its answer: the server cannot know that
+    nothing is left) owes a ``killCursors`` that no count includes, and the server holds the cursor
+    until it comes (or the cursor times out). It is refused rather than priced: the driver sends
+    that ``killCursors`` when the cursor is closed, or, for a cursor dropped unclosed, later and from
+    a background task that closes several in one command, so no per-run cost is right; and a
+    MongoDB engineer writes the read so that its cursor ends with its answer (a batch size larger
+    than the answer, a ``limit``, a single batch) or reads it to the end (a ``getMore`` the count
+    then includes)."""
+    if cost.get("default batch getMores"):
+        raise ValueError(
+            f"{where}: the read left its first batch to the driver's default (101 documents) and paid "
+            f"{cost['default batch getMores']:.0f} getMore for it; measure it with an explicit batch size "
+            f"(find(..., batch_size=n), aggregate(..., batchSize=n)), as a competent engineer would")
+    n = cost.get("open cursors")
+    if n:
+        raise ValueError(
+            f"{where}: the read left {n:.0f} server cursor{'s' if n != 1 else ''} open (e.g. a batch size equal to "
+            f"its answer), so it owes a killCursors round trip that no count includes; ask a batch size larger "
+            f"than the answer (batch_size=n+1, or a limit), or exhaust the cursor (read it to the end), then "
+            f"measure it again")
+
+
 def cost_of(cost: Any) -> dict[str, float]:
     """The deterministic costs of one run of an operation, as a dict keyed by :data:`METRICS` (plus
     ``"median ms"`` when the cost carries a time, and :data:`WORK` where it carries the server's
@@ -99,7 +132,8 @@ def cost_of(cost: Any) -> dict[str, float]:
         extra = {"keys examined": getattr(cost, "keys_examined", None),
                  "docs examined": getattr(cost, "docs_examined", None),
                  "index keys written": getattr(cost, "index_keys_written", None),
-                 "default batch getMores": getattr(cost, "default_batch_getmores", 0)}
+                 "default batch getMores": getattr(cost, "default_batch_getmores", 0),
+                 "open cursors": getattr(cost, "open_cursors", 0)}
         wrote_unseen = False
     elif hasattr(cost, "round_trips") and hasattr(cost, "docs_written"):  # helpers.counting.CommandCounter
         if not getattr(cost, "docs_written_known", True):
@@ -108,7 +142,8 @@ def cost_of(cost: Any) -> dict[str, float]:
         out = {"round trips": cost.round_trips, "docs returned": cost.docs_returned,
                "bytes returned": cost.bytes_returned, "docs written": cost.docs_written}
         extra = {"index keys written": getattr(cost, "index_keys_written", None),
-                 "default batch getMores": getattr(cost, "default_batch_getmores", 0)}
+                 "default batch getMores": getattr(cost, "default_batch_getmores", 0),
+                 "open cursors": len(getattr(cost, "open_cursors", ()))}
         wrote_unseen = bool(getattr(cost, "aggregate_writes", 0))
     elif isinstance(cost, Mapping):
         missing = [m for m in METRICS if m not in cost]
@@ -117,11 +152,11 @@ def cost_of(cost: Any) -> dict[str, float]:
         out = {m: cost[m] for m in METRICS}
         if "median ms" in cost:
             out["median ms"] = cost["median ms"]
-        extra = {k: cost.get(k) for k in (*WORK, "default batch getMores")}
+        extra = {k: cost.get(k) for k in (*WORK, *_UNBILLABLE)}
         wrote_unseen = False
     else:
         raise TypeError(f"a cost is a Measurement, a CommandCounter or a mapping of {METRICS}, not {type(cost).__name__}")
-    out.update({k: v for k, v in extra.items() if v is not None and (v or k != "default batch getMores")})
+    out.update({k: v for k, v in extra.items() if v is not None and (v or k not in _UNBILLABLE)})
     if "index keys written" not in out and out["docs written"] == 0 and not wrote_unseen:
         out["index keys written"] = 0  # nothing written: no index key written
     for k, v in out.items():
@@ -311,7 +346,8 @@ class Workload:
 
     def _best(self, forms: Forms, by: tuple[str, ...], margin: float) -> str:
         """The label of the cheapest form by ``by`` (per run, in order; within ``margin`` a tie goes
-        to the next column), then the fewest round trips and bytes, then the order given. Each
+        to the next column), then one the bill can price (:func:`billable`), then the fewest round
+        trips and bytes, then the order given. Each
         operation may so be billed up to ``margin`` above its cheapest form on a column: the daily
         totals inherit that, and ``pick`` applies the margin again to them."""
         labels = list(forms.forms)
@@ -323,7 +359,8 @@ class Workload:
             labels = [x for x in labels if forms.forms[x][metric] <= best * (1 + margin)]
             if len(labels) == 1:
                 break
-        labels.sort(key=lambda x: (forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
+        labels.sort(key=lambda x: (any(forms.forms[x].get(k) for k in _UNBILLABLE),  # a tie: the billable one
+                                   forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
         return labels[0]
 
     def billed(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None, *,
@@ -344,12 +381,7 @@ class Workload:
             for op, forms in per_op.items():
                 label = self._best(forms, keys, margin)
                 cost = forms.forms[label]
-                if cost.get("default batch getMores"):
-                    raise ValueError(
-                        f"design {design!r}, operation {op!r}, form {label!r}: the read left its first batch "
-                        f"to the driver's default (101 documents) and paid {cost['default batch getMores']} "
-                        f"getMore for it; measure it with an explicit batch size (find(..., batch_size=n), "
-                        f"aggregate(..., batchSize=n)), as a competent engineer would")
+                billable(cost, f"design {design!r}, operation {op!r}, form {label!r}")
                 out[design][op] = cost
         return out
 
@@ -357,7 +389,8 @@ class Workload:
         """Every measured form of every operation of every design, one row each (a DataFrame indexed
         by design, operation, form): its costs per run, ``"billed"`` (the form the bill prices, the
         cheapest by ``by``) or ``"counter-example"``, and a ``"note"``: the notebook's reason to show
-        it, and what it costs a day against the billed form."""
+        it, what it costs a day against the billed form, and what its count leaves out (a cursor left
+        open). A billed form the bill cannot price is refused, as in :meth:`weigh` (:func:`billable`)."""
         import pandas as pd
 
         keys, margin = self._criterion(by, None)
@@ -367,6 +400,7 @@ class Workload:
                 forms = per_op[o.name]
                 best = self._best(forms, keys, margin)
                 b = forms.forms[best]
+                billable(b, f"design {design!r}, operation {o.name!r}, form {best!r}")
                 for label, c in forms.forms.items():
                     diffs = []
                     if label != best:
@@ -375,9 +409,11 @@ class Workload:
                             if metric in c and metric in b and c[metric] != b[metric]:
                                 d = _daily(metric, c[metric] - b[metric]) * o.per_day
                                 diffs.append(f"{'+' if d > 0 else '-'}{_fmt(abs(d))} {column}")
+                    unpriced = (f"left {c['open cursors']:.0f} server cursor open: a killCursors not counted"
+                                if c.get("open cursors") else "")
                     note = "; ".join(x for x in (forms.teaching.get(label, ""),
-                                                 ("against the billed form: " + ", ".join(diffs)) if diffs else "")
-                                     if x)
+                                                 ("against the billed form: " + ", ".join(diffs)) if diffs else "",
+                                                 unpriced) if x)
                     rows.append({"design": design, "operation": o.name, "form": label,
                                  "billed": "billed" if label == best else "counter-example",
                                  **{m: c[m] for m in METRICS}, **{k: c.get(k) for k in WORK}, "note": note})

@@ -189,8 +189,8 @@ def test_a_merge_or_out_counts_the_documents_it_writes_when_its_target_is_snapsh
     assert c.docs_written_known is False
 
 
-def test_a_read_whose_batch_equals_its_answer_leaves_its_cursor_open_and_the_counter_notes_it(server_db):
-    coll = server_db["numbers_open"]
+def test_a_read_whose_batch_equals_its_answer_leaves_its_cursor_open_and_the_counter_notes_it(db):
+    coll = db["numbers_open"]  # the mock reports the cursors a server would keep open
     coll.insert_many([{"_id": i} for i in range(5)])
     with count_commands() as c:
         cursor = coll.aggregate([{"$match": {"_id": 3}}], batchSize=1)  # one document, a batch of one
@@ -205,3 +205,6 @@ def test_a_read_whose_batch_equals_its_answer_leaves_its_cursor_open_and_the_cou
         next(cursor)
         cursor.close()  # its killCursors, sent inside the block, closes it
     assert c.open_cursors == set()
+    with count_commands() as c:  # exhausted: the getMore that finds nothing left closes it, and is counted
+        assert [d["_id"] for d in coll.find({"_id": {"$lt": 2}}, batch_size=2)] == [0, 1]
+    assert c.commands == ["find", "getMore"] and c.open_cursors == set()

@@ -217,3 +217,31 @@ def test_a_pause_in_one_thread_leaves_another_threads_counting_alone(db):
     with paused(), count_commands() as hidden:
         coll.find_one({"_id": 1})
     assert hidden.round_trips == 0
+
+
+def test_a_snapshot_counts_the_documents_a_merge_changed_as_freezing_each_one_did(db):
+    # a snapshot keeps each document's BSON, not a frozen string of it: the same counts, nested changes included
+    from helpers import indexkeys
+
+    def doc(i, c=1.0, order=range(5), d_first=False):
+        sub = {"a": [{"b": j, "c": [j, c]} for j in order], "d": {"e": "x"}}
+        return {"_id": i, "n": i, "sub": dict(reversed(sub.items())) if d_first else sub}
+
+    coll, src = db["ik_nested"], db["ik_nested_src"]
+    coll.insert_many([doc(i) for i in range(6)])
+    coll.create_index("sub.a.b")
+    src.insert_many([doc(0), doc(1, c=1), doc(2, order=reversed(range(5))), doc(3, d_first=True), doc(9)])
+
+    def frozen():
+        return {indexkeys._frozen(d["_id"]): indexkeys._frozen(d) for d in coll.find({}, batch_size=100)}
+
+    old = frozen()
+    with count_commands(index_keys=coll) as c:
+        list(src.aggregate([{"$merge": {"into": "ik_nested", "whenMatched": "replace"}}], batchSize=0))
+    new = frozen()
+    by_freezing = len(old.keys() ^ new.keys()) + sum(old[k] != new[k] for k in old.keys() & new.keys())
+    # 1.0 -> 1 deep in an array, an array reordered, fields reordered, one inserted; 0 rewritten unchanged
+    assert (c.docs_written, c.docs_written_known) == (by_freezing, True) == (4, True)
+    assert c.index_keys_written == 1 + 5  # the new document's _id and its five sub.a.b keys
+    snapshot = KeySnapshot(coll).take()[f"{db.name}.ik_nested"]
+    assert all(isinstance(v, bytes) for v in snapshot["docs"].values())

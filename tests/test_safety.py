@@ -5,7 +5,9 @@ import pytest
 
 from helpers.safety import (
     ForeignCollectionError,
+    drop_workbook_collection,
     is_workbook_collection,
+    recorded,
     reset_workbook,
     track_collection,
     workbook_collection,
@@ -235,3 +237,15 @@ def test_an_entry_recorded_before_uuids_still_works_and_learns_its_uuid(db):
     entry = db["workbook_registry"].find_one({"_id": "old"})
     assert ("uuid" in entry) == _reports_uuids(db)
     assert reset_workbook(db) == ["old"]
+
+
+def test_the_workbooks_own_drop_removes_its_entry_and_refuses_a_foreign_collection(db):
+    workbook_collection(db, "my_products").insert_one({"_id": 1})
+    assert "my_products" in recorded(db)
+    assert drop_workbook_collection(db, "my_products") is True
+    assert "my_products" not in db.list_collection_names() and "my_products" not in recorded(db)
+    assert drop_workbook_collection(db, "my_products") is False  # nothing left: nothing to do
+    db["students_notes"].insert_one({"_id": 1})
+    with pytest.raises(ForeignCollectionError, match="not created by this workbook"):
+        drop_workbook_collection(db, "students_notes")
+    assert db["students_notes"].count_documents({}) == 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.counting import CommandCounter
+from helpers.counting import CommandCounter, count_commands
 from helpers.measure import Measurement
 from helpers.workload import Operation, Workload, cost_of
 
@@ -270,3 +270,27 @@ def test_the_default_criterion_weighs_index_keys_written_last():
     uncounted = {d: {"read a post": _cost(1), "add a comment": _cost(1, 0, 0, 1)} for d in ("A", "B")}
     p = _workload().pick(uncounted)  # no index keys counted for the writes: skipped, and said so when tied
     assert p.tie and "index keys written / day: not counted for every write" in p.sentence
+
+
+def test_a_form_that_left_a_server_cursor_open_is_refused_with_what_to_do(db):
+    coll = db["workload_open_cursor"]
+    coll.insert_many([{"_id": i} for i in range(5)])
+    with count_commands() as leaves_open:  # one document, a batch of one: the server keeps the cursor
+        assert next(iter(coll.aggregate([{"$match": {"_id": 3}}], batchSize=1)))["_id"] == 3
+    with count_commands() as closes:  # a batch larger than the answer: the cursor ends with it
+        assert next(iter(coll.aggregate([{"$match": {"_id": 3}}], batchSize=2)))["_id"] == 3
+    assert (leaves_open.round_trips, closes.round_trips) == (1, 1)  # the killCursors is counted by no one
+    write = _cost(1, 0, 0, 1)
+    for costs in ({"x": {"read a post": leaves_open, "add a comment": write}},
+                  {"x": {"read a post": Forms({"batchSize=1": leaves_open}), "add a comment": write}},
+                  {"x": {"read a post": {**_cost(1), "open cursors": 1}, "add a comment": write}}):
+        for bill in (_workload().weigh, _workload().pick, _workload().contest):
+            with pytest.raises(ValueError, match=r"'read a post'.*left 1 server cursor open.*batch size "
+                                                 r"larger than the answer.*exhaust"):
+                bill(costs)
+    # shown as a labelled counter-example beside a form that closes its cursor, it is not billed
+    both = {"x": {"read a post": Forms({"batchSize=1": leaves_open, "batchSize=2": closes}), "add a comment": write}}
+    assert _workload().billed(both)["x"]["read a post"] == "batchSize=2"
+    assert _workload().weigh(both).loc["x", "round trips / day"] == 1000 + 10
+    note = _workload().contest(both).loc[("x", "read a post", "batchSize=1"), "note"]
+    assert "left 1 server cursor open" in note and "killCursors" in note

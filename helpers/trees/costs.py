@@ -342,7 +342,7 @@ def _measure(tree: Any, method: str, fn: Callable[..., Any], args: tuple, examin
     row = {"result": result, "round trips": c.round_trips, "docs returned": c.docs_returned,
            "nodes returned": c.nodes_returned, "bytes returned": c.bytes_returned, "docs written": c.docs_written,
            "index keys written": c.index_keys_written if undo else 0,
-           "default batch getMores": c.default_batch_getmores}
+           "default batch getMores": c.default_batch_getmores, "open cursors": len(c.open_cursors)}
     if examined:
         row["keys examined"], row["docs examined"] = server_work(inner.collection.database, c.command_documents)
     return row
@@ -380,6 +380,7 @@ def operation_costs(patterns: Mapping[str, Any], calls: Sequence[tuple[str, tupl
             row = _measure(tree, method, fn, args, examined)
             result = row.pop("result")
             row.pop("default batch getMores")
+            row.pop("open cursors")
             if first is None:
                 first = (result,)
             rows.append({"operation": label_op, "pattern": label, "result": _short(result), **row,
