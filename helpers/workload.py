@@ -24,9 +24,9 @@ the one a MongoDB engineer would write, any other a reviewer names. Give them al
 :class:`Forms` ``{form: cost}``: the bill (:meth:`Workload.weigh`) prices each design at the forms
 that make its day cheapest by the workload's own criterion (``Workload.by``: a form that costs the
 day a share of the margin more on a column ties, and the next column decides), and
-:meth:`Workload.contest` shows every form with what it costs, the others labelled as counter-examples. :meth:`Workload.pick` calls designs
-within ``Workload.margin`` (3 % unless stated) of the best a tie and lets the next criterion decide,
-and says so (a :class:`Pick`). A read measured with the driver's default first batch (101 documents)
+:meth:`Workload.contest` shows every form with what it costs, the others labelled as counter-examples.
+:meth:`Workload.pick` calls designs within ``Workload.margin`` (3 % unless stated) of the best a tie
+and lets the next criterion decide, and says so (a :class:`Pick`). A read measured with the driver's default first batch (101 documents)
 pays a ``getMore`` nobody chose: the bill refuses it, so every billed read sets its batch size.
 """
 from __future__ import annotations
@@ -136,8 +136,8 @@ class Forms:
 
     ``Forms({"one $lookup": m1, "two queries": m2})``, or ``Forms([m1, m2])`` with each
     ``Measurement``'s label. The bill prices the design at the form that makes its day cheapest by
-    the workload's criterion (:meth:`Workload.billed`); the others are counter-examples, shown with what they cost. ``teaching`` maps a
-    form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``)."""
+    the workload's criterion (:meth:`Workload.billed`); the others are counter-examples, shown with
+    what they cost. ``teaching`` maps a form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``)."""
 
     def __init__(self, forms: Any, *, teaching: Mapping[str, str] | None = None) -> None:
         items = list(forms.items()) if isinstance(forms, Mapping) else [(getattr(m, "label", None), m) for m in forms]
@@ -374,8 +374,8 @@ class Workload:
     def contest(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None) -> Any:
         """Every measured form of every operation of every design, one row each (a DataFrame indexed
         by design, operation, form): its costs per run, ``"billed"`` (the form the bill prices, the
-        one :meth:`billed` names) or ``"counter-example"``, and a ``"note"``: the notebook's reason to show
-        it, and what it costs a day against the billed form."""
+        one :meth:`billed` names) or ``"counter-example"``, and a ``"note"``: the notebook's reason to
+        show it, and what it costs a day against the billed form."""
         import pandas as pd
 
         keys, margin = self._criterion(by, None)
@@ -413,9 +413,9 @@ class Workload:
         one machine, a comparison between designs, not a capacity plan), and, when every cost
         carries the server's work, ``keys examined / day``, ``docs examined / day`` and ``index keys
         written / day`` (each only when every design's every operation has it: a missing one is never
-        counted as zero). An operation given as :class:`Forms` is priced at the form that makes the day
-        cheapest by the workload's ``by`` (or the ``by`` given; see :meth:`billed`). ``per_operation=True`` gives
-        the rows by (design, operation) instead, with the ``billed form`` of each."""
+        counted as zero). An operation given as :class:`Forms` is priced at the form that makes the
+        day cheapest by the workload's ``by`` (or the ``by`` given; see :meth:`billed`).
+        ``per_operation=True`` gives the rows by (design, operation) instead, with the ``billed form`` of each."""
         import pandas as pd
 
         measured = self._costs(costs, by, margin)
@@ -446,8 +446,8 @@ class Workload:
     def pick(self, costs: Mapping[str, Mapping[str, Any]], by: str | Sequence[str] | None = None, *,
              margin: float | None = None) -> Pick:
         """The design with the lowest daily cost by the columns ``by`` of :meth:`weigh`, in order (the
-        workload's ``by`` unless given; each design billed at the forms that make its day cheapest by the same columns):
-        designs within ``margin`` (the workload's, 3 % unless stated) of the best on a column tie on
+        workload's ``by`` unless given; each design billed at the forms that make its day cheapest by
+        the same columns): designs within ``margin`` (the workload's, 3 % unless stated) of the best on a column tie on
         it, and the next column decides among them. Returns a :class:`Pick`: the design's name, or
         ``"tie: A, B"`` when no column separates them, with a ``sentence`` that says which column
         decided and by how much. A column named explicitly must be in the table; the workload's own
