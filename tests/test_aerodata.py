@@ -280,6 +280,27 @@ def test_the_subset_statements_give_the_same_documents_in_any_order(db):
         assert d["last_reports"][0]["timestamp"] == newest
 
 
+def test_the_subsets_are_kept_for_the_followed_airlines_only():
+    """The workload reads one airline's map: a subset kept for every airline in range would be written
+    and never read. With ``airlines`` the statements keep that airline's subsets, and every other
+    aircraft and airline is a plain insert (the same documents, without their subset)."""
+    from helpers.aerodata.costs import airline_fleet_statements as fleet_statements
+
+    part = [ad.validate_message(m)[0] for m in SAMPLE[:300]]
+    codes = sorted({ad.airline_of_callsign(m.get("callsign")) for m in part})
+    assert len(codes) > 1
+    followed = {codes[0]}
+    planes = {ad.make_id(ad.airline_of_callsign(m.get("callsign")), m["icao24"]) for m in part}
+    mine = {p for p in planes if p.split("_")[0] in followed}
+    for every, only, kept in ((ad.subset_statements(part, 1), ad.subset_statements(part, 1, followed), mine),
+                              (fleet_statements(part), fleet_statements(part, followed), followed)):
+        assert len(every) == len(only)  # one statement per document either way
+        upserted = {doc["_id"] for kind, doc, _ in only if kind == "upsert"}
+        assert upserted == kept != set()
+        assert {doc["_id"] for kind, doc, _ in every if kind == "upsert"} > upserted
+        assert {doc["_id"] for _, doc, _ in every} == {doc["_id"] for _, doc, _ in only}
+
+
 def test_a_batch_is_one_insert_and_the_subset_one_more_command(db):
     counted = {}
     for name, keep in (("plain", 0), ("subset", 1)):
@@ -351,7 +372,8 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
         # a parent sent again with every batch is refused: a key looked up in the _id index, no document
         assert store["one collection"]["one insert a batch"]["keys examined"] > 0 == \
             store["one collection"]["one insert a batch"]["docs examined"]
-        airlines = sum(len({_expected_airline(m["callsign"]) for m in b}) for b in (msgs[-80:-40], msgs[-40:]))
+        counted = (msgs[-80:-40], msgs[-40:])  # the followed airline's map: its subset alone is kept
+        airlines = sum(any(_expected_airline(m["callsign"]) == code for m in b) for b in counted)
         # a writer that remembers the parents it stored sends none again: nothing refused, the same documents
         remembers = store["one collection"]["one insert a batch" + ad.NEW]
         assert remembers["keys examined"] == 0 and remembers["round trips"] * 40 == pytest.approx(1)
@@ -362,7 +384,7 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
             f = _forms(costs, d, "everything for an airline")["one find on the _id prefix"]
             assert f["keys examined"] == f["docs examined"] == f["docs returned"] > 0
         # an update statement that finds its aircraft examines it; an upsert that finds none, nothing
-        planes = sum(len({m["icao24"] for m in b}) for b in (msgs[-80:-40], msgs[-40:]))
+        planes = sum(len({m["icao24"] for m in b if _expected_airline(m["callsign"]) == code}) for b in counted)
         assert subset_store["one insert and one $push a batch"]["docs examined"] * 80 == pytest.approx(planes)
         new = len({m["icao24"] for m in msgs[-80:]}) > 1  # one aircraft is new to the tracker (of two or more)
         if bulk:  # and created by its upsert: found by none

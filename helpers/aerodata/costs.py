@@ -13,7 +13,7 @@ note where the engine's plan is not a real MongoDB's. The lesson imports it from
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from ..backends import info_of
 from ..counting import count_commands
@@ -33,7 +33,7 @@ from .queries import (
     prefix_regex,
     subset_latest_pipeline,
 )
-from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
+from .store import _push_last_reports, batch_documents, ensure_indexes, ingest_batch, insert_new
 
 __all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
@@ -186,29 +186,38 @@ def _bulk_write(db: Any, models: list[Any]) -> tuple[int, int]:
     return result.matched_count, inserts - result.inserted_count
 
 
-def _ingest_writer(coll: Any, keep_last: int) -> Callable[[list], tuple[None, int]]:
-    """``ingest``'s batch (:func:`ingest_batch`, with ``keep_last`` its ``$push``) as a store form: each
-    batch's ``(None, refused)``, the inserts the ``_id`` index refused (parents already stored, re-sent reports)."""
+def _ingest_writer(coll: Any, keep_last: int, airlines: Collection[str] | None = None) -> Callable[[list], tuple[None, int]]:
+    """``ingest``'s batch (:func:`ingest_batch`, with ``keep_last`` its ``$push``, onto the aircraft of
+    ``airlines`` only where given) as a store form: each batch's ``(None, refused)``, the inserts the
+    ``_id`` index refused (parents already stored, re-sent reports)."""
     def write(part: list[dict[str, Any]]) -> tuple[None, int]:
-        batch, result = list(enumerate(part)), IngestResult()
+        batch = list(enumerate(part))
         parents, reports = batch_documents(batch, IngestResult())
-        ingest_batch(coll, batch, result, keep_last)
-        return None, len(parents) + len(reports) - result.inserted - result.airlines_created - result.aircraft_created
+        docs = [parents[k] for k in sorted(parents)] + [reports[k] for k in sorted(reports)]
+        stored, refused = insert_new(coll, docs)
+        pushed = [d for d in stored if d["recordType"] == REPORT and (airlines is None or d["airline"] in airlines)]
+        if keep_last and pushed:
+            _push_last_reports(coll, pushed, keep_last)
+        return None, refused
     return write
 
 
-def subset_statements(part: list[dict[str, Any]], keep_last: int = 1) -> list[tuple[str, dict, dict | None]]:
+def subset_statements(part: list[dict[str, Any]], keep_last: int = 1,
+                      airlines: Collection[str] | None = None) -> list[tuple[str, dict, dict | None]]:
     """The subset design's batch ``part`` (validated messages) as statements that may run in any order
     (an unordered bulk promises none): ``("insert", document, None)`` for each airline and report, and
     one ``("upsert", filter, update)`` per aircraft that creates it if new (``$setOnInsert``) and pushes
-    its newest reports (``$push`` with ``$sort`` and ``$slice``), so no statement depends on another."""
+    its newest reports (``$push`` with ``$sort`` and ``$slice``), so no statement depends on another.
+    ``airlines``: the airlines whose maps are read (None: every airline); another airline's aircraft is
+    a plain insert, its subset never kept."""
     parents, reports = batch_documents(list(enumerate(part)), IngestResult())
     newest: dict[str, list[dict[str, Any]]] = {}
     for r in reports.values():
-        newest.setdefault(make_id(r["airline"], r["icao24"]), []).append(
-            {k: r[k] for k in ("_id", "timestamp", "lat", "lon")})
+        if airlines is None or r["airline"] in airlines:
+            newest.setdefault(make_id(r["airline"], r["icao24"]), []).append(
+                {k: r[k] for k in ("_id", "timestamp", "lat", "lon")})
     out: list[tuple[str, dict, dict | None]] = [("insert", d, None) for _, d in sorted({
-        **{k: v for k, v in parents.items() if v["recordType"] == AIRLINE}, **reports}.items())]
+        **{k: v for k, v in parents.items() if v["recordType"] == AIRLINE or k not in newest}, **reports}.items())]
     for aid, items in sorted(newest.items()):
         fields = {k: v for k, v in parents[aid].items() if k != "_id"}
         out.append(("upsert", {"_id": aid}, {"$setOnInsert": fields, "$push": {"last_reports": {
@@ -217,18 +226,22 @@ def subset_statements(part: list[dict[str, Any]], keep_last: int = 1) -> list[tu
     return out
 
 
-def airline_fleet_statements(part: list[dict[str, Any]]) -> list[tuple[str, dict, Any]]:
+def airline_fleet_statements(part: list[dict[str, Any]],
+                             airlines: Collection[str] | None = None) -> list[tuple[str, dict, Any]]:
     """The subset held by the airline: batch ``part`` (validated messages) as statements that may run in
     any order: ``("insert", document, None)`` for each aircraft and report, and one ``("upsert", filter,
     pipeline)`` per airline that creates it if new (each field ``$ifNull`` its stored value) and sets
     ``fleet.<icao24>`` to the batch's newest report of each of its aircraft unless the stored one is newer
-    (a re-sent or late message never moves an aircraft back): ``{timestamp, lat, lon}``, the map's fields."""
+    (a re-sent or late message never moves an aircraft back): ``{timestamp, lat, lon}``, the map's fields.
+    ``airlines``: the airlines whose maps are read (None: every airline); another airline is a plain
+    insert, its fleet never kept."""
     parents, reports = batch_documents(list(enumerate(part)), IngestResult())
     newest: dict[str, dict[str, dict[str, Any]]] = {}
     for r in sorted(reports.values(), key=lambda r: r["timestamp"]):
-        newest.setdefault(r["airline"], {})[r["icao24"]] = {k: r[k] for k in ("timestamp", "lat", "lon")}
+        if airlines is None or r["airline"] in airlines:
+            newest.setdefault(r["airline"], {})[r["icao24"]] = {k: r[k] for k in ("timestamp", "lat", "lon")}
     out: list[tuple[str, dict, Any]] = [("insert", d, None) for _, d in sorted({
-        **{k: v for k, v in parents.items() if v["recordType"] == AIRCRAFT}, **reports}.items())]
+        **{k: v for k, v in parents.items() if v["recordType"] == AIRCRAFT or k not in newest}, **reports}.items())]
     for code, planes in sorted(newest.items()):
         fields = {f: {"$ifNull": [f"${f}", {"$literal": v}]} for f, v in parents[code].items() if f != "_id"}
         fleet = {"$mergeObjects": [{"$ifNull": ["$fleet", {}]}, {plane: {"$cond": [
@@ -260,7 +273,8 @@ def _single_new_writer(coll: Any, seen: set) -> Callable[[list], tuple[None, int
     return write
 
 
-def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
+def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None,
+                    airlines: Collection[str] | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset held by the airline, :func:`airline_fleet_statements` as one command a batch: ``how``
     ``"bulk"`` a client ``bulkWrite`` (MongoDB 8.0+, a re-sent report refused), ``"upserts"`` one
     ``update`` command (each insert an upsert with ``$setOnInsert``: any version)."""
@@ -269,7 +283,7 @@ def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None) -> Ca
     ns = f"{db.name}.{coll.name}"
 
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        statements = _unseen(airline_fleet_statements(part), seen)
+        statements = _unseen(airline_fleet_statements(part, airlines), seen)
         if how == "bulk":
             return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
                                     UpdateOne(doc, update, upsert=True, namespace=ns)
@@ -281,7 +295,8 @@ def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None) -> Ca
     return write
 
 
-def _subset_bulk_writer(db: Any, coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
+def _subset_bulk_writer(db: Any, coll: Any, keep_last: int, seen: set | None = None,
+                        airlines: Collection[str] | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+), unordered:
     :func:`subset_statements`, each an insert (a re-sent report refused, code 11000) or an upsert."""
     from pymongo import InsertOne, UpdateOne
@@ -291,11 +306,12 @@ def _subset_bulk_writer(db: Any, coll: Any, keep_last: int, seen: set | None = N
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
         return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
                                 UpdateOne(doc, update, upsert=True, namespace=ns)
-                                for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)])
+                                for kind, doc, update in _unseen(subset_statements(part, keep_last, airlines), seen)])
     return write
 
 
-def _subset_upserts_writer(coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
+def _subset_upserts_writer(coll: Any, keep_last: int, seen: set | None = None,
+                           airlines: Collection[str] | None = None) -> Callable[[list], tuple[int, int]]:
     """The subset design's batch as one ``update`` command (one collection: any MongoDB version), unordered:
     :func:`subset_statements` with each insert an upsert that sets the document only if it is new
     (``$setOnInsert``: a re-sent report changes nothing)."""
@@ -304,7 +320,7 @@ def _subset_upserts_writer(coll: Any, keep_last: int, seen: set | None = None) -
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
         models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
                             upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
-                  for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)]
+                  for kind, doc, update in _unseen(subset_statements(part, keep_last, airlines), seen)]
         return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
     return write
 
@@ -362,7 +378,8 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     arrival order): ``single`` and the three names in ``three`` where the caller already stored them
     that way (else fresh copies), a fresh subset copy (``keep_last`` reports per aircraft) for the
     subset design. The reads: one aircraft's reports (``icao24``), the latest position of every
-    aircraft of the fleet, everything for the airline. Notebook 04."""
+    aircraft of the fleet, everything for the airline. The subsets are kept for ``airline`` alone, the
+    map the workload reads (another airline's aircraft and airline are plain inserts). Notebook 04."""
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
     if batches is None:
         cut = max(len(docs) - counted * batch_size, 0)
@@ -392,11 +409,12 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     stores["one collection"]["one insert a batch" + NEW] = _store(
         _single_new_writer(single_store, set(known)), batches, [single_store], work)
     subset_stores = {}
-    for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last)) if work.bulk else (None, None),
-                        (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known))) if work.bulk else (None, None),
-                        (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last)),
-                        (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known))),
-                        ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last))):
+    followed = {airline}  # the subsets the workload reads: the followed airline's map, kept for it alone
+    for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last, None, followed)) if work.bulk else (None, None),
+                        (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known), followed)) if work.bulk else (None, None),
+                        (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last, None, followed)),
+                        (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known), followed)),
+                        ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last, followed))):
         if label is not None:
             coll = fresh(names["subset"])
             subset_stores[label] = _store(make(coll), batches, [coll], work, updated=coll)
@@ -407,7 +425,7 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
                              (AIRLINE_UPSERTS, "upserts", None), (AIRLINE_UPSERTS + NEW, "upserts", known)):
         if label is not None:
             coll = fresh(names["in_airline"])
-            in_airline[label] = _store(_airline_writer(db, coll, how, None if seen is None else set(seen)),
+            in_airline[label] = _store(_airline_writer(db, coll, how, None if seen is None else set(seen), followed),
                                        batches, [coll], work, updated=coll)
     stores[IN_AIRLINE] = in_airline
     latest: dict[str, dict] = {}
