@@ -35,7 +35,7 @@ from .queries import (
 )
 from .store import _push_last_reports, batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -51,6 +51,10 @@ UPSERTS = "one update command a batch (an upsert per document)"
 RECEIVER_BATCH = round(2_500_000 * 10 / 86_400)
 #: the subset held by the airline: one document for the whole fleet's map
 IN_AIRLINE = "one collection + subset in the airline"
+#: one collection whose second index is {recordType, airline, icao24, _id} (the fleet's fields) in place of
+#: {recordType, _id}: the same keys written, and the DISTINCT_SCAN map of three collections
+WIDE_INDEX = [("recordType", 1), ("airline", 1), ("icao24", 1), ("_id", 1)]
+WIDE = "one collection (fleet index)"
 AIRLINE_UPSERTS = "one update command a batch (an upsert per document, a pipeline per airline)"
 #: a store form whose writer remembers the parents it stored: it sends an airline or aircraft only when new
 #: (none refused), in the same command
@@ -385,7 +389,7 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         cut = max(len(docs) - counted * batch_size, 0)
         batches = [docs[i:i + batch_size] for i in range(cut, len(docs), batch_size)]
     batches = [[clean for clean, _ in map(validate_message, b) if clean is not None] for b in batches]
-    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset", "in_airline")}
+    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset", "in_airline", "wide")}
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
         workbook_collection(db, name, create=False)
     work = _Work(db)
@@ -395,9 +399,16 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     parents = [p for p in parents if p["_id"] != new]
     out = {"three collections": _three_collections(db, airline, docs, batches, icao24, names, three, work, new)}
 
-    def fresh(name: str) -> Any:  # a store starts from the same state: the batches' parents stored
+    def indexed(name: str) -> Any:  # the design's second index: the fleet's fields for WIDE
         coll = fresh_collection(db, name)
-        ensure_indexes(db, name)
+        if name == names["wide"]:
+            coll.create_index(WIDE_INDEX)
+        else:
+            ensure_indexes(db, name)
+        return coll
+
+    def fresh(name: str) -> Any:  # a store starts from the same state: the batches' parents stored
+        coll = indexed(name)
         insert_new(coll, [dict(p) for p in parents])
         return coll
 
@@ -408,6 +419,11 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     single_store = fresh(names["single"])
     stores["one collection"]["one insert a batch" + NEW] = _store(
         _single_new_writer(single_store, set(known)), batches, [single_store], work)
+    stores[WIDE] = {}
+    for label, make in (("one insert a batch", lambda c: _ingest_writer(c, 0)),
+                        ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)))):
+        coll = fresh(names["wide"])
+        stores[WIDE][label] = _store(make(coll), batches, [coll], work)
     subset_stores = {}
     followed = {airline}  # the subsets the workload reads: the followed airline's map, kept for it alone
     for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last, None, followed)) if work.bulk else (None, None),
@@ -430,20 +446,20 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     stores[IN_AIRLINE] = in_airline
     latest: dict[str, dict] = {}
     load = max(map(len, batches), default=1)  # read copies are stored in the measured batches' size
-    for design, keep, reads_from in (("one collection", 0, single), ("one collection + subset", keep_last, None),
-                                     (IN_AIRLINE, 0, None)):
+    for design, keep, reads_from in (("one collection", 0, single), (WIDE, 0, None),
+                                     ("one collection + subset", keep_last, None), (IN_AIRLINE, 0, None)):
         if reads_from is None:  # a fresh copy of the airline's reports to read from, stored uncounted
-            reads_from = names["in_airline" if design == IN_AIRLINE else "subset" if keep else "single"]
-            coll = fresh_collection(db, reads_from)
-            ensure_indexes(db, reads_from)
+            reads_from = names[{IN_AIRLINE: "in_airline", WIDE: "wide"}.get(design, "subset" if keep else "single")]
+            coll = indexed(reads_from)
             stored, write = IngestResult(), _airline_writer(db, coll, "upserts")
             for i in range(0, len(docs), load):
                 if design == IN_AIRLINE:
                     write(docs[i:i + load])
                 else:
                     ingest_batch(coll, list(enumerate(docs[i:i + load], start=i)), stored, keep)
-        latest[design], reads = _single_reads(db[reads_from], airline, icao24, bool(keep), work,
-                                              in_airline=design == IN_AIRLINE)
+        latest[design], reads = (_wide_reads(db[reads_from], airline, icao24, work) if design == WIDE else
+                                 _single_reads(db[reads_from], airline, icao24, bool(keep), work,
+                                               in_airline=design == IN_AIRLINE))
         out[design] = {"store a report": Forms(stores[design]), **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
@@ -492,6 +508,61 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
                     "everything for an airline": Forms({"one find on the _id prefix": {**cost_of(c), **prefix}},
                                                        teaching={"one find on the _id prefix": work.note(_ID_PREFIX)}
                                                        if modelled else None)}
+
+
+def _uses_index(db: Any, coll: Any, pipeline: list, name: str) -> bool:
+    """Whether the explain of ``pipeline`` on ``coll`` names the index ``name``."""
+    return f"'{name}'" in str(db.command("aggregate", coll.name, pipeline=pipeline, explain=True))
+
+
+def _wide_reads(coll: Any, airline: str, icao24: str, work: _Work) -> tuple[dict, dict[str, Forms]]:
+    """The three reads of one collection indexed ``{recordType, airline, icao24, _id}`` (:data:`WIDE_INDEX`,
+    in place of ``{recordType, _id}``: the same keys written), every form; and the latest positions.
+    The map's ``$group``, sorted in the index's order reversed, is a DISTINCT_SCAN on a real MongoDB,
+    modelled (one key and one document per aircraft) only where this engine's explain plans it on that
+    index; else billed as the engine read it."""
+    order = [k for k, _ in WIDE_INDEX]
+    one = {"recordType": REPORT, "airline": airline, "icao24": icao24}
+    whole = "{recordType: 3, airline, icao24}, whole reports"
+    reports = Forms({label: _read(lambda p=p: list(coll.find(one, p, sort=[(k, 1) for k in order], batch_size=QUERY_BATCH)),
+                                  work.find(coll, one))[0]
+                     for label, p in (("{recordType: 3, airline, icao24}, the track's fields", TRACK), (whole, None))},
+                    teaching={whole: _WHOLE})
+    fleet = {"recordType": AIRCRAFT, "airline": airline}
+    planes = [d["icao24"] for d in coll.find(fleet, {"_id": 0, "icao24": 1}, sort=[(k, 1) for k in order[:3]],
+                                             batch_size=QUERY_BATCH)]
+    backwards = {k: -1 for k in order}
+    lasts, modelled = work.newest(coll, [{**one, "icao24": p} for p in planes], list(backwards.items()))
+    keys, covered = work.covered(coll, fleet, {"_id": 0, "icao24": 1})
+    last = {"timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}
+    lookup = [{"$match": fleet}, {"$sort": {k: 1 for k in order[:3]}}, {"$project": {"_id": 0, "icao24": 1}},
+              {"$lookup": {"from": coll.name, "localField": "icao24", "foreignField": "icao24", "as": "last",
+                           "pipeline": [{"$match": {"recordType": REPORT, "airline": airline}}, {"$sort": backwards},
+                                        {"$limit": 1}, {"$project": {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1}}]}},
+              {"$unwind": "$last"}, {"$project": {"_id": "$icao24", **last}}]
+    distinct = [{"$match": {"recordType": REPORT, "airline": airline}}, {"$sort": backwards},
+                {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}}]
+    name = "_".join(f"{k}_{d}" for k, d in WIDE_INDEX)
+    planned = work.on and _uses_index(coll.database, coll, distinct, name)
+    scan = ({"keys examined": len(planes), "docs examined": len(planes)} if planned else
+            work.find(coll, {"recordType": REPORT, "airline": airline}))
+    forms, answers = {}, {}
+    for label, fn, w in ((LOOKUP, lambda: _positions(coll.aggregate(lookup, batchSize=QUERY_BATCH)), _add(keys, lasts)),
+                         (DISTINCT, lambda: _positions(coll.aggregate(distinct, batchSize=QUERY_BATCH)), scan)):
+        forms[label], answers[label] = _read(fn, w)
+    _same(answers, "latest position of a fleet (one collection, the fleet's index)")
+    notes = _latest_notes(work, modelled, covered)
+    notes.pop(LOOP)
+    notes.pop(GROUP)
+    if planned:
+        notes[DISTINCT] = work.note(_DISTINCT_SCAN)
+    with count_commands() as c:
+        everything = airline_all(coll.database, airline, collection=coll.name)
+    prefix, by_model = work.id_prefix(coll, {"_id": prefix_regex(make_id(airline))}, len(everything))
+    return answers[DISTINCT], {"one aircraft's reports": reports, "latest position of a fleet": Forms(forms, teaching=notes),
+                               "everything for an airline": Forms({"one find on the _id prefix": {**cost_of(c), **prefix}},
+                                                                  teaching={"one find on the _id prefix": work.note(_ID_PREFIX)}
+                                                                  if by_model else None)}
 
 
 def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Work) -> tuple[Forms, dict]:
