@@ -402,6 +402,13 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     day = Workload("t", tuple(Operation(op, "write" if op == "store a report" else "read", 1, "-", "-", "-")
                               for op in costs["one collection"]))
     assert day.billed(costs)["one collection"]["latest position of a fleet"] != ad.LOOP
+    # the day's share of new aircraft weighs the one measured: none new, only the reports are written
+    remembering, new = "one insert a batch" + ad.NEW, len({m["icao24"] for m in msgs[-80:]}) > 1
+    assert store["one collection"][remembering]["docs written"] * 80 == pytest.approx(80 + new)
+    for share in (0, 0.5):
+        weighed = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2, new_aircraft=share)
+        assert _forms(weighed, "one collection", "store a report")[remembering]["docs written"] * 80 == \
+            pytest.approx(80 + share * new)
     # reads from a collection the caller filled: the same answers as from the fresh copies
     ad.ingest(db, msgs)
     again = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2, single=ad.COLLECTION)

@@ -368,22 +368,25 @@ def _positions(docs: Any) -> dict[str, tuple]:
 def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], icao24: str, *,
                   batches: Sequence[Sequence[Mapping[str, Any]]] | None = None, batch_size: int = RECEIVER_BATCH,
                   counted: int = 3, keep_last: int = 1, single: str | None = None,
-                  three: tuple[str, str, str] | None = None) -> dict[str, dict[str, Forms]]:
+                  three: tuple[str, str, str] | None = None, new_aircraft: float | None = None) -> dict[str, dict[str, Forms]]:
     """Every form of every operation of notebook 04's tracker workload, per design, measured:
     ``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`.
 
     Storing is counted per report over ``batches`` (the whole receiver's traffic, e.g.
     :func:`receiver_batches`; by default the last ``counted`` batches of ``batch_size`` of ``messages``)
     in fresh workbook collections (``aero_cost_*``) that already hold the batches' airlines and aircraft
-    but one, the aircraft heard first last (a tracker that has been running: the workload's 3,000
-    flights a day make a new aircraft about every 30 s, one in three batches of 10 s), with the indexes the reads need (no ``2dsphere``: the workload
+    but one, the aircraft heard first last (a tracker that has been running), with the indexes the
+    reads need (no ``2dsphere``: the workload
     has no geo query; it would add one key per report to every design alike); creating them is not
     counted. Each read is counted once on collections holding ``messages`` (one airline's reports, in
     arrival order): ``single`` and the three names in ``three`` where the caller already stored them
     that way (else fresh copies), a fresh subset copy (``keep_last`` reports per aircraft) for the
     subset design. The reads: one aircraft's reports (``icao24``), the latest position of every
     aircraft of the fleet, everything for the airline. The subsets are kept for ``airline`` alone, the
-    map the workload reads (another airline's aircraft and airline are plain inserts). Notebook 04."""
+    map the workload reads (another airline's aircraft and airline are plain inserts). ``new_aircraft``:
+    how many aircraft new to the tracker the batches hold at the day's rate (e.g. the day's airframes
+    over its flights, a fraction); each store form is then measured with that aircraft new and with
+    none, and weighed between (the default: the one new aircraft as measured). Notebook 04."""
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
     if batches is None:
         cut = max(len(docs) - counted * batch_size, 0)
@@ -393,11 +396,9 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
         workbook_collection(db, name, create=False)
     work = _Work(db)
-    parents = list(batch_documents(list(enumerate(d for b in batches for d in b)), IngestResult())[0].values())
-    planes = [p for p in parents if p["recordType"] == AIRCRAFT]  # the one heard first last is new to the tracker
+    every_parent = list(batch_documents(list(enumerate(d for b in batches for d in b)), IngestResult())[0].values())
+    planes = [p for p in every_parent if p["recordType"] == AIRCRAFT]  # the one heard first last is new to the tracker
     new = max(planes, key=lambda p: (p["first_seen"], p["_id"]))["_id"] if len(planes) > 1 else None
-    parents = [p for p in parents if p["_id"] != new]
-    out = {"three collections": _three_collections(db, airline, docs, batches, icao24, names, three, work, new)}
 
     def indexed(name: str) -> Any:  # the design's second index: the fleet's fields for WIDE
         coll = fresh_collection(db, name)
@@ -407,43 +408,52 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
             ensure_indexes(db, name)
         return coll
 
-    def fresh(name: str) -> Any:  # a store starts from the same state: the batches' parents stored
-        coll = indexed(name)
-        insert_new(coll, [dict(p) for p in parents])
-        return coll
+    def measure(new: str | None) -> dict[str, dict[str, dict[str, float]]]:
+        """Every design's store forms, the batches' parents stored before them but the aircraft ``new``."""
+        parents = [p for p in every_parent if p["_id"] != new]
+        stores = {"three collections": _three_collections(db, airline, docs, batches, icao24, names, three, work, new,
+                                                          stores_only=True)}
 
-    single_store = fresh(names["single"])
-    known = {p["_id"] for p in parents}  # what a writer that remembers has stored before the batches
-    stores = {"one collection": {"one insert a batch": _store(
-        _ingest_writer(single_store, 0), batches, [single_store], work)}}
-    single_store = fresh(names["single"])
-    stores["one collection"]["one insert a batch" + NEW] = _store(
-        _single_new_writer(single_store, set(known)), batches, [single_store], work)
-    stores[WIDE] = {}
-    for label, make in (("one insert a batch", lambda c: _ingest_writer(c, 0)),
-                        ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)))):
-        coll = fresh(names["wide"])
-        stores[WIDE][label] = _store(make(coll), batches, [coll], work)
-    subset_stores = {}
-    followed = {airline}  # the subsets the workload reads: the followed airline's map, kept for it alone
-    for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last, None, followed)) if work.bulk else (None, None),
-                        (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known), followed)) if work.bulk else (None, None),
-                        (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last, None, followed)),
-                        (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known), followed)),
-                        ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last, followed))):
-        if label is not None:
-            coll = fresh(names["subset"])
-            subset_stores[label] = _store(make(coll), batches, [coll], work, updated=coll)
-    stores["one collection + subset"] = subset_stores
-    in_airline = {}
-    for label, how, seen in ((BULK, "bulk", None) if work.bulk else (None, None, None),
-                             (BULK + NEW, "bulk", known) if work.bulk else (None, None, None),
-                             (AIRLINE_UPSERTS, "upserts", None), (AIRLINE_UPSERTS + NEW, "upserts", known)):
-        if label is not None:
-            coll = fresh(names["in_airline"])
-            in_airline[label] = _store(_airline_writer(db, coll, how, None if seen is None else set(seen), followed),
-                                       batches, [coll], work, updated=coll)
-    stores[IN_AIRLINE] = in_airline
+        def fresh(name: str) -> Any:  # a store starts from the same state: the batches' parents stored
+            coll = indexed(name)
+            insert_new(coll, [dict(p) for p in parents])
+            return coll
+
+        known = {p["_id"] for p in parents}  # what a writer that remembers has stored before the batches
+        followed = {airline}  # the subsets the workload reads: the followed airline's map, kept for it alone
+        for design, forms in (
+                ("one collection", (("one insert a batch", lambda c: _ingest_writer(c, 0), False),
+                                    ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)), False))),
+                (WIDE, (("one insert a batch", lambda c: _ingest_writer(c, 0), False),
+                        ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)), False))),
+                ("one collection + subset", (
+                    *(((BULK, lambda c: _subset_bulk_writer(db, c, keep_last, None, followed), True),
+                       (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known), followed), True))
+                      if work.bulk else ()),
+                    (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last, None, followed), True),
+                    (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known), followed), True),
+                    ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last, followed), True))),
+                (IN_AIRLINE, (
+                    *(((BULK, lambda c: _airline_writer(db, c, "bulk", None, followed), True),
+                       (BULK + NEW, lambda c: _airline_writer(db, c, "bulk", set(known), followed), True))
+                      if work.bulk else ()),
+                    (AIRLINE_UPSERTS, lambda c: _airline_writer(db, c, "upserts", None, followed), True),
+                    (AIRLINE_UPSERTS + NEW, lambda c: _airline_writer(db, c, "upserts", set(known), followed), True)))):
+            name = names[{"one collection": "single", WIDE: "wide", IN_AIRLINE: "in_airline"}.get(design, "subset")]
+            stores[design] = {}
+            for label, make, updates in forms:
+                coll = fresh(name)
+                stores[design][label] = _store(make(coll), batches, [coll], work, updated=coll if updates else None)
+        return stores
+
+    # the measured batches hold one aircraft new to the tracker; the day's share, where given, weighs it
+    measured = measure(new)
+    if new is not None and new_aircraft is not None and new_aircraft != 1:
+        none = measure(None)
+        measured = {d: {label: {k: none[d][label][k] + new_aircraft * (v - none[d][label][k]) for k, v in cost.items()}
+                        for label, cost in forms.items()} for d, forms in measured.items()}
+    out = {"three collections": {"store a report": Forms(measured["three collections"]),
+                                 **_three_collections(db, airline, docs, batches, icao24, names, three, work, new)}}
     latest: dict[str, dict] = {}
     load = max(map(len, batches), default=1)  # read copies are stored in the measured batches' size
     for design, keep, reads_from in (("one collection", 0, single), (WIDE, 0, None),
@@ -460,7 +470,7 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         latest[design], reads = (_wide_reads(db[reads_from], airline, icao24, work) if design == WIDE else
                                  _single_reads(db[reads_from], airline, icao24, bool(keep), work,
                                                in_airline=design == IN_AIRLINE))
-        out[design] = {"store a report": Forms(stores[design]), **reads}
+        out[design] = {"store a report": Forms(measured[design]), **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
 
@@ -595,11 +605,11 @@ def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Wor
 
 def _three_collections(db: Any, airline: str, docs: list, batches: list[list], icao24: str,
                        names: Mapping[str, str], three: tuple[str, str, str] | None, work: _Work,
-                       new: str | None) -> dict[str, Forms]:
-    """The three-collection design: its store in every form (the batch's parents sent with every batch,
-    or only those new to the writer; one client ``bulkWrite`` where the engine has it), its reads in
-    every form (on ``three``, else on fresh copies of ``docs``). The batches' parents are stored
-    before them, but for the aircraft ``new``."""
+                       new: str | None, stores_only: bool = False) -> Any:
+    """The three-collection design: with ``stores_only`` its store in every form (the batch's parents sent
+    with every batch, or only those new to the writer; one client ``bulkWrite`` where the engine has
+    it), the batches' parents stored before them but for the aircraft ``new``; else its reads in every
+    form (on ``three``, else on fresh copies of ``docs``)."""
     known_airlines, known_planes = _parents([d for b in batches for d in b])  # stored before the batches
     known_planes = {p for p in known_planes if make_id(*p) != new}
 
@@ -642,6 +652,8 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
                         [InsertOne(doc, namespace=r) for doc in _three_reports(part)])
         return write
 
+    if not stores_only:
+        return _three_read_copies(db, docs, three, trio, writer, airline, icao24, work)
     every = trio(known_airlines, known_planes)
     store = {"three inserts a batch": _store(writer(every, None), batches, list(every), work)}
     if work.bulk:
@@ -652,12 +664,18 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
     colls = trio(known_airlines, known_planes)
     seen: set = set(known_airlines) | set(known_planes)
     store["parents only when new to the writer"] = _store(writer(colls, seen), batches, list(colls), work)
-    if three is None:  # fresh copies of the airline's documents to read from, stored uncounted
+    return store
+
+
+def _three_read_copies(db: Any, docs: list, three: tuple[str, str, str] | None, trio: Callable, writer: Callable,
+                       airline: str, icao24: str, work: _Work) -> dict[str, Forms]:
+    """The three collections' reads, on ``three``, else on fresh copies of ``docs`` stored uncounted."""
+    if three is None:
         colls = trio()
         writer(colls, set())(docs)
         three = tuple(c.name for c in colls)  # type: ignore[assignment]
     a_c, p_c, r_c = (track_collection(db, n) for n in three)  # type: ignore[union-attr]
-    return {"store a report": Forms(store), **_three_reads(a_c, p_c, r_c, airline, icao24, work)}
+    return _three_reads(a_c, p_c, r_c, airline, icao24, work)
 
 
 def _three_reports(part: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
