@@ -280,6 +280,16 @@ def test_the_subset_statements_give_the_same_documents_in_any_order(db):
         assert d["last_reports"][0]["timestamp"] == newest
 
 
+def test_the_receiver_batch_is_one_number_the_bill_measures():
+    """The batch the notebook prints is the batch the bill measures: the aircraft in range, 10 s each."""
+    from helpers.aerodata.costs import RECEIVER_BATCH
+
+    assert ad.receiver_batch(2_500_000 / 86_400, 10) == (29, 290) and RECEIVER_BATCH == 290
+    aircraft, size = ad.receiver_batch(4, 10)
+    batches = ad.receiver_batches(SAMPLE, aircraft=aircraft, reports=size // aircraft, count=2)
+    assert [len(b) for b in batches] == [size, size]
+
+
 def test_the_subsets_are_kept_for_the_followed_airlines_only():
     """The workload reads one airline's map: a subset kept for every airline in range would be written
     and never read. With ``airlines`` the statements keep that airline's subsets, and every other

@@ -35,7 +35,7 @@ from .queries import (
 )
 from .store import _push_last_reports, batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -47,8 +47,18 @@ DISTINCT = "one aggregate: the index backwards, $group $first (DISTINCT_SCAN)"
 BULK = "one bulkWrite a batch (MongoDB 8.0+)"
 #: the subset's batch as one update command: an upsert per document (one collection, any version)
 UPSERTS = "one update command a batch (an upsert per document)"
-#: the default batch stored: the workload's 2.5 M reports a day over the map's 10 s freshness (289 messages)
-RECEIVER_BATCH = round(2_500_000 * 10 / 86_400)
+
+
+def receiver_batch(per_second: float, refresh_s: int, reports_per_second: int = 1) -> tuple[int, int]:
+    """One refresh of a receiver's traffic, as the bill batches it: ``(aircraft, messages)``, the
+    aircraft heard at once (``per_second`` reports a second, ``reports_per_second`` each) and the
+    ``refresh_s`` seconds of reports they send (what :func:`receiver_batches` takes of each). Notebook 04 (4.12)."""
+    aircraft = round(per_second / reports_per_second)
+    return aircraft, aircraft * refresh_s * reports_per_second
+
+
+#: the default batch stored: the workload's 2.5 M reports a day over the map's 10 s freshness (29 aircraft, 290 messages)
+RECEIVER_BATCH = receiver_batch(2_500_000 / 86_400, 10)[1]
 #: the subset held by the airline: one document for the whole fleet's map
 IN_AIRLINE = "one collection + subset in the airline"
 #: one collection whose second index is {recordType, airline, icao24, _id} (the fleet's fields) in place of
