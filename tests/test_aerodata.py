@@ -713,60 +713,79 @@ def test_rekey_survives_a_killed_process(test_uri, transaction):
 
 
 def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
-    """The checkers of exercises 4.1-4.3 accept the right answer and refuse a wrong one, on every backend."""
+    """The checkers of exercises 4.1-4.3 accept the right answer and refuse a wrong one, on every backend.
+    4.1 runs the learner's function on its own copy of the three collections, changed first: an answer
+    computed before the call, or read from other collections, is refused."""
     import bson
 
     from helpers.exercises import evaluate
 
     db, _ = loaded_once
     coll = db[ad.COLLECTION]
-    last = {}
-    for d in ad.airline_all(db, "EWG"):
-        if d["recordType"] == ad.REPORT:
-            last[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
-    # every right form in one round trip passes: the $lookup, the $group with $first
-    assert evaluate("4.1", lambda a: ad.latest_positions(db, a), db=db, airline="EWG")[0] == "correct"
-    def group(a):
-        return {d["_id"]: (d["timestamp"], d["lat"], d["lon"]) for d in coll.aggregate(ad.fleet_latest_group_pipeline(a))}
-    assert evaluate("4.1", group, db=db, airline="EWG")[0] == "correct"
-    assert "a function" in evaluate("4.1", last, db=db, airline="EWG")[1]
-    assert "another position" in evaluate("4.1", lambda a: {**last, next(iter(last)): (0, 0.0, 0.0)},
-                                          db=db, airline="EWG")[1]
+    src = {kind: db[f"t41_{kind}"] for kind in ("aircraft", "reports")}  # 4.4's three collections, for EWG
+    for kind, record in (("aircraft", ad.AIRCRAFT), ("reports", ad.REPORT)):
+        src[kind].drop()
+        src[kind].insert_many([{k: v for k, v in d.items() if k != "recordType"}
+                               for d in coll.find({"recordType": record, "airline": "EWG"})])
+    src["aircraft"].create_index([("airline", 1), ("icao24", 1)])
+    src["reports"].create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
+    given = {"aircraft": src["aircraft"], "reports": src["reports"], "airline": "EWG"}
+    before = set(db.list_collection_names())
 
-    def loop(a):  # right, but a round trip per aircraft
-        return {p["icao24"]: (r["timestamp"], r["lat"], r["lon"]) for p in ad.fleet(db, a)
-                for r in [ad.latest_report(db, a, p["icao24"])]}
-    assert "round trips" in evaluate("4.1", loop, db=db, airline="EWG")[1]
-    kept = dict(last)  # the answer computed before the call: no read of the server, refused
-    assert "no round trip" in evaluate("4.1", lambda a: dict(kept), db=db, airline="EWG")[1]
+    def lookup(aircraft, reports, a):  # the solution's form
+        newest = {"airline": 1, "icao24": 1, "timestamp": -1}
+        return {p["icao24"]: (p["last"]["timestamp"], p["last"]["lat"], p["last"]["lon"]) for p in aircraft.aggregate([
+            {"$match": {"airline": a}},
+            {"$lookup": {"from": reports.name, "localField": "icao24", "foreignField": "icao24", "as": "last",
+                         "pipeline": [{"$match": {"airline": a}}, {"$sort": newest}, {"$limit": 1}]}},
+            {"$unwind": "$last"}])}
 
-    def everything(a):  # one round trip, but every report
+    def group(aircraft, reports, a):
+        return {d["_id"]: (d["timestamp"], d["lat"], d["lon"]) for d in reports.aggregate([
+            {"$match": {"airline": a}}, {"$sort": {"airline": 1, "icao24": 1, "timestamp": -1}},
+            {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}}])}
+    for right in (lookup, group):  # every right form in one round trip passes
+        assert evaluate("4.1", right, **given)[0] == "correct", right.__name__
+    assert set(db.list_collection_names()) == before  # the check's copies are gone
+    kept = lookup(src["aircraft"], src["reports"], "EWG")  # computed before the call
+    assert "a function" in evaluate("4.1", kept, **given)[1]
+    # a dummy query plus the answer kept: one round trip, the right size, but blind to the check's change
+    assert "newer report" in evaluate("4.1", lambda p, r, a: (r.find_one({}), dict(kept))[1], **given)[1]
+    # the right form on other collections than those given (the notebook's own): the same, refused
+    assert "newer report" in evaluate("4.1", lambda p, r, a: lookup(src["aircraft"], src["reports"], a), **given)[1]
+    assert "another position" in evaluate(
+        "4.1", lambda p, r, a: {k: (0, 0.0, 0.0) for k in lookup(p, r, a)}, **given)[1]
+
+    def loop(aircraft, reports, a):  # right, but a round trip per aircraft
+        return {p["icao24"]: (d["timestamp"], d["lat"], d["lon"]) for p in aircraft.find({"airline": a})
+                for d in [reports.find_one({"airline": a, "icao24": p["icao24"]}, sort=[("timestamp", -1)])]}
+    assert "round trips" in evaluate("4.1", loop, **given)[1]
+
+    def everything(aircraft, reports, a):  # one round trip, but every report
         out = {}
-        for d in ad.airline_all(db, a):
-            if d["recordType"] == ad.REPORT:
-                out[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
+        for d in reports.find({"airline": a}, sort=[("timestamp", 1)], batch_size=10_000):
+            out[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
         return out
-    assert "documents for" in evaluate("4.1", everything, db=db, airline="EWG")[1]
+    assert "documents for" in evaluate("4.1", everything, **given)[1]
 
-    def pushed(a):  # one round trip, a document per aircraft, but each with every report ($push)
-        lo, hi = ad.prefix_bounds(ad.make_id(a) + "_")
-        return {d["_id"]: max((r["timestamp"], r["lat"], r["lon"]) for r in d["all"]) for d in coll.aggregate([
-            {"$match": {"recordType": ad.REPORT, "_id": {"$gte": lo, "$lt": hi}}},
-            {"$group": {"_id": "$icao24", "all": {"$push": "$$ROOT"}}}], batchSize=10_000)}
-    assert "not all of them ($push)" in evaluate("4.1", pushed, db=db, airline="EWG")[1]
+    def pushed(aircraft, reports, a):  # one round trip, a document per aircraft, but each with every report ($push)
+        return {d["_id"]: max((r["timestamp"], r["lat"], r["lon"]) for r in d["all"]) for d in reports.aggregate([
+            {"$match": {"airline": a}}, {"$group": {"_id": "$icao24", "all": {"$push": "$$ROOT"}}}], batchSize=10_000)}
+    assert "not all of them ($push)" in evaluate("4.1", pushed, **given)[1]
 
-    def top(a):  # $top (MongoDB 5.2+), where the engine runs it
-        lo, hi = ad.prefix_bounds(ad.make_id(a) + "_")
-        return {d["_id"]: tuple(d["last"]) for d in coll.aggregate([
-            {"$match": {"recordType": ad.REPORT, "_id": {"$gte": lo, "$lt": hi}}},
+    def top(aircraft, reports, a):  # $top (MongoDB 5.2+), where the engine runs it
+        return {d["_id"]: tuple(d["last"]) for d in reports.aggregate([
+            {"$match": {"airline": a}},
             {"$group": {"_id": "$icao24", "last": {"$top": {"sortBy": {"timestamp": -1},
                                                             "output": ["$timestamp", "$lat", "$lon"]}}}}], batchSize=10_000)}
     try:
-        top("EWG")
+        top(src["aircraft"], src["reports"], "EWG")
     except (pymongo.errors.OperationFailure, NotImplementedError):  # an engine without $top (the mock)
         pass
     else:
-        assert evaluate("4.1", top, db=db, airline="EWG")[0] == "correct"
+        assert evaluate("4.1", top, **given)[0] == "correct"
+    for c in src.values():
+        c.drop()
     assert evaluate("4.2", ({"_id": {"$regex": "_3c56ed_"}}, "unanchored"), aerodata=coll)[0] == "correct"
     assert "matches nothing" in evaluate("4.2", ({"_id": {"$regex": "_ffffff_"}}, "unanchored"), aerodata=coll)[1]
     sizes = [len(bson.encode(d)) for d in coll.find({"recordType": ad.REPORT})]
