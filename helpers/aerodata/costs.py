@@ -287,54 +287,25 @@ def _single_new_writer(coll: Any, seen: set) -> Callable[[list], tuple[None, int
     return write
 
 
-def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None,
-                    airlines: Collection[str] | None = None) -> Callable[[list], tuple[int, int]]:
-    """The subset held by the airline, :func:`airline_fleet_statements` as one command a batch: ``how``
-    ``"bulk"`` a client ``bulkWrite`` (MongoDB 8.0+, a re-sent report refused), ``"upserts"`` one
-    ``update`` command (each insert an upsert with ``$setOnInsert``: any version)."""
+def _statements_writer(db: Any, coll: Any, statements: Callable[[list], list[tuple[str, dict, Any]]], how: str,
+                       seen: set | None = None) -> Callable[[list], tuple[int, int]]:
+    """A subset design's batch as one command: ``statements(part)`` (:func:`subset_statements` or
+    :func:`airline_fleet_statements`, their arguments bound) without the parents in ``seen``
+    (:func:`_unseen`); ``how`` ``"bulk"`` one client ``bulkWrite`` (MongoDB 8.0+; a re-sent report
+    refused, code 11000), ``"upserts"`` one ``update`` command (one collection: any version), each insert
+    an upsert that sets the document only if it is new (``$setOnInsert``: a re-sent report changes nothing)."""
     from pymongo import InsertOne, UpdateOne
 
     ns = f"{db.name}.{coll.name}"
 
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        statements = _unseen(airline_fleet_statements(part, airlines), seen)
+        kept = _unseen(statements(part), seen)
         if how == "bulk":
             return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
-                                    UpdateOne(doc, update, upsert=True, namespace=ns)
-                                    for kind, doc, update in statements])
+                                    UpdateOne(doc, update, upsert=True, namespace=ns) for kind, doc, update in kept])
         models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
                             upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
-                  for kind, doc, update in statements]
-        return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
-    return write
-
-
-def _subset_bulk_writer(db: Any, coll: Any, keep_last: int, seen: set | None = None,
-                        airlines: Collection[str] | None = None) -> Callable[[list], tuple[int, int]]:
-    """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+), unordered:
-    :func:`subset_statements`, each an insert (a re-sent report refused, code 11000) or an upsert."""
-    from pymongo import InsertOne, UpdateOne
-
-    ns = f"{db.name}.{coll.name}"
-
-    def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
-                                UpdateOne(doc, update, upsert=True, namespace=ns)
-                                for kind, doc, update in _unseen(subset_statements(part, keep_last, airlines), seen)])
-    return write
-
-
-def _subset_upserts_writer(coll: Any, keep_last: int, seen: set | None = None,
-                           airlines: Collection[str] | None = None) -> Callable[[list], tuple[int, int]]:
-    """The subset design's batch as one ``update`` command (one collection: any MongoDB version), unordered:
-    :func:`subset_statements` with each insert an upsert that sets the document only if it is new
-    (``$setOnInsert``: a re-sent report changes nothing)."""
-    from pymongo import UpdateOne
-
-    def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
-                            upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
-                  for kind, doc, update in _unseen(subset_statements(part, keep_last, airlines), seen)]
+                  for kind, doc, update in kept]
         return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
     return write
 
@@ -431,24 +402,31 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
 
         known = {p["_id"] for p in parents}  # what a writer that remembers has stored before the batches
         followed = {airline}  # the subsets the workload reads: the followed airline's map, kept for it alone
+
+        def in_aircraft(part: list) -> list:
+            return subset_statements(part, keep_last, followed)
+
+        def in_airline(part: list) -> list:
+            return airline_fleet_statements(part, followed)
+
         for design, forms in (
                 ("one collection", (("one insert a batch", lambda c: _ingest_writer(c, 0), False),
                                     ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)), False))),
                 (WIDE, (("one insert a batch", lambda c: _ingest_writer(c, 0), False),
                         ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)), False))),
                 ("one collection + subset", (
-                    *(((BULK, lambda c: _subset_bulk_writer(db, c, keep_last, None, followed), True),
-                       (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known), followed), True))
+                    *(((BULK, lambda c: _statements_writer(db, c, in_aircraft, "bulk"), True),
+                       (BULK + NEW, lambda c: _statements_writer(db, c, in_aircraft, "bulk", set(known)), True))
                       if work.bulk else ()),
-                    (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last, None, followed), True),
-                    (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known), followed), True),
+                    (UPSERTS, lambda c: _statements_writer(db, c, in_aircraft, "upserts"), True),
+                    (UPSERTS + NEW, lambda c: _statements_writer(db, c, in_aircraft, "upserts", set(known)), True),
                     ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last, followed), True))),
                 (IN_AIRLINE, (
-                    *(((BULK, lambda c: _airline_writer(db, c, "bulk", None, followed), True),
-                       (BULK + NEW, lambda c: _airline_writer(db, c, "bulk", set(known), followed), True))
+                    *(((BULK, lambda c: _statements_writer(db, c, in_airline, "bulk"), True),
+                       (BULK + NEW, lambda c: _statements_writer(db, c, in_airline, "bulk", set(known)), True))
                       if work.bulk else ()),
-                    (AIRLINE_UPSERTS, lambda c: _airline_writer(db, c, "upserts", None, followed), True),
-                    (AIRLINE_UPSERTS + NEW, lambda c: _airline_writer(db, c, "upserts", set(known), followed), True)))):
+                    (AIRLINE_UPSERTS, lambda c: _statements_writer(db, c, in_airline, "upserts"), True),
+                    (AIRLINE_UPSERTS + NEW, lambda c: _statements_writer(db, c, in_airline, "upserts", set(known)), True)))):
             name = names[{"one collection": "single", WIDE: "wide", IN_AIRLINE: "in_airline"}.get(design, "subset")]
             stores[design] = {}
             for label, make, updates in forms:
@@ -470,11 +448,11 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
                                      ("one collection + subset", keep_last, None), (IN_AIRLINE, 0, None)):
         if reads_from is None:  # a fresh copy of the airline's reports to read from, stored uncounted
             reads_from = names[{IN_AIRLINE: "in_airline", WIDE: "wide"}.get(design, "subset" if keep else "single")]
-            coll = indexed(reads_from)
-            stored, write = IngestResult(), _airline_writer(db, coll, "upserts")
+            coll, stored = indexed(reads_from), IngestResult()
+            fleet_map = _statements_writer(db, coll, airline_fleet_statements, "upserts") if design == IN_AIRLINE else None
             for i in range(0, len(docs), load):
-                if design == IN_AIRLINE:
-                    write(docs[i:i + load])
+                if fleet_map is not None:
+                    fleet_map(docs[i:i + load])
                 else:
                     ingest_batch(coll, list(enumerate(docs[i:i + load], start=i)), stored, keep)
         latest[design], reads = (_wide_reads(db[reads_from], airline, icao24, work) if design == WIDE else
