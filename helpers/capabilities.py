@@ -191,6 +191,20 @@ def _max_document_size(p: Probe) -> bool:
         p.coll.delete_one({"_id": "big"})
 
 
+def _aggregate_result_size(p: Probe) -> bool:
+    """The 16 MiB limit on each document an aggregate returns (the manual's result size restriction):
+    a 9 MiB document returned with its field twice, 18 MiB, is refused."""
+    from pymongo.errors import OperationFailure
+
+    coll = p.scratch("agg16")
+    coll.insert_one({"_id": "big", "a": "x" * (9 * 1024 * 1024)})
+    try:
+        list(coll.aggregate([{"$match": {"_id": "big"}}, {"$project": {"a": 1, "b": "$a"}}]))
+    except OperationFailure:
+        return True
+    return False
+
+
 def _transactions(p: Probe) -> bool:
     """A multi-document transaction commits (a standalone mongod refuses them)."""
     with p.db.client.start_session() as session:
@@ -446,6 +460,11 @@ CAPABILITIES: tuple[Capability, ...] = (
         meaning="16 MiB (16,777,216-byte) document limit", mongodb="enforced", embedded=(True, "enforced"),
         mock=(False, "**not enforced** (labelled client-side check)"),
         label="the server's own 16 MiB rejection (a labelled client-side check stands in)"),
+    Capability(
+        "aggregate_result_size", _aggregate_result_size,
+        meaning="16 MiB limit on each document an aggregate returns", mongodb="enforced",
+        embedded=(False, "**not enforced**"), mock=(False, "**not enforced**"),
+        label="the 16,777,216-byte limit on each document an aggregate returns (a real MongoDB refuses a one-$lookup page past it)"),
     Capability(
         "transactions", _transactions,
         meaning="transactions", mongodb="replica set / Atlas only", embedded=(True, "yes"), mock=(True, "yes"),

@@ -507,6 +507,20 @@ def test_the_map_is_one_aggregate_with_every_aircrafts_latest_report(backend, db
         assert cost.round_trips == 1 and cost.docs_returned == len(recent)
     with pytest.raises(ValueError, match="design must be one of"):
         bk.latest_positions(colls[bk.DOCUMENTS], design="tables")
+    midnight = since + dt.timedelta(minutes=10)  # a collection per day: the map across midnight reads both
+    for design in (bk.DOCUMENTS, bk.BUCKETS):
+        days = [db[f"day{k}_{design.replace(' ', '_')}"] for k in (1, 2)]
+        for day, part in zip(days, ([r for r in reports if r["time"] < midnight],
+                                    [r for r in reports if r["time"] >= midnight])):
+            if design == bk.BUCKETS:
+                day.create_index(bk.START_KEY)
+                bucket_reports(day, part)
+            else:
+                bk.insert_reports(day, part)
+        assert bk.latest_positions(days[1], design=design, since=since) != recent  # the day after alone: not the map
+        with count_commands() as cost:
+            assert bk.latest_positions(days[1], design=design, since=since, previous=days[0]) == recent
+        assert cost.round_trips == 1 and cost.docs_returned == len(recent)
 
 
 def test_a_writes_work_is_its_filters_explained_and_an_insert_examines_nothing(backend, db):
@@ -527,3 +541,13 @@ def test_a_writes_work_is_its_filters_explained_and_an_insert_examines_nothing(b
     with count_commands(keep_commands=True) as inserted:
         bk.insert_reports(docs, reports)
     assert bk.write_work(docs, inserted.command_documents) == {"keys examined": 0, "docs examined": 0}
+
+
+def test_placement_is_the_one_rule_of_both_writers():
+    from helpers.buckets import placement
+
+    docs = [{"time": dt.datetime(2018, 8, 1, 5, 0, k)} for k in range(5)]
+    assert placement(None, docs, 2) == ([], [(0, docs[0:2]), (1, docs[2:4]), (2, docs[4:])])
+    assert placement({"n": 3, "count": 1}, docs[:3], 2) == (docs[:1], [(4, docs[1:3])])
+    assert placement({"n": 0, "count": 2}, docs[:1], 2) == ([], [(1, docs[:1])])  # a full tail never changes
+    assert placement({"n": 0, "count": 0}, docs[:2], 2) == (docs[:2], [])

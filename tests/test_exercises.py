@@ -407,68 +407,82 @@ def test_checks_of_notebook_08_run_the_function_and_enforce_its_round_trips_and_
             h[0] += 1
             h[1].append(r["altitude"])
     right = {k: (n, min(a), max(a)) for k, (n, a) in right.items()}
-    summed = lambda icao24: {g["_id"]: (g["n"], g["lo"], g["hi"]) for g in coll.aggregate([  # noqa: E731
+    summed = lambda c, icao24: {g["_id"]: (g["n"], g["lo"], g["hi"]) for g in c.aggregate([  # noqa: E731
         {"$match": {"icao24": icao24}},
         {"$group": {"_id": "$start", "n": {"$sum": "$count"}, "lo": {"$min": "$minAltitude"},
                     "hi": {"$max": "$maxAltitude"}}}], batchSize=100)}
 
-    def summaries_by_find(icao24):  # another right form: the summary fields only, added up in Python
+    def summaries_by_find(c, icao24):  # another right form: the summary fields only, added up in Python
         out = {}
-        for b in coll.find({"icao24": icao24}, {"_id": 0, "start": 1, "count": 1, "minAltitude": 1,
-                                               "maxAltitude": 1}, batch_size=100):
+        for b in c.find({"icao24": icao24}, {"_id": 0, "start": 1, "count": 1, "minAltitude": 1,
+                                            "maxAltitude": 1}, batch_size=100):
             n, lo, hi = out.get(b["start"], (0, b["minAltitude"], b["maxAltitude"]))
             out[b["start"]] = (n + b["count"], min(lo, b["minAltitude"]), max(hi, b["maxAltitude"]))
         return out
 
-    def from_reports(icao24):  # right answer, but every report sent
-        return {h: v for h, v in right.items()} if list(coll.find({"icao24": icao24}, batch_size=100)) else {}
+    def from_reports(c, icao24):  # right answer, but every report sent
+        return {h: v for h, v in right.items()} if list(c.find({"icao24": icao24}, batch_size=100)) else {}
 
-    def per_hour(icao24):  # right answer, a round trip per hour
-        return {h: summed(icao24)[h] for h in sorted(right)}
+    def per_hour(c, icao24):  # right answer, a round trip per hour
+        return {h: summed(c, icao24)[h] for h in sorted(summed(c, icao24))}
 
+    precomputed = summed(coll, "abc123")  # the attack: one dummy query, then an answer computed beforehand
+    dummy = lambda c, icao24: (c.find_one({"icao24": icao24}, {"_id": 1}), precomputed)[1]  # noqa: E731
+    closed_over = lambda c, icao24: summed(coll, icao24)  # noqa: E731 - reads another collection than it is given
     for form in (summed, summaries_by_find):
         assert evaluate("8.1", form, buckets=coll, icao24="abc123")[0] == "correct", form
-    for form in (right, from_reports, per_hour, lambda icao24: {**summed(icao24), t0: (1, 0.0, 0.0)}):
+    for form in (right, from_reports, per_hour, dummy, closed_over,
+                 lambda c, icao24: {**summed(c, icao24), t0: (1, 0.0, 0.0)}):
         assert evaluate("8.1", form, buckets=coll, icao24="abc123")[0] == "not right yet", form
+    assert "copy" in evaluate("8.1", dummy, buckets=coll, icao24="abc123")[1]
 
     since = t0 + dt.timedelta(minutes=100)
-    latest = {}
-    for r in reports:
-        if r["time"] >= since and r["time"] > latest.get(r["icao24"], {"time": t0})["time"]:
-            latest[r["icao24"]] = {k: v for k, v in r.items() if k != "icao24"}
 
-    def grouped(s):
-        return {g["_id"]: g["r"] for g in coll.aggregate([
+    def grouped(c, s):
+        return {g["_id"]: g["r"] for g in c.aggregate([
             {"$match": {"last": {"$gte": s}}}, {"$sort": {"icao24": 1, "last": -1}},
             {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
             {"$project": {"r": {"$arrayElemAt": [{"$filter": {"input": "$reports",
                                                               "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}}}],
             batchSize=100)}
 
-    def whole_map_then_filter(s):  # right answer, every aircraft's document sent
+    def whole_map_then_filter(c, s):  # right answer, every aircraft's document sent
         return {r["icao24"]: {k: v for k, v in r.items() if k != "icao24"}
-                for r in bk.latest_positions(coll, design=bk.BUCKETS) if r["time"] >= s}
+                for r in bk.latest_positions(c, design=bk.BUCKETS) if r["time"] >= s}
 
     assert evaluate("8.2", grouped, buckets=coll, since=since)[0] == "correct"
-    assert evaluate("8.2", lambda s: {a: {"icao24": a, **r} for a, r in grouped(s).items()}, buckets=coll,
+    assert evaluate("8.2", lambda c, s: {a: {"icao24": a, **r} for a, r in grouped(c, s).items()}, buckets=coll,
                     since=since)[0] == "correct"  # icao24 in the report too
+    known = grouped(coll, since)
+    status, message = evaluate("8.2", lambda c, s: (c.find_one({}, {"_id": 1}), known)[1], buckets=coll, since=since)[:2]
+    assert status == "not right yet" and "copy" in message  # a dummy query and a precomputed map
     coll.insert_one({"icao24": "old999", "start": t0, "n": 0, "count": 1, "first": t0, "last": t0,
                      "reports": [{"time": t0}], "cap": 5})  # an aircraft not heard since
     status, message = evaluate("8.2", whole_map_then_filter, buckets=coll, since=since)[:2]
     assert status == "not right yet" and "documents" in message
-    assert evaluate("8.2", latest, buckets=coll, since=since)[0] == "not right yet"  # not a function
+    assert evaluate("8.2", known, buckets=coll, since=since)[0] == "not right yet"  # not a function
 
     late = {"icao24": "abc123", "time": t0 + dt.timedelta(seconds=30)}
-    find_home = lambda r: tuple(coll.find_one({"icao24": r["icao24"], "reports.time": r["time"]},  # noqa: E731
+    find_home = lambda c, r: tuple(c.find_one({"icao24": r["icao24"], "reports.time": r["time"]},  # noqa: E731
                                               {"_id": 0, "start": 1, "n": 1}).values())
     assert evaluate("8.3", find_home, buckets=coll, report=late)[0] == "not right yet"  # not stored yet
     bk.bucket_reports(coll, [late], max_reports=5)
-    assert evaluate("8.3", find_home, buckets=coll, report=late)[0] == "correct"
-    whole = lambda r: (lambda b: (b["start"], b["n"]))(coll.find_one({"reports.time": r["time"]}))  # noqa: E731
+    for _ in range(3):  # the check's own late report is random: every run is right
+        assert evaluate("8.3", find_home, buckets=coll, report=late)[0] == "correct"
+    whole = lambda c, r: (lambda b: (b["start"], b["n"]))(c.find_one({"reports.time": r["time"]}))  # noqa: E731
     status, message = evaluate("8.3", whole, buckets=coll, report=late)[:2]
     assert status == "not right yet" and "project" in message
     home = coll.find_one({"reports.time": late["time"]})
-    assert evaluate("8.3", lambda r: (home["start"], home["n"] + 1), buckets=coll, report=late)[0] == "not right yet"
+    assert evaluate("8.3", lambda c, r: (home["start"], home["n"] + 1), buckets=coll, report=late)[0] == "not right yet"
+    pair = (home["start"], home["n"])  # the straggler's home, found beforehand: the check's own late report differs
+    status, message = evaluate("8.3", lambda c, r: (c.find_one({}, {"_id": 0, "n": 1}), pair)[1],
+                               buckets=coll, report=late)[:2]
+    assert status == "not right yet" and "copy" in message
+    assert not [n for n in db.list_collection_names() if n.startswith("exercise_8_buckets")]  # every copy dropped
+    theirs = db["exercise_8_buckets"]  # somebody's collection under the copies' prefix: never touched
+    theirs.insert_one({"_id": "mine"})
+    assert evaluate("8.3", find_home, buckets=coll, report=late)[0] == "correct"
+    assert list(theirs.find({})) == [{"_id": "mine"}]
 
 
 def _rt(round_trips, written=0):
@@ -636,6 +650,96 @@ def test_exercise_2_3_counts_the_documents_a_day_of_pages_reads(db):
     for wrong in (90 * 2 + 10 * 2, 0, "190", True, 190.5):
         assert evaluate("2.3", wrong, **context)[0] == "not right yet", wrong
     assert "the viral post's views save some" in evaluate("2.3", 90 * 2, **context)[1]
+
+
+def _newest_forum(db):
+    """Posts laid out with threshold 10: 1 unflagged; 2 busy (200 comments of 200 characters); 3 flagged
+    with 15 overflowed (a top-up of 5 from the embedded); 4 flagged with fewer comments than 3, its
+    overflow in buckets (as section 2.6's write-path post): the checks must read posts_overflow's."""
+    from helpers.outlier import BUCKET_SIZE, OVERFLOW_BUCKETS, load_outlier_posts, outlier_layout
+    from helpers.safety import workbook_collection
+
+    source = [{"_id": i, "comments": [{"n": n, "text": "x" * 200} for n in range(count)]}
+              for i, count in ((1, 3), (2, 200), (3, 25))]
+    load_outlier_posts(db, source, 10)
+    post, buckets = outlier_layout({"_id": 4, "comments": [{"n": n} for n in range(24)]}, 2, bucket_size=BUCKET_SIZE)
+    db["posts"].insert_one(post)
+    workbook_collection(db, OVERFLOW_BUCKETS).insert_many(buckets)
+
+
+def _newest(db, post_id, n=20):   # the solution: lost markers skipped in the query, so the limit counts comments
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    newest = []
+    if post.get("hasOverflow"):
+        newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id, "lost": {"$ne": True}},
+                                                                  {"_id": 0, "comment": 1}).sort("seq", -1).limit(n)]
+    return newest + post.get("comments", [])[::-1][:n - len(newest)]
+
+
+def _newest_by_count(db, post_id, n=20):   # right too: the top-up from commentCount (no lost marker among the newest n)
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1, "hasOverflow": 1})
+    over = post["commentCount"] - len(post["comments"]) if post.get("hasOverflow") else 0
+    newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id, "lost": {"$ne": True}},
+                                                              {"_id": 0, "comment": 1}).sort("seq", -1).limit(n)] if over else []
+    return newest + post["comments"][::-1][:max(0, n - min(n, over))]
+
+
+def _newest_filtered_after_the_limit(db, post_id, n=20):   # skips a lost marker, but after the limit: one comment short
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    newest = []
+    if post.get("hasOverflow"):
+        newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id}).sort("seq", -1).limit(n)
+                  if "comment" in d]
+    return newest + post.get("comments", [])[::-1][:n - len(newest)]
+
+
+def _newest_unfiltered(db, post_id, n=20):   # the notebook's old solution: a lost marker has no comment
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "hasOverflow": 1})
+    newest = []
+    if post.get("hasOverflow"):
+        newest = [d["comment"] for d in db["posts_overflow"].find({"post_id": post_id}).sort("seq", -1).limit(n)]
+    return newest + post.get("comments", [])[::-1][:n - len(newest)]
+
+
+def _newest_from_the_whole_page(db, post_id, n=20):   # one round trip, one document, but every overflowed comment
+    from helpers.outlier import read_post_lookup
+
+    return read_post_lookup(db, post_id)["comments"][::-1][:n]
+
+
+def test_exercise_2_2_tests_the_posts_overflow_posts_a_repaired_post_and_the_bytes_read(db):
+    from helpers.outlier import OVERFLOW, POSTS
+
+    _newest_forum(db)
+    before = (sorted(map(str, db[POSTS].find())), db[OVERFLOW].count_documents({}))
+    for right in (_newest, _newest_by_count):
+        assert evaluate("2.2", right, db=db) == ("correct", "Exercise 2.2: correct."), evaluate("2.2", right, db=db)
+    for wrong, said in ((_newest_filtered_after_the_limit, "lost marker"), (_newest_unfiltered, "KeyError"),
+                        (_newest_from_the_whole_page, "bytes"), ("newest", "a function")):
+        status, line = evaluate("2.2", wrong, db=db)
+        assert status == "not right yet" and said in line, (wrong, line)
+    assert (sorted(map(str, db[POSTS].find())), db[OVERFLOW].count_documents({})) == before  # the scratch post is gone
+
+
+def _holes(db, post_id):   # the solution
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1})
+    embedded = len(post.get("comments") or [])
+    held = {d["seq"] for d in db["posts_overflow"].find({"post_id": post_id}, {"_id": 0, "seq": 1})}
+    return [seq for seq in range(embedded + 1, post.get("commentCount", embedded) + 1) if seq not in held]
+
+
+def _holes_but_lost_markers(db, post_id):   # wrong: a lost marker accounts for its number
+    post = db["posts"].find_one({"_id": post_id}, {"_id": 0, "comments": 1, "commentCount": 1})
+    embedded = len(post.get("comments") or [])
+    held = {d["seq"] for d in db["posts_overflow"].find({"post_id": post_id, "lost": {"$ne": True}}, {"_id": 0, "seq": 1})}
+    return [seq for seq in range(embedded + 1, post.get("commentCount", embedded) + 1) if seq not in held]
+
+
+def test_exercise_2_4_meets_a_lost_marker(db):
+    _newest_forum(db)
+    assert evaluate("2.4", _holes, db=db) == ("correct", "Exercise 2.4: correct.")
+    status, line = evaluate("2.4", _holes_but_lost_markers, db=db)
+    assert status == "not right yet" and "lost marker" in line, line
 
 
 def _write_in_one_pipeline(db, post_id, comment, threshold):

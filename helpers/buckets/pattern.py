@@ -41,7 +41,7 @@ from ..plans import explain_find
 from ..safety import fresh_collection
 from ..writes import only_duplicates
 
-__all__ = ["SPAN", "KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window"]
+__all__ = ["SPAN", "KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window", "placement"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
@@ -184,6 +184,22 @@ def _summary(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"min": mins, "max": maxs}
 
 
+def placement(tail: Mapping[str, Any] | None, new: list[dict[str, Any]],
+              max_reports: int) -> tuple[list[dict[str, Any]], list[tuple[int, list[dict[str, Any]]]]]:
+    """Where a window's new reports (in time order, none of them held) go: the part that fits in its
+    tail (the bucket with the highest ``n``, as last read or written: ``n`` and ``count``) while it
+    has room, then new buckets numbered from the tail's ``n + 1`` (``0`` with no tail), each at most
+    ``max_reports``. The one placement rule of :func:`store_in_window` and of ``BucketWriter``."""
+    to_tail: list[dict[str, Any]] = []
+    n = -1
+    if tail is not None:
+        n, room = tail["n"], max_reports - tail["count"]
+        if room > 0:
+            to_tail, new = new[:room], new[room:]
+    opened = [(n + 1 + k, new[i:i + max_reports]) for k, i in enumerate(range(0, len(new), max_reports))]
+    return to_tail, opened
+
+
 def store_in_window(collection: Any, icao24: str, start: _dt.datetime, docs: list[dict[str, Any]],
                   buckets: list[dict[str, Any]], max_reports: int) -> tuple[int, bool]:
     """Try once to store ``docs`` (in time order) in the window, as ``buckets`` were read: how many
@@ -192,26 +208,22 @@ def store_in_window(collection: Any, icao24: str, start: _dt.datetime, docs: lis
     new = [d for d in docs if d["time"] not in held]
     if not new:
         return 0, True
-    stored = 0
     tail = buckets[-1] if buckets else None
-    if tail is not None and tail["count"] < max_reports:
-        room = max_reports - tail["count"]
-        part, new = new[:room], new[room:]
+    to_tail, opened = placement(tail, new, max_reports)
+    stored = 0
+    if to_tail:
         done = collection.update_one(
             {"_id": tail["_id"], "count": tail["count"]},  # update if current: nobody wrote it since our read
-            _push_with_summaries(part))  # the reports, and count, first, last, altitudes: in the same write
+            _push_with_summaries(to_tail))  # the reports, and count, first, last, altitudes: in the same write
         if done.matched_count == 0:
             return 0, False
-        stored += len(part)
-    n = tail["n"] + 1 if tail is not None else 0
-    while new:
-        part, new = new[:max_reports], new[max_reports:]
+        stored += len(to_tail)
+    for n, part in opened:
         try:  # the unique (icao24, start, n) index refuses bucket n if another writer opened it
             collection.insert_one(_new_bucket(icao24, start, n, max_reports, part))
         except DuplicateKeyError:
             return stored, False  # someone opened bucket n first: read again (what we stored shows as held)
         stored += len(part)
-        n += 1
     return stored, True
 
 
@@ -431,7 +443,7 @@ def latest(collection: Any, icao24: str, *, design: str, batch_size: int = BATCH
 
 
 def latest_positions(collection: Any, *, design: str, since: _dt.datetime | None = None,
-                     batch_size: int = BATCH_SIZE) -> list[dict[str, Any]]:
+                     batch_size: int = BATCH_SIZE, previous: Any = None) -> list[dict[str, Any]]:
     """The live map: the latest report of every aircraft heard at or after ``since``, in ``icao24``
     order, in one aggregate (introduced in notebook 08). A ``$match`` on recent time first, served by
     :data:`TIME_KEY` (buckets: ``last`` at or after ``since``, bounded by :data:`START_KEY`, since a
@@ -439,10 +451,12 @@ def latest_positions(collection: Any, *, design: str, since: _dt.datetime | None
     each aircraft's first; a bucket is then trimmed on the server to its latest report. With ``since``,
     the buckets' collection needs the :data:`START_KEY` index (hinted: SecantusDB plans a filter on two
     fields as a collection scan). ``since=None``: every aircraft the collection keeps (the counter-example: under 30 days' retention,
-    every aircraft heard in 30 days)."""
+    every aircraft heard in 30 days). ``previous``: the day before's collection, where each day has
+    its own (retention by dropping a day's collection whole), read in the same aggregate with a
+    ``$unionWith`` that applies the same ``$match`` there: one round trip for a map across midnight."""
     if design == BUCKETS:
         match = [] if since is None else [{"$match": {"start": {"$gt": since - SPAN}, "last": {"$gte": since}}}]
-        pipeline = match + [{"$sort": {"icao24": 1, "last": -1}},
+        pipeline = match + _union(previous, match) + [{"$sort": {"icao24": 1, "last": -1}},
                     {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
                     {"$replaceRoot": {"newRoot": {"$mergeObjects": [{"icao24": "$_id"}, {"$arrayElemAt": [{"$filter": {
                         "input": "$reports", "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}]}}}]
@@ -452,11 +466,18 @@ def latest_positions(collection: Any, *, design: str, since: _dt.datetime | None
     else:
         _design(design)
         match = [] if since is None else [{"$match": {"time": {"$gte": since}}}]
-        pipeline = match + [{"$sort": {"icao24": -1, "time": -1}},
+        pipeline = match + _union(previous, match) + [{"$sort": {"icao24": -1, "time": -1}},
                             {"$group": {"_id": "$icao24", "report": {"$first": "$$ROOT"}}},
                             {"$replaceRoot": {"newRoot": "$report"}}, {"$project": {"_id": 0}}]
         found = collection.aggregate(pipeline, batchSize=batch_size)
     return sorted(found, key=lambda r: r["icao24"])
+
+
+def _union(previous: Any, match: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``$unionWith`` of :func:`latest_positions`: ``previous``'s documents through the same ``$match``."""
+    if previous is None:
+        return []
+    return [{"$unionWith": {"coll": previous.name, "pipeline": match}}]
 
 
 def hourly_summary(collection: Any, icao24: str, start: _dt.datetime, end: _dt.datetime, *,

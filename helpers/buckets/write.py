@@ -5,7 +5,8 @@
   ``count`` and the times its hour holds), so it sends each batch as one ordered ``bulk_write`` of
   updates (one ``update`` command): an update-if-current of each open bucket, and for each new bucket
   an upsert that only sets what it inserts (``$setOnInsert``). Each fails with a duplicate key where
-  the bucket is not as the writer left it (see ``_planned``), and the ordered bulk stops there. When it
+  the bucket is not as the writer left it (see ``BucketWriter.updates``; the placement is
+  ``bucket_reports``' own, :func:`helpers.buckets.pattern.placement`), and the ordered bulk stops there. When it
   does not know a window (a restart, a late report of an older hour) it opens bucket ``n = 0`` that
   way; on a duplicate key it stores the batch with ``bucket_reports`` (which reads first and stores
   nothing twice) and reads what it needs to remember. The same guarantees as
@@ -25,13 +26,15 @@ from pymongo.errors import BulkWriteError
 
 from ..writes import only_duplicates
 from .pattern import (
-    BATCH_SIZE,
+    SPAN,
     _by_window_in_time_order,
     _checked,
     _ensure_bucket_index_once,
     _new_bucket,
     _push_with_summaries,
     bucket_reports,
+    placement,
+    window_state,
 )
 
 __all__ = ["BucketWriter", "upsert_reports", "UPSERT_KEY"]
@@ -50,23 +53,72 @@ class BucketWriter:
     def write(self, reports: Iterable[Mapping[str, Any]]) -> int:
         """Store a batch; return how many reports were newly stored (a re-send is not stored again)."""
         reports = list(reports)
-        docs, _ = _by_window_in_time_order(_checked(reports, self.max_reports))
-        _ensure_bucket_index_once(self.collection)
-        ops, sizes, after = _planned(self.open, docs, self.max_reports)
+        docs = self._by_window(reports)  # checked, each (aircraft, hour)'s in time order
+        ops, sizes, after = self.updates(docs)  # update if current, or open a bucket (an upsert)
         if not ops:
             return 0
         try:  # one update command: one round trip
             done = self.collection.bulk_write(ops, ordered=True)
-        except BulkWriteError as e:  # a duplicate key: a bucket changed since we wrote it, or one we did not know
-            if not only_duplicates(e):
-                raise
-            first = e.details["writeErrors"][0]["index"]  # ordered: the statements before it were applied
-            return sum(sizes[:first]) + self._read_then_store(reports, list(docs))
-        for state in after.values():
-            if isinstance(state["_id"], int):  # the index of the upsert that opened it: now its _id
-                state["_id"] = done.upserted_ids[state["_id"]]
-        self._remember(after)
+        except BulkWriteError as e:  # a bucket changed since we wrote it, or one we did not know
+            return self._after_duplicate(e, sizes, reports, list(docs))
+        self._remember(_with_upserted_ids(after, done))
         return sum(sizes)
+
+    def updates(self, docs: Mapping[tuple[str, _dt.datetime], list]) -> tuple[list, list[int], dict]:
+        """The batch's updates, placed by ``placement`` (the rule of ``bucket_reports``), how many reports
+        each stores, and each aircraft's newest window after them (``_id``: the index of the upsert that
+        opens its tail, until the write says which ``_id`` it got).
+
+        Each update fails with a duplicate key, so that the ordered bulk stops there, when the bucket is
+        not as this writer left it: an open bucket's filter ``{_id, count}`` then matches nothing and its
+        upsert collides on ``_id``; a new bucket's ``{icao24, start, n, count: {$exists: false}}`` matches
+        nothing and its upsert collides on the unique ``(icao24, start, n)`` where that bucket exists."""
+        ops, sizes, after = [], [], {}
+        for (icao24, start), window in sorted(docs.items()):
+            known, state = self._known(icao24, start, window)
+            to_tail, opened = placement(known, [d for d in window if d["time"] not in state["held"]], self.max_reports)
+            if to_tail:  # update if current: nobody wrote it since we did
+                ops.append(UpdateOne({"_id": known["_id"], "count": known["count"]}, _push_with_summaries(to_tail),
+                                     upsert=True))
+                sizes.append(len(to_tail))
+                state["count"] += len(to_tail)
+            for n, part in opened:  # a new bucket: inserted only where the window has no bucket n
+                ops.append(UpdateOne({"icao24": icao24, "start": start, "n": n, "count": {"$exists": False}},
+                                     {"$setOnInsert": _new_bucket(icao24, start, n, self.max_reports, part)},
+                                     upsert=True))
+                sizes.append(len(part))
+                state.update(n=n, _id=len(ops) - 1, count=len(part))  # the upsert's index, for now
+            _keep_newest(after, icao24, state)
+        return ops, sizes, after
+
+    def _known(self, icao24: str, start: _dt.datetime, window: list) -> tuple[dict | None, dict[str, Any]]:
+        """The window's tail as this writer left it (``None``: not its newest window, or never written
+        here), and its state after this batch: the times it held (``held``) and will hold (``times``)."""
+        known = self.open.get(icao24)
+        known = known if known is not None and known["start"] == start else None
+        held = known["times"] if known else set()
+        state = dict(known) if known else {"start": start, "_id": None, "n": -1, "count": self.max_reports}
+        state["held"], state["times"] = held, set(held) | {d["time"] for d in window}
+        return known, state
+
+    def _by_window(self, reports: list) -> dict:
+        """The argument checks of ``bucket_reports`` (a bad report raises before anything is written),
+        the unique index once, and the reports by (icao24, window start), each window's in time order."""
+        docs, _ = _by_window_in_time_order(_checked(reports, self.max_reports))
+        _ensure_bucket_index_once(self.collection)
+        return docs
+
+    def _after_duplicate(self, e: BulkWriteError, sizes: list[int], reports: list,
+                         windows: list[tuple[str, _dt.datetime]]) -> int:
+        """An ordered bulk stopped at a duplicate key (any other error is raised): the updates before it
+        were applied; the batch is stored again by ``bucket_reports`` (it reads first and stores nothing
+        twice), and each window's state is read again."""
+        if not only_duplicates(e):
+            raise e
+        first = e.details["writeErrors"][0]["index"]  # ordered: the statements before it were applied
+        stored = bucket_reports(self.collection, reports, max_reports=self.max_reports)
+        self._remember(_learned(self.collection, windows))
+        return sum(sizes[:first]) + stored
 
     def _remember(self, windows: Mapping[str, dict[str, Any]]) -> None:
         """Keep each aircraft's newest window (a late report of an older hour does not replace it)."""
@@ -74,63 +126,37 @@ class BucketWriter:
             if icao24 not in self.open or state["start"] >= self.open[icao24]["start"]:
                 self.open[icao24] = state
 
-    def _read_then_store(self, reports: list, windows: list[tuple[str, _dt.datetime]]) -> int:
-        """``bucket_reports`` for the batch (idempotent), then learn each window's state again."""
-        stored = bucket_reports(self.collection, reports, max_reports=self.max_reports)
-        self._remember(_learned(self.collection, windows))
-        return stored
+
+def _keep_newest(after: dict[str, dict[str, Any]], icao24: str, state: dict[str, Any]) -> None:
+    """Keep ``state`` as ``icao24``'s newest window after the batch if it has a bucket and is newer."""
+    state.pop("held", None)
+    if state["_id"] is not None and (icao24 not in after or state["start"] > after[icao24]["start"]):
+        after[icao24] = state
 
 
-def _planned(open_: Mapping[str, dict], docs: Mapping[tuple[str, _dt.datetime], list],
-             max_reports: int) -> tuple[list, list, dict]:
-    """The batch's updates, how many reports each stores, and each aircraft's newest window after them
-    (``_id``: the index of the upsert that opens its tail, until the write says which ``_id`` it got).
-
-    Each update fails with a duplicate key, so that the ordered bulk stops there, when the bucket is
-    not as this writer left it: an open bucket's filter ``{_id, count}`` then matches nothing and its
-    upsert collides on ``_id``; a new bucket's ``{icao24, start, n, count: {$exists: false}}`` matches
-    nothing and its upsert collides on the unique ``(icao24, start, n)`` where that bucket exists."""
-    ops: list = []
-    sizes: list[int] = []
-    after: dict[str, dict[str, Any]] = {}
-    for (icao24, start), window in sorted(docs.items()):
-        known = open_.get(icao24)
-        known = known if known is not None and known["start"] == start else None
-        held = known["times"] if known else set()
-        rest = [d for d in window if d["time"] not in held]
-        state = dict(known) if known else {"start": start, "_id": None, "n": -1, "count": max_reports}
-        state["times"] = set(held) | {d["time"] for d in rest}
-        if known and known["count"] < max_reports and rest:  # update if current: nobody wrote it since we did
-            part, rest = rest[:max_reports - known["count"]], rest[max_reports - known["count"]:]
-            ops.append(UpdateOne({"_id": known["_id"], "count": known["count"]}, _push_with_summaries(part),
-                                 upsert=True))
-            sizes.append(len(part))
-            state["count"] += len(part)
-        while rest:  # a new bucket: inserted only where the window has no bucket n
-            part, rest = rest[:max_reports], rest[max_reports:]
-            state["n"] += 1
-            ops.append(UpdateOne({"icao24": icao24, "start": start, "n": state["n"], "count": {"$exists": False}},
-                                 {"$setOnInsert": _new_bucket(icao24, start, state["n"], max_reports, part)},
-                                 upsert=True))
-            sizes.append(len(part))
-            state["_id"], state["count"] = len(ops) - 1, len(part)  # the upsert's index, for now
-        if state["_id"] is not None and (icao24 not in after or start > after[icao24]["start"]):
-            after[icao24] = state
-    return ops, sizes, after
+def _with_upserted_ids(after: dict[str, dict[str, Any]], done: Any) -> dict[str, dict[str, Any]]:
+    """``after`` with each newly opened tail's ``_id``: the index of the upsert that opened it, now the
+    ``_id`` the write reported."""
+    for state in after.values():
+        if isinstance(state["_id"], int):
+            state["_id"] = done.upserted_ids[state["_id"]]
+    return after
 
 
 def _learned(collection: Any, windows: list[tuple[str, _dt.datetime]]) -> dict[str, dict[str, Any]]:
-    """Each aircraft's newest window among ``windows`` as stored: its tail bucket and every time it holds."""
+    """Each aircraft's newest window among ``windows`` as stored: its tail bucket and every time it holds,
+    read by :func:`helpers.buckets.pattern.window_state` over the whole hour."""
     newest: dict[str, _dt.datetime] = {}
     for icao24, start in windows:
         newest[icao24] = max(start, newest.get(icao24, start))
-    found = collection.find({"$or": [{"icao24": a, "start": s} for a, s in sorted(newest.items())]},
-                            {"icao24": 1, "start": 1, "n": 1, "count": 1, "reports.time": 1}, batch_size=BATCH_SIZE)
+    keys = sorted(newest.items())
+    whole_hour = {k: [k[1], k[1] + SPAN - _dt.timedelta(milliseconds=1)] for k in keys}
     out: dict[str, dict[str, Any]] = {}
-    for b in sorted(found, key=lambda b: b["n"]):
-        state = out.setdefault(b["icao24"], {"start": b["start"], "times": set()})
-        state.update({"_id": b["_id"], "n": b["n"], "count": b["count"]})
-        state["times"] |= {r["time"] for r in b["reports"]}
+    for (icao24, start), buckets in window_state(collection, keys, whole_hour).items():
+        if buckets:
+            tail = buckets[-1]
+            out[icao24] = {"start": start, "_id": tail["_id"], "n": tail["n"], "count": tail["count"],
+                           "times": {t for b in buckets for t in b["held"]}}
     return out
 
 
