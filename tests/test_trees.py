@@ -20,6 +20,7 @@ from helpers.trees import (
     TEACHING,
     AncestorsArray,
     AncestorsWithNames,
+    AncestorsWithNamesByParent,
     ChildRefs,
     CycleError,
     GraphLookup,
@@ -875,6 +876,26 @@ def test_writes_in_their_best_forms_and_a_taken_path_refused(db, backend):
     assert c.round_trips == (3 if tx else 5) + int(not backend.info.caps.update_pipeline_strings)
 
 
+def test_the_array_with_names_indexed_on_parent_alone(db):
+    """AncestorsWithNamesByParent: the same documents and answers as AncestorsWithNames without the
+    ancestors._id index; its category page is one round trip ($graphLookup from the children)."""
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    lean, ref = AncestorsWithNamesByParent(db[f"{prefix}_lean"]), build(db, ROWS)["AncestorsWithNames"]
+    lean.load(ROWS)
+    assert sorted(lean.collection.index_information()) == ["_id_", "parent_1"]
+    assert snapshot(lean) == snapshot(ref)
+    for node in (1, 2, 5, 8, 9):  # a leaf: a second read, to tell it from an unknown id (as there)
+        assert costs(lean.descendants, node)[0] == (1 if node in (1, 2, 5) else 2)
+        assert lean.descendants(node) == ref.descendants(node)
+    with pytest.raises(UnknownNodeError):
+        lean.descendants(99)
+    lean.move(5, 3)
+    lean.rename(2, "Mobile")
+    ref.move(5, 3)
+    ref.rename(2, "Mobile")
+    assert snapshot(lean) == snapshot(ref) and lean.descendants(2) == [3, 4, 5, 6, 7, 8]
+
+
 def test_the_path_in_the_link_reads_no_path_first(db, backend):
     """PathInLink answers a category page and a menu in one query each from the link's path, and
     keeps its links right through a move and a rename."""
@@ -885,11 +906,19 @@ def test_the_path_in_the_link_reads_no_path_first(db, backend):
     assert costs(tree.descendants, 1) == (1, 7, 0) and tree.descendants(1) == ref.descendants(1)
     assert costs(tree.menu, 1)[0] == 1 and tree.menu(1) == ref.menu(1) == [(2, "Phones"), (5, "Audio")]
     assert tree.breadcrumbs(8) == ref.breadcrumbs(8) and costs(tree.breadcrumbs, 8)[0] == 1
+    assert tree.menu(1) == [(2, "Phones"), (5, "Audio")] and tree.menu_by_regex(1) == tree.menu(1)
     tree.move(5, 3)
     tree.rename(2, "Mobile")
     assert tree.links[8] == "/Electronics/Mobile/Smartphones/Audio/Speakers/Smart Speakers/Mini"
     assert tree.links == {d["_id"]: d["path"] for d in tree.collection.find({}, {"path": 1})}
     assert tree.descendants(2) == [3, 4, 5, 6, 7, 8]
+    # the parent each document holds follows the move (the node's own, no other), as the menu reads it
+    assert {d["_id"]: d["parent"] for d in tree.collection.find({}, {"parent": 1})} == \
+        {1: None, 2: 1, 3: 2, 4: 2, 5: 3, 6: 5, 7: 6, 8: 7, 9: None}
+    assert tree.menu(3) == [(5, "Audio")] and tree.menu(1) == [(2, "Mobile")]
+    tree.move(5, None)
+    assert tree.collection.find_one({"_id": 5})["parent"] is None and tree.menu(3) == []
+    assert sorted(tree.collection.index_information()) == ["_id_", "parent_1", "path_1"]
     with pytest.raises(UnknownNodeError):
         tree.menu(99)
     again = PathInLink(tree.collection)  # built on a loaded collection: its links are read once

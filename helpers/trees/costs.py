@@ -47,7 +47,7 @@ TEACHING = {
                                                    "commit a round trip more; the bill takes display copies "
                                                    "that may be a moment stale (the Extended Reference pattern)",
     ("menu", "a regex for one more segment"): "the path index scans the keys of the whole subtree for it; "
-                                              "{depth: 1, path: 1} holds only the children's keys there",
+                                              "the parent index holds only the children's keys there",
     ("add", "read the parent, then insert"): "the obvious form: read the parent's way up, then insert the "
                                               "child; one aggregate derives it on the server and ends in $merge",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
