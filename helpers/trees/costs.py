@@ -50,6 +50,24 @@ TEACHING = {
                                               "the parent index holds only the children's keys there",
     ("add", "read the parent, then insert"): "the obvious form: read the parent's way up, then insert the "
                                               "child; one aggregate derives it on the server and ends in $merge",
+    ("breadcrumbs", "one $graphLookup"): "each ancestor found as a document, its field names and depth with it; "
+                                         "the same walk returns the names as one string ($reduce), fewer bytes",
+    ("breadcrumbs", "one $lookup"): "the ancestors joined as documents; the same $lookup returns their names "
+                                    "as one string ($reduce), fewer bytes",
+    ("descendants", "one $graphLookup"): "each node found as a document with its depth; the same walk returns "
+                                         "the ids as one array, fewer bytes",
+    ("descendants", "the children, then $graphLookup"): "a document a node; the same walk grouped into one "
+                                                        "document ($group), fewer bytes",
+    ("descendants", "a document a node"): "the same query, a document a node (its field name each); one "
+                                          "aggregate groups the ids into one document ($group), fewer bytes",
+    ("descendants", "one $lookup, a key range"): "the nodes joined as documents; the same $lookup returns "
+                                                 "their ids as one array, fewer bytes",
+    ("menu", "a document a child"): "the same query, a document a child; one aggregate groups the ids and "
+                                    "names into one document ($group), fewer bytes",
+    ("menu", "one $lookup"): "the children joined as documents; the same $lookup returns their ids and "
+                             "names as two arrays, fewer bytes",
+    ("menu", "the parent index"): "the same query, a document a child; one aggregate groups them into one "
+                                  "document ($group), fewer bytes",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
 }

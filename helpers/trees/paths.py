@@ -22,7 +22,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from ..backends import engine_limits, info_of
 from ..writes import only_duplicates
-from .base import BATCH, SEPARATOR, Row, TreeError, _check_name, _Pattern
+from .base import BATCH, SEPARATOR, Row, TreeError, _check_name, _in_one, _Pattern
 from .patterns import AncestorsArray, AncestorsWithNames, ChildRefs, ParentRefs
 
 __all__ = ["MaterializedPaths", "PathInLink", "PATTERNS"]
@@ -42,7 +42,8 @@ class MaterializedPaths(_Pattern):
     indexes: tuple = (("path", {"unique": True}),)
     #: does each document hold its ``parent`` id? :class:`PathInLink` does, for its menu
     stores_parent = False
-    forms = {"descendants": {"one $lookup, a key range": "lookup_descendants", "the path, then its prefix": "descendants"},
+    forms = {"descendants": {"one $lookup, one array": "compact_lookup_descendants", "one $lookup, a key range": "lookup_descendants",
+                             "the path, then its prefix": "descendants"},
              "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"the unique index checks": "move", "a query checks first": "move_checking_first"},
              "rename": {"the unique index checks": "rename", "a query checks first": "rename_checking_first"}}
@@ -153,7 +154,11 @@ class MaterializedPaths(_Pattern):
         path = self._path(node)
         return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}, batch_size=BATCH))
 
-    def lookup_descendants(self, node: Any) -> list[Any]:
+    def compact_lookup_descendants(self, node: Any) -> list[Any]:
+        """:meth:`lookup_descendants` whose reply is one array of ids (no field name per node)."""
+        return self.lookup_descendants(node, one=True)
+
+    def lookup_descendants(self, node: Any, *, one: bool = False) -> list[Any]:
         """The same ids from one aggregate: the node, then a ``$lookup`` on the same collection for the
         key range of the paths below its own (``let`` bounds, ``$gte``/``$lt`` in ``$expr``: served by the
         ``path`` index since MongoDB 5.0)."""
@@ -163,11 +168,11 @@ class MaterializedPaths(_Pattern):
                                  "let": {"lo": {"$concat": ["$path", SEPARATOR]},
                                          "hi": {"$concat": ["$path", chr(ord(SEPARATOR) + 1)]}},
                                  "pipeline": [{"$match": {"$expr": within}}, {"$project": {"_id": 1}}]}},
-                    {"$project": {"_id": 0, "below": 1}}]
+                    {"$project": {"_id": 0, "below": {"$map": {"input": "$below", "in": "$$this._id"}} if one else 1}}]
         out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
         if not out:
             raise self._unknown(node)
-        return sorted(d["_id"] for d in out[0]["below"])
+        return sorted(out[0]["below"]) if one else sorted(d["_id"] for d in out[0]["below"])
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
@@ -300,8 +305,10 @@ class PathInLink(MaterializedPaths):
     pattern = "materialized paths, the path in the link"
     indexes = (("path", {"unique": True}), ("parent", {}))
     stores_parent = True
-    forms = {**{op: f for op, f in MaterializedPaths.forms.items() if op != "descendants"},  # one query already
-             "menu": {"the parent index": "menu", "a regex for one more segment": "menu_by_regex"}}
+    forms = {**MaterializedPaths.forms,
+             "descendants": {"one document ($group)": "compact_descendants", "a document a node": "descendants"},
+             "menu": {"the parent index, one document": "compact_menu", "the parent index": "menu",
+                      "a regex for one more segment": "menu_by_regex"}}
 
     def documents(self, ordered: list[Row]) -> list[dict]:
         parents = {n: p for n, p, _name in ordered}
@@ -347,6 +354,15 @@ class PathInLink(MaterializedPaths):
         link carries (the index holds exactly the children's keys there)."""
         self.link(node)  # a node the site links to
         return sorted((d["_id"], d["name"]) for d in self.collection.find({"parent": node}, {"name": 1}, batch_size=BATCH))
+
+    def compact_descendants(self, node: Any) -> list[Any]:
+        """:meth:`descendants` from one aggregate whose reply is one document (an array of ids)."""
+        return _in_one(self, None, self.subtree_filter(self.link(node)), names=False)  # the link checked the node
+
+    def compact_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """:meth:`menu` from one aggregate whose reply is one document (two arrays)."""
+        self.link(node)
+        return _in_one(self, node, {"parent": node}, names=True)
 
     def menu_by_regex(self, node: Any) -> list[tuple[Any, str]]:
         """The same children from a regex for one more segment of the link's path (the counter-example:
