@@ -899,6 +899,9 @@ def test_every_form_of_every_read_answers_alike_and_the_compact_ones_send_one_do
                     if ("one document" in label or "one string" in label or "one array" in label) and node in (1, 5):
                         assert c.docs_returned == 1, (name, label, node)
             assert len({repr(a) for a in answers.values()}) == 1, (method, node, answers)
+    assert costs(t["MaterializedPaths"].lookup_menu, 1)[0] == 1 and costs(t["MaterializedPaths"].menu, 1)[0] == 2
+    with pytest.raises(UnknownNodeError):
+        t["MaterializedPaths"].lookup_menu(99)
     with pytest.raises(UnknownNodeError):
         t["AncestorsArray"].compact_menu(99)
     with pytest.raises(UnknownNodeError):

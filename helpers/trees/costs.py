@@ -68,6 +68,8 @@ TEACHING = {
                              "names as two arrays, fewer bytes",
     ("menu", "the parent index"): "the same query, a document a child; one aggregate groups them into one "
                                   "document ($group), fewer bytes",
+    ("menu", "the path, then a regex"): "the obvious form: read the node's path, then a regex for one more "
+                                        "segment: a round trip more, the children's documents alone examined",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
 }

@@ -44,6 +44,7 @@ class MaterializedPaths(_Pattern):
     stores_parent = False
     forms = {"descendants": {"one $lookup, one array": "compact_lookup_descendants", "one $lookup, a key range": "lookup_descendants",
                              "the path, then its prefix": "descendants"},
+             "menu": {"one $lookup, a key range, one document": "lookup_menu", "the path, then a regex": "menu"},
              "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"the unique index checks": "move", "a query checks first": "move_checking_first"},
              "rename": {"the unique index checks": "rename", "a query checks first": "rename_checking_first"}}
@@ -130,6 +131,26 @@ class MaterializedPaths(_Pattern):
         """``(id, name)`` of each child, sorted by id: read the node's path, then a regex for one more segment."""
         below = self.subtree_filter(self._path(node), children_only=True)
         return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
+
+    def lookup_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """The same menu from one aggregate: the node, then a ``$lookup`` of the key range below its
+        path (``let`` bounds, served by the ``path`` index) kept to one more segment (``$size`` of the
+        ``$split`` path), replied as one document: one round trip, every key of the subtree examined."""
+        within = {"$and": [{"$gte": ["$path", "$$lo"]}, {"$lt": ["$path", "$$hi"]}]}
+        one_more = {"$eq": [{"$size": {"$split": ["$path", SEPARATOR]}}, "$$n"]}
+        pipeline = [{"$match": {"_id": node}},
+                    {"$lookup": {"from": self.collection.name, "as": "below",
+                                 "let": {"lo": {"$concat": ["$path", SEPARATOR]},
+                                         "hi": {"$concat": ["$path", chr(ord(SEPARATOR) + 1)]},
+                                         "n": {"$add": [{"$size": {"$split": ["$path", SEPARATOR]}}, 1]}},
+                                 "pipeline": [{"$match": {"$expr": within}}, {"$match": {"$expr": one_more}},
+                                              {"$project": {"_id": 1, "name": 1}}]}},
+                    {"$project": {"_id": 0, "i": {"$map": {"input": "$below", "in": "$$this._id"}},
+                                  "n": {"$map": {"input": "$below", "in": "$$this.name"}}}}]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        return sorted(zip(out[0]["i"], out[0]["n"]))
 
     def breadcrumbs(self, node: Any) -> list[str]:
         """Names from the root down to the node, its own last: one read of the node's path alone
