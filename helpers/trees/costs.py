@@ -252,12 +252,14 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
     for stage in stages[1:]:
         if "$lookup" in stage:
             spec = stage["$lookup"]
-            nested = [k for st in list(spec.get("pipeline") or [])[1:] for k in (*_UNREPLAYED, "$lookup", "$graphLookup")
-                      if isinstance(st, Mapping) and k in st]
-            if nested:
-                raise TreeError(f"server_work does not replay a {nested[0]} inside a $lookup: its reads would go uncounted")
+            joins = _nested_joins(spec)
             if "pipeline" in spec and "localField" not in spec:
                 reads = [(spec["from"], _let_filter(database, coll, spec, d)) for d in inputs]
+                for inner in joins:  # a localField/foreignField $lookup inside: its query per document found
+                    with paused():
+                        found = [x for _, q in list(reads) for x in database[spec["from"]].find(q, batch_size=BATCH)]
+                    reads += [(inner["from"], {inner["foreignField"]: {"$in": _values(_value(x, inner["localField"]))}})
+                              for x in found]
             elif "localField" not in spec:
                 raise TreeError("server_work replays a $lookup with localField and foreignField, or with let "
                                 "and a sub-pipeline that starts with a $match of $expr comparisons")
@@ -276,6 +278,29 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
             k, d = _found(database, target, query, ranges)
             keys, docs = keys + k, docs + d
     return keys, docs
+
+
+def _nested_joins(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``localField``/``foreignField`` ``$lookup`` stages of a ``$lookup`` sub-pipeline that
+    :func:`_aggregate_work` replays: each runs once per document the leading ``$match`` found, so
+    only ``$project``/``$set``/``$addFields``/``$unset`` may come between; any other stage that reads
+    raises :class:`TreeError` (its reads would go uncounted)."""
+    joins, stages = [], list(spec.get("pipeline") or [])[1:]
+    for i, st in enumerate(stages):
+        if not isinstance(st, Mapping):
+            continue
+        inner = st.get("$lookup")
+        plain = isinstance(inner, Mapping) and {"localField", "foreignField", "from"} <= set(inner) and "pipeline" not in inner
+        if plain and "localField" not in spec and all(
+                isinstance(x, Mapping) and set(x) <= {"$project", "$set", "$addFields", "$unset", "$lookup"}
+                for x in stages[:i]):
+            joins.append(inner)
+            continue
+        read = next((k for k in (*_UNREPLAYED, "$lookup", "$graphLookup") if k in st), None)
+        if read:
+            raise TreeError(f"server_work does not replay a {read} inside a $lookup (only a localField/foreignField "
+                            f"$lookup right after the sub-pipeline's $match): its reads would go uncounted")
+    return joins
 
 
 _COMPARISONS = ("$eq", "$lt", "$lte", "$gt", "$gte")
