@@ -587,6 +587,28 @@ def test_server_work_counts_lookups_and_the_indexed_part_of_a_write(db, backend)
     assert server_work(db, c.command_documents)[1] <= 2 + 1 + 3 + 1
 
 
+def test_server_work_counts_each_nested_join_once_per_document_the_sub_pipeline_found(db, backend):
+    if not backend.info.caps.explain:
+        pytest.skip("this engine cannot explain")
+    db["nj_outer"].insert_one({"_id": 1, "lo": 2})
+    db["nj_inner"].insert_many([{"_id": i, "c": i} for i in range(6)])  # a field the joins also query
+    db["nj_items"].insert_many([{"_id": i, "c": i % 6} for i in range(30)])
+    db["nj_items"].create_index("c")
+    join = {"$lookup": {"from": "nj_items", "localField": "_id", "foreignField": "c", "as": "items"}}
+
+    def work(n_joins):
+        pipeline = [{"$match": {"_id": 1}},
+                    {"$lookup": {"from": "nj_inner", "let": {"lo": "$lo"}, "as": "found",
+                                 "pipeline": [{"$match": {"$expr": {"$gte": ["$_id", "$$lo"]}}}] + [join] * n_joins}}]
+        command = {"aggregate": "nj_outer", "pipeline": pipeline}
+        return server_work(db, [command])
+
+    none, one, two, three = (work(n) for n in range(4))
+    step = (one[0] - none[0], one[1] - none[1])
+    assert step[1] > 0  # each join reads the items of the 4 inner documents found
+    assert (two[0] - one[0], two[1] - one[1]) == step == (three[0] - two[0], three[1] - two[1])
+
+
 # ---------------------------------------------------------------------------------------------
 # ids are values, never expressions or operators
 

@@ -255,9 +255,10 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
             joins = _nested_joins(spec)
             if "pipeline" in spec and "localField" not in spec:
                 reads = [(spec["from"], _let_filter(database, coll, spec, d)) for d in inputs]
-                for inner in joins:  # a localField/foreignField $lookup inside: its query per document found
+                if joins:  # the documents the sub-pipeline's $match found, once: each inner join runs per one
                     with paused():
-                        found = [x for _, q in list(reads) for x in database[spec["from"]].find(q, batch_size=BATCH)]
+                        found = [x for _, q in reads for x in database[spec["from"]].find(q, batch_size=BATCH)]
+                for inner in joins:  # a localField/foreignField $lookup inside: its query per document found
                     reads += [(inner["from"], {inner["foreignField"]: {"$in": _values(_value(x, inner["localField"]))}})
                               for x in found]
             elif "localField" not in spec:
