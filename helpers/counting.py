@@ -53,6 +53,9 @@ class CommandCounter:
     #: block counts, so a bill refuses such a read (``helpers.workload``). A measured read asks for more
     #: than its answer. The mock reports the cursors a server would keep (:func:`record`).
     open_cursors: set[int] = field(default_factory=set)
+    #: how many times counting was paused (``paused()``) while this counter was open: what was sent
+    #: then reached no counter, so a check (an exercise) refuses a learner's function that paused it
+    paused_inside: int = 0
     #: with ``count_commands(index_keys=...)``: the index keys the block inserted plus those it deleted
     #: (``helpers.indexkeys``), ``None`` when not asked for or not countable
     index_keys_written: int | None = None
@@ -138,6 +141,10 @@ class Counters(Generic[T]):
         workbook's own reads that serve a measurement, such as an index-key snapshot); other
         threads count as before."""
         self._local.paused = getattr(self._local, "paused", 0) + 1
+        with self._lock:  # each open counter learns that something it would have counted was not
+            for counter in self._open:
+                if hasattr(counter, "paused_inside"):
+                    counter.paused_inside += 1
         try:
             yield
         finally:

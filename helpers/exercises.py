@@ -39,7 +39,7 @@ from .safety import PROGRESS, workbook_collection
 
 __all__ = ["Checker", "exercise", "check", "evaluate", "checker", "progress_file", "record_progress",
            "read_progress", "reset_progress", "ProgressRecordError", "LOCK_WAIT", "record_server_progress", "exercise_ids", "shown",
-           "SHOWN_MOST"]
+           "SHOWN_MOST", "PAUSED"]
 
 #: ``fn(answer, **context) -> None`` when the answer is right, else what is wrong (never the expected value)
 Checker = Callable[..., "str | None"]
@@ -47,6 +47,11 @@ Checker = Callable[..., "str | None"]
 _ID = re.compile(r"^(\d+)\.(\d+)$")
 #: what an unanswered exercise's check says: no hint, which comes only with a wrong attempt
 NOT_DONE = "not done yet: set the answer in the cell above, run it, then run this check."
+#: what a check says when the learner's function paused the workbook's counting (``paused()``):
+#: the commands it sent then went uncounted, so the check cannot judge them (checkers test
+#: ``cost.paused_inside`` on the counter around the learner's call)
+PAUSED = ("your function paused the workbook's counting (helpers.counting.paused), so the commands it sent "
+          "then were not counted: send every read as a plain query and let the check count it")
 #: the most characters of an answer a checker's message shows (:func:`shown`)
 SHOWN_MOST = 200
 

@@ -173,6 +173,16 @@ def test_checks_of_notebook_03_recompute_from_the_categories_and_count_what_answ
     else:
         assert status == "correct"
     assert "give a function" in evaluate("3.1", "A > B > C", categories=categories, node=3)[1]
+
+    def hidden(node):  # every document read with the counting paused, then one dummy round trip
+        from helpers.counting import paused
+        with paused():
+            docs = {d["_id"]: d for d in t["ParentRefs"].collection.find({}, batch_size=1000)}
+        t["ParentRefs"].collection.find_one({"_id": node})
+        return walk(docs, node)
+
+    status, line = evaluate("3.1", hidden, categories=categories, node=3)
+    assert status == "not right yet" and "paused the workbook's counting" in line, line
     assert evaluate("3.1", lambda node: "A > C", categories=categories, node=3)[0] == "not right yet"
     # 3.3: the ancestors array itself, in one round trip
     ancestors = t["AncestorsArray"]
@@ -761,6 +771,16 @@ def test_exercise_2_2_tests_the_posts_overflow_posts_a_repaired_post_and_the_byt
         status, line = evaluate("2.2", wrong, db=db)
         assert status == "not right yet" and said in line, (wrong, line)
     assert (sorted(map(str, db[POSTS].find())), db[OVERFLOW].count_documents({})) == before  # the scratch post is gone
+
+    def hidden(db, post_id, n=20):  # the right answer, read with the counting paused, plus one dummy round trip
+        from helpers.counting import paused
+        with paused():
+            got = _newest(db, post_id, n)
+        db[POSTS].find_one({"_id": None})
+        return got
+
+    status, line = evaluate("2.2", hidden, db=db)
+    assert status == "not right yet" and "paused the workbook's counting" in line, line
 
 
 def _holes(db, post_id):   # the solution

@@ -7,7 +7,7 @@ from typing import Any
 import bson
 
 from ..counting import count_commands, paused
-from ..exercises import exercise, shown
+from ..exercises import PAUSED, exercise, shown
 from .pattern import (
     OVERFLOW,
     POSTS,
@@ -82,6 +82,8 @@ def newest_comments(answer: Any, *, db: Any) -> str | None:
         for post_id in dict.fromkeys((plain["_id"], most, fewest, scratch)):
             with count_commands() as cost:
                 got = answer(db, post_id)
+            if cost.paused_inside:
+                return PAUSED
             if got != newest_comments_reference(db, post_id, n):
                 return (f"post {shown(post_id)}: got {shown(len(got) if isinstance(got, list) else got)} comments, "
                         f"not the {n} newest newest-first" + (" (a lost marker holds no comment: skip it in the "
@@ -161,6 +163,8 @@ def holes(answer: Any, *, db: Any) -> str | None:
                 repair_post(db, scratch)
             with count_commands() as cost:
                 got = answer(db, post_id)
+            if cost.paused_inside:
+                return PAUSED
             want = check_post(db, post_id).holes
             if not isinstance(got, list) or sorted(got) != want:
                 return (f"post {shown(post_id)}: got {shown(got)}, which are not its holes"
@@ -199,6 +203,8 @@ def two_round_trip_write(answer: Any, *, db: Any) -> str | None:
         for n, comment in enumerate(sent, start=1):
             with count_commands() as cost:
                 answer(db, post_id, dict(comment), threshold)
+            if cost.paused_inside:
+                return PAUSED
             most = 1 if n <= threshold else None if n == threshold + 1 else 2
             if most is not None and cost.round_trips > most:
                 where = "embedded" if n <= threshold else "overflowed"

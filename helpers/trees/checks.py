@@ -5,7 +5,7 @@ from typing import Any
 
 from ..backends import info_of
 from ..counting import count_commands, paused
-from ..exercises import exercise, shown
+from ..exercises import PAUSED, exercise, shown
 from .base import TreeError
 from .costs import server_work
 
@@ -52,6 +52,8 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
         want = [names[x] for x in _chain(parents, n)]
         with count_commands(keep_commands=True) as cost:
             got = answer(n)
+        if cost.paused_inside:
+            return PAUSED
         if got != " > ".join(want):
             return f"node {n}: got {shown(got)}, not its {len(want)} names from the root down joined with ' > '"
         if cost.round_trips > 1:
@@ -163,6 +165,8 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
                 return f"{name}: give a function of a category id, not {shown(answer[name])}"
             with count_commands(keep_commands=True) as cost:
                 got = answer[name](where)
+            if cost.paused_inside:
+                return PAUSED
             if not isinstance(got, list) or got != want:
                 return f"{name}, category {where}: not the {len(want)} sorted ids of the products in it or below it"
             if cost.default_batch_getmores:
