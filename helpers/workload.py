@@ -21,11 +21,12 @@ time is one engine's on one machine, and is labelled so wherever it is shown.
 
 **A contest, not a choice.** An operation of a design can be written several ways: the obvious one,
 the one a MongoDB engineer would write, any other a reviewer names. Give them all, as
-:class:`Forms` ``{form: cost}``: the bill (:meth:`Workload.weigh`) prices each design at its cheapest
-form by the workload's own criterion (``Workload.by``), and :meth:`Workload.contest` shows every form
-with what it costs, the others labelled as counter-examples. :meth:`Workload.pick` calls designs
-within ``Workload.margin`` (3 % unless stated) of the best a tie and lets the next criterion decide,
-and says so (a :class:`Pick`). A read measured with the driver's default first batch (101 documents)
+:class:`Forms` ``{form: cost}``: the bill (:meth:`Workload.weigh`) prices each design at the forms
+that make its day cheapest by the workload's own criterion (``Workload.by``: a form that costs the
+day a share of the margin more on a column ties, and the next column decides), and
+:meth:`Workload.contest` shows every form with what it costs, the others labelled as counter-examples.
+:meth:`Workload.pick` calls designs within ``Workload.margin`` (3 % unless stated) of the best a tie
+and lets the next criterion decide, and says so (a :class:`Pick`). A read measured with the driver's default first batch (101 documents)
 pays a ``getMore`` nobody chose: the bill refuses it, so every billed read sets its batch size. A
 read that left a server cursor open (``CommandCounter.open_cursors``: a batch size equal to its
 answer) is refused too, not priced: see :func:`billable`.
@@ -169,9 +170,9 @@ class Forms:
     """The forms of one operation of one design, each measured: ``{form label: cost}``.
 
     ``Forms({"one $lookup": m1, "two queries": m2})``, or ``Forms([m1, m2])`` with each
-    ``Measurement``'s label. The bill prices the design at the cheapest form by the workload's
-    criterion; the others are counter-examples, shown with what they cost. ``teaching`` maps a
-    form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``)."""
+    ``Measurement``'s label. The bill prices the design at the form that makes its day cheapest by
+    the workload's criterion (:meth:`Workload.billed`); the others are counter-examples, shown with
+    what they cost. ``teaching`` maps a form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``)."""
 
     def __init__(self, forms: Any, *, teaching: Mapping[str, str] | None = None) -> None:
         items = list(forms.items()) if isinstance(forms, Mapping) else [(getattr(m, "label", None), m) for m in forms]
@@ -344,32 +345,48 @@ class Workload:
             raise ValueError(f"margin is a fraction between 0 and 1 (0.03 is 3 %), not {margin!r}")
         return keys, float(margin)
 
-    def _best(self, forms: Forms, by: tuple[str, ...], margin: float) -> str:
-        """The label of the cheapest form by ``by`` (per run, in order; within ``margin`` a tie goes
-        to the next column), then one the bill can price (:func:`billable`), then the fewest round
-        trips and bytes, then the order given. Each
-        operation may so be billed up to ``margin`` above its cheapest form on a column: the daily
-        totals inherit that, and ``pick`` applies the margin again to them."""
-        labels = list(forms.forms)
+    def _best(self, per_op: Mapping[str, Forms], by: tuple[str, ...], margin: float) -> dict[str, str]:
+        """The form the bill prices for each operation of one design, ``{operation: form label}``: the
+        cheapest by ``by``, column by column, judged by what a form costs the design's day. On a
+        column, a form ties with the operation's cheapest when the extra it costs a day (the rate
+        times the per-run difference) is within the operation's share of the margin: ``margin`` times
+        the design's day on that column at each operation's cheapest form, divided among the
+        operations that carry the column (a day of 0: exact ties only), so the forms billed cost the
+        day at most ``margin`` more on it than the cheapest still in the running; the next column
+        decides among the tied forms. Then one the bill can price (:func:`billable`), then the fewest
+        round trips and bytes per run, then the order given. A once-a-day form may so cost a round trip more and save most of the day's index keys;
+        ``pick`` applies the margin again to the daily totals."""
+        allowance = {}
         for column in by:
             metric = _per_run(column)
-            if not all(metric in forms.forms[x] for x in labels):
-                continue  # every form carries the same columns (Forms checks): the engine did not measure it
-            best = min(forms.forms[x][metric] for x in labels)
-            labels = [x for x in labels if forms.forms[x][metric] <= best * (1 + margin)]
-            if len(labels) == 1:
-                break
-        labels.sort(key=lambda x: (any(forms.forms[x].get(k) for k in _UNBILLABLE),  # a tie: the billable one
-                                   forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
-        return labels[0]
+            carried = [(o.per_day, per_op[o.name].forms) for o in self.operations
+                       if all(metric in c for c in per_op[o.name].forms.values())]
+            day = sum(rate * min(c[metric] for c in forms.values()) for rate, forms in carried)
+            allowance[metric] = margin * day / len(carried) if carried else 0.0
+        out = {}
+        for o in self.operations:
+            forms = per_op[o.name]
+            labels = list(forms.forms)
+            for column in by:
+                metric = _per_run(column)
+                if not all(metric in forms.forms[x] for x in labels):
+                    continue  # every form carries the same columns (Forms checks): the engine did not measure it
+                best = min(forms.forms[x][metric] for x in labels)
+                labels = [x for x in labels if (forms.forms[x][metric] - best) * o.per_day <= allowance[metric]]
+                if len(labels) == 1:
+                    break
+            labels.sort(key=lambda x: (any(forms.forms[x].get(k) for k in _UNBILLABLE),  # a tie: the billable one
+                                       forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
+            out[o.name] = labels[0]
+        return out
 
     def billed(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None, *,
                margin: float | None = None) -> dict[str, dict[str, str]]:
         """Which form the bill prices, for each design's each operation: ``{design: {operation: form}}``
-        (by the workload's ``by``, or the ``by`` given)."""
+        (by the workload's ``by``, or the ``by`` given): the cheapest for the design's day, column by
+        column, a form within its share of the day's margin a tie (see :meth:`_best`)."""
         keys, margin = self._criterion(by, margin)
-        return {design: {op: self._best(forms, keys, margin) for op, forms in per_op.items()}
-                for design, per_op in self._forms(costs).items()}
+        return {design: self._best(per_op, keys, margin) for design, per_op in self._forms(costs).items()}
 
     def _costs(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None,
                margin: float | None = None) -> dict[str, dict[str, dict[str, float]]]:
@@ -379,7 +396,7 @@ class Workload:
         for design, per_op in self._forms(costs).items():
             out[design] = {}
             for op, forms in per_op.items():
-                label = self._best(forms, keys, margin)
+                label = self._best(per_op, keys, margin)[op]
                 cost = forms.forms[label]
                 billable(cost, f"design {design!r}, operation {op!r}, form {label!r}")
                 out[design][op] = cost
@@ -388,9 +405,9 @@ class Workload:
     def contest(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None) -> Any:
         """Every measured form of every operation of every design, one row each (a DataFrame indexed
         by design, operation, form): its costs per run, ``"billed"`` (the form the bill prices, the
-        cheapest by ``by``) or ``"counter-example"``, and a ``"note"``: the notebook's reason to show
-        it, what it costs a day against the billed form, and what its count leaves out (a cursor left
-        open). A billed form the bill cannot price is refused, as in :meth:`weigh` (:func:`billable`)."""
+        one :meth:`billed` names) or ``"counter-example"``, and a ``"note"``: the notebook's reason to
+        show it, what it costs a day against the billed form, and what its count leaves out (a cursor
+        left open). A billed form the bill cannot price is refused, as in :meth:`weigh` (:func:`billable`)."""
         import pandas as pd
 
         keys, margin = self._criterion(by, None)
@@ -398,7 +415,7 @@ class Workload:
         for design, per_op in self._forms(costs).items():
             for o in self.operations:
                 forms = per_op[o.name]
-                best = self._best(forms, keys, margin)
+                best = self._best(per_op, keys, margin)[o.name]
                 b = forms.forms[best]
                 billable(b, f"design {design!r}, operation {o.name!r}, form {best!r}")
                 for label, c in forms.forms.items():
@@ -431,9 +448,9 @@ class Workload:
         one machine, a comparison between designs, not a capacity plan), and, when every cost
         carries the server's work, ``keys examined / day``, ``docs examined / day`` and ``index keys
         written / day`` (each only when every design's every operation has it: a missing one is never
-        counted as zero). An operation given as :class:`Forms` is priced at its cheapest form by the
-        workload's ``by`` (or the ``by`` given; see :meth:`contest`). ``per_operation=True`` gives
-        the rows by (design, operation) instead, with the ``billed form`` of each."""
+        counted as zero). An operation given as :class:`Forms` is priced at the form that makes the
+        day cheapest by the workload's ``by`` (or the ``by`` given; see :meth:`billed`).
+        ``per_operation=True`` gives the rows by (design, operation) instead, with the ``billed form`` of each."""
         import pandas as pd
 
         measured = self._costs(costs, by, margin)
@@ -464,8 +481,8 @@ class Workload:
     def pick(self, costs: Mapping[str, Mapping[str, Any]], by: str | Sequence[str] | None = None, *,
              margin: float | None = None) -> Pick:
         """The design with the lowest daily cost by the columns ``by`` of :meth:`weigh`, in order (the
-        workload's ``by`` unless given; each design billed at its cheapest form by the same columns):
-        designs within ``margin`` (the workload's, 3 % unless stated) of the best on a column tie on
+        workload's ``by`` unless given; each design billed at the forms that make its day cheapest by
+        the same columns): designs within ``margin`` (the workload's, 3 % unless stated) of the best on a column tie on
         it, and the next column decides among them. Returns a :class:`Pick`: the design's name, or
         ``"tie: A, B"`` when no column separates them, with a ``sentence`` that says which column
         decided and by how much. A column named explicitly must be in the table; the workload's own

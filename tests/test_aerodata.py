@@ -280,6 +280,37 @@ def test_the_subset_statements_give_the_same_documents_in_any_order(db):
         assert d["last_reports"][0]["timestamp"] == newest
 
 
+def test_the_receiver_batch_is_one_number_the_bill_measures():
+    """The batch the notebook prints is the batch the bill measures: the aircraft in range, 10 s each."""
+    from helpers.aerodata.costs import RECEIVER_BATCH
+
+    assert ad.receiver_batch(2_500_000 / 86_400, 10) == (29, 290) and RECEIVER_BATCH == 290
+    aircraft, size = ad.receiver_batch(4, 10)
+    batches = ad.receiver_batches(SAMPLE, aircraft=aircraft, reports=size // aircraft, count=2)
+    assert [len(b) for b in batches] == [size, size]
+
+
+def test_the_subsets_are_kept_for_the_followed_airlines_only():
+    """The workload reads one airline's map: a subset kept for every airline in range would be written
+    and never read. With ``airlines`` the statements keep that airline's subsets, and every other
+    aircraft and airline is a plain insert (the same documents, without their subset)."""
+    from helpers.aerodata.costs import airline_fleet_statements as fleet_statements
+
+    part = [ad.validate_message(m)[0] for m in SAMPLE[:300]]
+    codes = sorted({ad.airline_of_callsign(m.get("callsign")) for m in part})
+    assert len(codes) > 1
+    followed = {codes[0]}
+    planes = {ad.make_id(ad.airline_of_callsign(m.get("callsign")), m["icao24"]) for m in part}
+    mine = {p for p in planes if p.split("_")[0] in followed}
+    for every, only, kept in ((ad.subset_statements(part, 1), ad.subset_statements(part, 1, followed), mine),
+                              (fleet_statements(part), fleet_statements(part, followed), followed)):
+        assert len(every) == len(only)  # one statement per document either way
+        upserted = {doc["_id"] for kind, doc, _ in only if kind == "upsert"}
+        assert upserted == kept != set()
+        assert {doc["_id"] for kind, doc, _ in every if kind == "upsert"} > upserted
+        assert {doc["_id"] for _, doc, _ in every} == {doc["_id"] for _, doc, _ in only}
+
+
 def test_a_batch_is_one_insert_and_the_subset_one_more_command(db):
     counted = {}
     for name, keep in (("plain", 0), ("subset", 1)):
@@ -303,7 +334,7 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     plane = msgs[0]["icao24"]
     fleet = len({m["icao24"] for m in msgs})
     costs = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2)
-    assert sorted(costs) == ["one collection", "one collection + subset", ad.IN_AIRLINE, "three collections"]
+    assert sorted(costs) == sorted(["one collection", ad.WIDE, "one collection + subset", ad.IN_AIRLINE, "three collections"])
     assert all(isinstance(f, Forms) for ops in costs.values() for f in ops.values())
     store = {d: _forms(costs, d, "store a report") for d in costs}
     assert store["one collection"]["one insert a batch"]["round trips"] * 40 == pytest.approx(1)
@@ -351,7 +382,8 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
         # a parent sent again with every batch is refused: a key looked up in the _id index, no document
         assert store["one collection"]["one insert a batch"]["keys examined"] > 0 == \
             store["one collection"]["one insert a batch"]["docs examined"]
-        airlines = sum(len({_expected_airline(m["callsign"]) for m in b}) for b in (msgs[-80:-40], msgs[-40:]))
+        counted = (msgs[-80:-40], msgs[-40:])  # the followed airline's map: its subset alone is kept
+        airlines = sum(any(_expected_airline(m["callsign"]) == code for m in b) for b in counted)
         # a writer that remembers the parents it stored sends none again: nothing refused, the same documents
         remembers = store["one collection"]["one insert a batch" + ad.NEW]
         assert remembers["keys examined"] == 0 and remembers["round trips"] * 40 == pytest.approx(1)
@@ -362,14 +394,31 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
             f = _forms(costs, d, "everything for an airline")["one find on the _id prefix"]
             assert f["keys examined"] == f["docs examined"] == f["docs returned"] > 0
         # an update statement that finds its aircraft examines it; an upsert that finds none, nothing
-        planes = sum(len({m["icao24"] for m in b}) for b in (msgs[-80:-40], msgs[-40:]))
+        planes = sum(len({m["icao24"] for m in b if _expected_airline(m["callsign"]) == code}) for b in counted)
         assert subset_store["one insert and one $push a batch"]["docs examined"] * 80 == pytest.approx(planes)
         new = len({m["icao24"] for m in msgs[-80:]}) > 1  # one aircraft is new to the tracker (of two or more)
         if bulk:  # and created by its upsert: found by none
             assert subset_store[ad.BULK]["docs examined"] * 80 == pytest.approx(planes - new)
+    # {recordType, airline, icao24, _id} in place of {recordType, _id}: the same writes, three collections' map
+    wide = _forms(costs, ad.WIDE, "latest position of a fleet")
+    assert {k: f["index keys written"] for k, f in store[ad.WIDE].items()} == \
+        {k: f["index keys written"] for k, f in store["one collection"].items()}
+    assert wide[ad.DISTINCT]["round trips"] == 1 and wide[ad.DISTINCT]["docs returned"] == fleet
+    if explained:  # SecantusDB plans the $group on that index: a real MongoDB's DISTINCT_SCAN, a key an aircraft
+        assert (wide[ad.DISTINCT]["keys examined"], wide[ad.DISTINCT]["docs examined"]) == (fleet, fleet)
+        assert wide[ad.LOOKUP]["keys examined"] == 2 * fleet
+        track = _forms(costs, ad.WIDE, "one aircraft's reports")
+        assert all(f["keys examined"] == f["docs examined"] == n for f in track.values())  # its range, no more
     day = Workload("t", tuple(Operation(op, "write" if op == "store a report" else "read", 1, "-", "-", "-")
                               for op in costs["one collection"]))
     assert day.billed(costs)["one collection"]["latest position of a fleet"] != ad.LOOP
+    # the day's share of new aircraft weighs the one measured: none new, only the reports are written
+    remembering, new = "one insert a batch" + ad.NEW, len({m["icao24"] for m in msgs[-80:]}) > 1
+    assert store["one collection"][remembering]["docs written"] * 80 == pytest.approx(80 + new)
+    for share in (0, 0.5):
+        weighed = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2, new_aircraft=share)
+        assert _forms(weighed, "one collection", "store a report")[remembering]["docs written"] * 80 == \
+            pytest.approx(80 + share * new)
     # reads from a collection the caller filled: the same answers as from the fresh copies
     ad.ingest(db, msgs)
     again = ad.tracker_costs(db, code, msgs, plane, batch_size=40, counted=2, single=ad.COLLECTION)
@@ -664,60 +713,79 @@ def test_rekey_survives_a_killed_process(test_uri, transaction):
 
 
 def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
-    """The checkers of exercises 4.1-4.3 accept the right answer and refuse a wrong one, on every backend."""
+    """The checkers of exercises 4.1-4.3 accept the right answer and refuse a wrong one, on every backend.
+    4.1 runs the learner's function on its own copy of the three collections, changed first: an answer
+    computed before the call, or read from other collections, is refused."""
     import bson
 
     from helpers.exercises import evaluate
 
     db, _ = loaded_once
     coll = db[ad.COLLECTION]
-    last = {}
-    for d in ad.airline_all(db, "EWG"):
-        if d["recordType"] == ad.REPORT:
-            last[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
-    # every right form in one round trip passes: the $lookup, the $group with $first
-    assert evaluate("4.1", lambda a: ad.latest_positions(db, a), db=db, airline="EWG")[0] == "correct"
-    def group(a):
-        return {d["_id"]: (d["timestamp"], d["lat"], d["lon"]) for d in coll.aggregate(ad.fleet_latest_group_pipeline(a))}
-    assert evaluate("4.1", group, db=db, airline="EWG")[0] == "correct"
-    assert "a function" in evaluate("4.1", last, db=db, airline="EWG")[1]
-    assert "another position" in evaluate("4.1", lambda a: {**last, next(iter(last)): (0, 0.0, 0.0)},
-                                          db=db, airline="EWG")[1]
+    src = {kind: db[f"t41_{kind}"] for kind in ("aircraft", "reports")}  # 4.4's three collections, for EWG
+    for kind, record in (("aircraft", ad.AIRCRAFT), ("reports", ad.REPORT)):
+        src[kind].drop()
+        src[kind].insert_many([{k: v for k, v in d.items() if k != "recordType"}
+                               for d in coll.find({"recordType": record, "airline": "EWG"})])
+    src["aircraft"].create_index([("airline", 1), ("icao24", 1)])
+    src["reports"].create_index([("airline", 1), ("icao24", 1), ("timestamp", 1)])
+    given = {"aircraft": src["aircraft"], "reports": src["reports"], "airline": "EWG"}
+    before = set(db.list_collection_names())
 
-    def loop(a):  # right, but a round trip per aircraft
-        return {p["icao24"]: (r["timestamp"], r["lat"], r["lon"]) for p in ad.fleet(db, a)
-                for r in [ad.latest_report(db, a, p["icao24"])]}
-    assert "round trips" in evaluate("4.1", loop, db=db, airline="EWG")[1]
-    kept = dict(last)  # the answer computed before the call: no read of the server, refused
-    assert "no round trip" in evaluate("4.1", lambda a: dict(kept), db=db, airline="EWG")[1]
+    def lookup(aircraft, reports, a):  # the solution's form
+        newest = {"airline": 1, "icao24": 1, "timestamp": -1}
+        return {p["icao24"]: (p["last"]["timestamp"], p["last"]["lat"], p["last"]["lon"]) for p in aircraft.aggregate([
+            {"$match": {"airline": a}},
+            {"$lookup": {"from": reports.name, "localField": "icao24", "foreignField": "icao24", "as": "last",
+                         "pipeline": [{"$match": {"airline": a}}, {"$sort": newest}, {"$limit": 1}]}},
+            {"$unwind": "$last"}])}
 
-    def everything(a):  # one round trip, but every report
+    def group(aircraft, reports, a):
+        return {d["_id"]: (d["timestamp"], d["lat"], d["lon"]) for d in reports.aggregate([
+            {"$match": {"airline": a}}, {"$sort": {"airline": 1, "icao24": 1, "timestamp": -1}},
+            {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}}])}
+    for right in (lookup, group):  # every right form in one round trip passes
+        assert evaluate("4.1", right, **given)[0] == "correct", right.__name__
+    assert set(db.list_collection_names()) == before  # the check's copies are gone
+    kept = lookup(src["aircraft"], src["reports"], "EWG")  # computed before the call
+    assert "a function" in evaluate("4.1", kept, **given)[1]
+    # a dummy query plus the answer kept: one round trip, the right size, but blind to the check's change
+    assert "newer report" in evaluate("4.1", lambda p, r, a: (r.find_one({}), dict(kept))[1], **given)[1]
+    # the right form on other collections than those given (the notebook's own): the same, refused
+    assert "newer report" in evaluate("4.1", lambda p, r, a: lookup(src["aircraft"], src["reports"], a), **given)[1]
+    assert "another position" in evaluate(
+        "4.1", lambda p, r, a: {k: (0, 0.0, 0.0) for k in lookup(p, r, a)}, **given)[1]
+
+    def loop(aircraft, reports, a):  # right, but a round trip per aircraft
+        return {p["icao24"]: (d["timestamp"], d["lat"], d["lon"]) for p in aircraft.find({"airline": a})
+                for d in [reports.find_one({"airline": a, "icao24": p["icao24"]}, sort=[("timestamp", -1)])]}
+    assert "round trips" in evaluate("4.1", loop, **given)[1]
+
+    def everything(aircraft, reports, a):  # one round trip, but every report
         out = {}
-        for d in ad.airline_all(db, a):
-            if d["recordType"] == ad.REPORT:
-                out[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
+        for d in reports.find({"airline": a}, sort=[("timestamp", 1)], batch_size=10_000):
+            out[d["icao24"]] = (d["timestamp"], d["lat"], d["lon"])
         return out
-    assert "documents for" in evaluate("4.1", everything, db=db, airline="EWG")[1]
+    assert "documents for" in evaluate("4.1", everything, **given)[1]
 
-    def pushed(a):  # one round trip, a document per aircraft, but each with every report ($push)
-        lo, hi = ad.prefix_bounds(ad.make_id(a) + "_")
-        return {d["_id"]: max((r["timestamp"], r["lat"], r["lon"]) for r in d["all"]) for d in coll.aggregate([
-            {"$match": {"recordType": ad.REPORT, "_id": {"$gte": lo, "$lt": hi}}},
-            {"$group": {"_id": "$icao24", "all": {"$push": "$$ROOT"}}}], batchSize=10_000)}
-    assert "not all of them ($push)" in evaluate("4.1", pushed, db=db, airline="EWG")[1]
+    def pushed(aircraft, reports, a):  # one round trip, a document per aircraft, but each with every report ($push)
+        return {d["_id"]: max((r["timestamp"], r["lat"], r["lon"]) for r in d["all"]) for d in reports.aggregate([
+            {"$match": {"airline": a}}, {"$group": {"_id": "$icao24", "all": {"$push": "$$ROOT"}}}], batchSize=10_000)}
+    assert "not all of them ($push)" in evaluate("4.1", pushed, **given)[1]
 
-    def top(a):  # $top (MongoDB 5.2+), where the engine runs it
-        lo, hi = ad.prefix_bounds(ad.make_id(a) + "_")
-        return {d["_id"]: tuple(d["last"]) for d in coll.aggregate([
-            {"$match": {"recordType": ad.REPORT, "_id": {"$gte": lo, "$lt": hi}}},
+    def top(aircraft, reports, a):  # $top (MongoDB 5.2+), where the engine runs it
+        return {d["_id"]: tuple(d["last"]) for d in reports.aggregate([
+            {"$match": {"airline": a}},
             {"$group": {"_id": "$icao24", "last": {"$top": {"sortBy": {"timestamp": -1},
                                                             "output": ["$timestamp", "$lat", "$lon"]}}}}], batchSize=10_000)}
     try:
-        top("EWG")
+        top(src["aircraft"], src["reports"], "EWG")
     except (pymongo.errors.OperationFailure, NotImplementedError):  # an engine without $top (the mock)
         pass
     else:
-        assert evaluate("4.1", top, db=db, airline="EWG")[0] == "correct"
+        assert evaluate("4.1", top, **given)[0] == "correct"
+    for c in src.values():
+        c.drop()
     assert evaluate("4.2", ({"_id": {"$regex": "_3c56ed_"}}, "unanchored"), aerodata=coll)[0] == "correct"
     assert "matches nothing" in evaluate("4.2", ({"_id": {"$regex": "_ffffff_"}}, "unanchored"), aerodata=coll)[1]
     sizes = [len(bson.encode(d)) for d in coll.find({"recordType": ad.REPORT})]

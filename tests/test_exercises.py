@@ -542,7 +542,8 @@ def _rt(round_trips, written=0):
     return {"round trips": round_trips, "docs returned": 0, "bytes returned": 0, "docs written": written}
 
 
-def test_exercise_4_7_takes_the_subsets_extra_documents_written_a_day():
+def test_exercise_4_7_takes_the_airline_subsets_extra_documents_written_a_day():
+    from helpers.aerodata import IN_AIRLINE
     from helpers.workload import Operation, Workload
 
     workload = Workload("tracker", (Operation("store a report", "write", 10_000, "any", "x", "assumption: a test"),
@@ -552,11 +553,12 @@ def test_exercise_4_7_takes_the_subsets_extra_documents_written_a_day():
         return {"store a report": {**_rt(1, written), "index keys written": 2},
                 "latest position of a fleet": {**_rt(1), "bytes returned": 100}}
 
-    costs = {"one collection": design(1), "one collection + subset": design(1.1)}
+    costs = {"one collection": design(1), "one collection + subset": design(1.5), IN_AIRLINE: design(1.1)}
     assert evaluate("4.7", 1_000, workload=workload, designs=costs)[0] == "correct"
     assert evaluate("4.7", 1_000.0, workload=workload, designs=costs)[0] == "correct"
     assert "subtract one collection" in evaluate("4.7", 11_000, workload=workload, designs=costs)[1]
-    for wrong in (0, -1_000, 10_000, "1000", True):
+    assert "in each aircraft" in evaluate("4.7", 5_000, workload=workload, designs=costs)[1]
+    for wrong in (0, -1_000, 10_000, 5_000, "1000", True):
         assert evaluate("4.7", wrong, workload=workload, designs=costs)[0] == "not right yet", wrong
 
 

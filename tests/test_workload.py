@@ -1,6 +1,8 @@
 """helpers.workload: a workload's operations, and measured costs weighed by their rates."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from helpers.counting import CommandCounter, count_commands
@@ -294,3 +296,54 @@ def test_a_form_that_left_a_server_cursor_open_is_refused_with_what_to_do(db):
     assert _workload().weigh(both).loc["x", "round trips / day"] == 1000 + 10
     note = _workload().contest(both).loc[("x", "read a post", "batchSize=1"), "note"]
     assert "left 1 server cursor open" in note and "killCursors" in note
+
+
+def _retention(reports_per_day, drop_rate=1):
+    """A day of reports (1 round trip, 2 index keys each) and a retention run once a day: a delete_many
+    (1 round trip, deletes every report's 2 keys) or a drop of yesterday's collection and a createIndexes
+    (2 round trips, no index key)."""
+    w = Workload("telemetry", (
+        Operation("add a report", "write", reports_per_day, "< 1 s", "nothing", "assumption"),
+        Operation("retention", "write", drop_rate, "background", "nothing", "assumption: once a day"),
+    ))
+    keys = 2 * reports_per_day
+    forms = Forms({"delete_many": {**_cost(1, 0, 0, reports_per_day), "index keys written": keys},
+                   "drop yesterday's collection": {**_cost(2, 0, 0, 0), "index keys written": 0}})
+    costs = {"by day": {"add a report": {**_cost(1, 0, 0, 1), "index keys written": 2}, "retention": forms}}
+    return w, costs
+
+
+def test_a_form_is_judged_by_what_it_costs_the_day_not_one_run():
+    w, costs = _retention(20_000)
+    # 1 round trip a day more, against a day of 20,001 (a share of 3 % of it: 300 an operation): a tie on
+    # round trips, and the index keys decide: the drop saves the day's 40,000
+    assert w.billed(costs)["by day"]["retention"] == "drop yesterday's collection"
+    daily = w.weigh(costs)
+    assert daily.loc["by day", "round trips / day"] == 20_000 + 2
+    assert daily.loc["by day", "index keys written / day"] == 40_000
+    table = w.contest(costs)
+    assert table.loc[("by day", "retention", "drop yesterday's collection"), "billed"] == "billed"
+    assert table.loc[("by day", "retention", "delete_many"), "note"] == (
+        "against the billed form: -1 round trips / day, +40,000 index keys written / day")
+    # the per-run cheaper form still wins when its round trips are more than the day's margin allows
+    small, costs = _retention(10)  # a day of 11 round trips: 1 more is 9 %
+    assert small.billed(costs)["by day"]["retention"] == "delete_many"
+    busy, costs = _retention(20_000, drop_rate=1_000)  # 1,000 round trips a day more, against 22,000
+    assert busy.billed(costs)["by day"]["retention"] == "delete_many"
+    exact = Workload("w", w.operations, margin=0.0)  # no margin: only exact ties
+    assert exact.billed(_retention(20_000)[1])["by day"]["retention"] == "delete_many"
+
+
+def test_the_days_margin_is_shared_so_the_whole_day_stays_within_it():
+    # four operations of 1,000 runs a day at 1 round trip, each with a form 1 round trip more per run for
+    # 0 documents examined: each alone would be 1,000 of a day of 4,000 round trips (25 %), so none ties
+    ops = tuple(Operation(f"op {i}", "read", 1_000, "< 1 s", "one", "assumption") for i in range(4))
+    forms = Forms({"lean": {**_cost(1), "docs examined": 5}, "one more": {**_cost(2), "docs examined": 0}})
+    costs = {"d": {o.name: forms for o in ops}}
+    w = Workload("w", ops, margin=0.3)
+    assert set(w.billed(costs)["d"].values()) == {"lean"}  # 4 x 1,000 more is 100 % of the day, not 30 %
+    rare = Workload("w", ops[:3] + (replace(ops[3], per_day=10),), margin=0.3)
+    billed = rare.billed(costs)["d"]  # a day of 3,010: 30 % is 903, a share of 226 an operation
+    assert billed == {"op 0": "lean", "op 1": "lean", "op 2": "lean", "op 3": "one more"}
+    extra = rare.weigh(costs).loc["d", "round trips / day"] - 3_010
+    assert 0 < extra <= 0.3 * 3_010

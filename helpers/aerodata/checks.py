@@ -1,50 +1,82 @@
 """Checkers of notebook 04 (aircraft tracking in one polymorphic collection)."""
 from __future__ import annotations
 
+import random
+import uuid
 from typing import Any
 
 import bson
 
 from ..counting import count_commands
 from ..exercises import exercise, shown
+from ..safety import forget, is_workbook_collection, workbook_collection
 from ..sizes import human_bytes
-from . import COLLECTION, GEO_FIELD, airline_of_callsign, distance_km, make_id, prefix_bounds
+from . import GEO_FIELD, IN_AIRLINE, airline_of_callsign, distance_km, make_id, message_number
 
 # the givens of exercise 4.3, as its text states them
 _DAYS, _REPORTS_PER_DAY = 7, 2_500_000
 
 
-@exercise("4.1", hint="def last_positions(airline): one aggregate on 4.4's collections (aircraft_c or reports_c), "
+@exercise("4.1", hint="def last_positions(aircraft, reports, airline): one aggregate on the collections it is given "
+                      "(aircraft or reports), "
                       "https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html#pymongo.collection.Collection.aggregate")
-def last_positions(answer: Any, *, db: Any, airline: str) -> str | None:
-    """Call the learner's ``last_positions(airline)`` counting its commands: the right
-    ``{icao24: (timestamp, lat, lon)}`` for the airline's fleet, in one round trip, with no more
-    documents returned than aircraft and a small reply (at most twice an aircraft and a report per
-    aircraft, in bytes): any form that keeps one report per aircraft on the server (a ``$lookup``
-    sub-pipeline with ``$limit``, ``$group`` with ``$first`` after a ``$sort``, ``$top``, ...)."""
+def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) -> str | None:
+    """Call the learner's ``last_positions(aircraft, reports, airline)`` on this check's own copy of the
+    airline's aircraft and reports (fresh collections under a random name, with 4.4's indexes), into
+    which it first adds a newer report of one aircraft, so that only an answer read inside the call
+    from the collections given can be right; counting its commands: the right ``{icao24: (timestamp,
+    lat, lon)}``, in one round trip, with no more documents returned than aircraft and a small reply (at
+    most twice an aircraft and a report per aircraft, in bytes): any form that keeps one report per
+    aircraft on the server (a ``$lookup`` sub-pipeline with ``$limit``, ``$group`` with ``$first``
+    after a ``$sort``, ``$top``, ...)."""
     if not callable(answer):
-        return "last_positions should be a function: def last_positions(airline): ... returning {icao24: (timestamp, lat, lon)}"
-    want: dict[str, tuple] = {}  # one query, independent of the answer's: the airline's range of the
-    lo, hi = prefix_bounds(make_id(airline) + "_")  # {recordType, _id} index, a range on every engine
-    largest = {2: 0, 3: 0}  # the largest aircraft and report documents, in bytes
-    for r in db[COLLECTION].find({"recordType": {"$in": [2, 3]}, "_id": {"$gte": lo, "$lt": hi}}, batch_size=100_000):
-        largest[r["recordType"]] = max(largest[r["recordType"]], len(bson.encode(r)))
-        if r["recordType"] == 3:
-            want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
-    small = 2 * len(want) * (largest[2] + largest[3])  # an aircraft and one report each, twice over
-    with count_commands() as cost:
-        got = answer(airline)
+        return ("last_positions should be a function: def last_positions(aircraft, reports, airline): ... "
+                "returning {icao24: (timestamp, lat, lon)}")
+    planes = list(aircraft.find({"airline": airline}, batch_size=100_000))
+    rows = list(reports.find({"airline": airline}, batch_size=100_000))
+    if not planes or not rows:
+        return f"aircraft_c and reports_c hold no {airline} documents: run section 4.4 again"
+    db, tag = reports.database, uuid.uuid4().hex[:8]  # one copy per call: two kernels never share (or drop) it
+    names = [f"exercise_4_1_{kind}_{tag}" for kind in ("aircraft", "reports")]
+    for name in names:
+        workbook_collection(db, name, create=False)  # a collection of somebody else's is refused, never dropped
+    rng = random.Random(tag)
+    plane = rng.choice(sorted({r["icao24"] for r in rows}))  # the aircraft the check moves
+    last = max((r for r in rows if r["icao24"] == plane), key=lambda r: r["timestamp"])
+    when = last["timestamp"] + rng.randint(1, 600)
+    moved = {**last, "_id": make_id(airline, plane, message_number(when)), "timestamp": when,
+             "lat": round(last["lat"] + rng.uniform(-0.5, 0.5), 6), "lon": round(last["lon"] + rng.uniform(-0.5, 0.5), 6)}
+    try:
+        a_c, r_c = (workbook_collection(db, name) for name in names)
+        for source, copy in ((aircraft, a_c), (reports, r_c)):
+            for index in source.index_information().values():
+                if index["key"] != [("_id", 1)]:
+                    copy.create_index(index["key"])
+        a_c.insert_many(planes)
+        r_c.insert_many(rows + [moved])
+        with count_commands() as cost:
+            got = answer(a_c, r_c, airline)
+    finally:
+        for name in names:
+            if is_workbook_collection(db, name):  # only the copies this call made
+                db.drop_collection(name)
+        forget(db, names)
+    want: dict[str, tuple] = {}
+    for r in rows + [moved]:
+        want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
+    small = 2 * len(want) * (max(len(bson.encode(p)) for p in planes) + max(len(bson.encode(r)) for r in rows))
     if not isinstance(got, dict):
-        return f"last_positions('{airline}') returned {shown(got)}: return a dict {{icao24: (timestamp, lat, lon)}}"
+        return f"last_positions(aircraft, reports, '{airline}') returned {shown(got)}: return a dict {{icao24: (timestamp, lat, lon)}}"
     if set(got) != set(want):
         return f"expected the {len(want)} aircraft of {airline}'s fleet, got {len(got)} keys"
+    if isinstance(got[plane], (tuple, list)) and tuple(got[plane]) == (last["timestamp"], last["lat"], last["lon"]):
+        return (f"{plane} has a newer report in the collections the check passed: read the positions inside "
+                f"last_positions, from its aircraft and reports arguments (not aircraft_c, reports_c or an answer "
+                f"computed before)")
     wrong = sorted(k for k in want if not isinstance(got[k], (tuple, list)) or tuple(got[k]) != want[k])
     if wrong:
         return (f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}: the latest report is the one with "
                 f"the greatest timestamp (sort newest first, then keep one per aircraft)")
-    if cost.round_trips == 0:
-        return ("it made no round trip: the answer was computed or kept before the call; read the positions "
-                "from the server inside last_positions, in one aggregate")
     if cost.round_trips > 1:
         return (f"it took {cost.round_trips} round trips ({', '.join(sorted(set(cost.commands)))}); one aggregate is "
                 f"enough: the fleet with a $lookup whose pipeline sorts the aircraft's reports newest first and "
@@ -160,20 +192,22 @@ def region_rules(answer: Any, *, aerodata: Any) -> str | None:
     return None
 
 
-@exercise("4.7", hint="tracker.weigh(designs) has a 'docs written / day' column: the subset's row minus one "
-                      "collection's")
+@exercise("4.7", hint="tracker.weigh(designs) has a 'docs written / day' column: the airline's subset's row "
+                      "(ad.IN_AIRLINE) minus one collection's")
 def subset_extra_writes(answer: Any, *, workload: Any, designs: Any) -> str | None:
-    """How many more documents a day the subset writes than one collection: its update of every
-    aircraft in range on every batch, which no refresh of the map wins back (the map examines 13
-    documents in both designs)."""
+    """How many more documents a day the subset in the airline writes than one collection: the
+    followed airline's update on every batch that hears it, the price of its one-document map."""
     if isinstance(answer, bool) or not isinstance(answer, (int, float)):
         return f"{shown(answer)} is not a number of documents a day"
     day = workload.weigh(designs)["docs written / day"]
-    want = day["one collection + subset"] - day["one collection"]
+    want = day[IN_AIRLINE] - day["one collection"]
     if abs(answer - want) <= 0.01 * abs(want):
         return None
-    if abs(answer - day["one collection + subset"]) <= 0.01 * abs(want):
-        return f"{answer:,.0f} is every document the subset writes a day; subtract one collection's"
+    if abs(answer - day[IN_AIRLINE]) <= 0.01 * abs(want):
+        return f"{answer:,.0f} is every document the airline's subset writes a day; subtract one collection's"
+    other = day.get("one collection + subset")
+    if other is not None and abs(answer - (other - day["one collection"])) <= 0.01 * abs(want):
+        return f"{answer:,.0f} is what the subset in each aircraft adds; take the row of the subset in the airline"
     return f"{answer:,.0f} is not the difference of the two rows of 'docs written / day'"
 
 

@@ -13,7 +13,7 @@ note where the engine's plan is not a real MongoDB's. The lesson imports it from
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from ..backends import info_of
 from ..counting import count_commands
@@ -33,9 +33,9 @@ from .queries import (
     prefix_regex,
     subset_latest_pipeline,
 )
-from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
+from .store import _push_last_reports, batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -47,10 +47,24 @@ DISTINCT = "one aggregate: the index backwards, $group $first (DISTINCT_SCAN)"
 BULK = "one bulkWrite a batch (MongoDB 8.0+)"
 #: the subset's batch as one update command: an upsert per document (one collection, any version)
 UPSERTS = "one update command a batch (an upsert per document)"
-#: the default batch stored: the workload's 2.5 M reports a day over the map's 10 s freshness (289 messages)
-RECEIVER_BATCH = round(2_500_000 * 10 / 86_400)
+
+
+def receiver_batch(per_second: float, refresh_s: int, reports_per_second: int = 1) -> tuple[int, int]:
+    """One refresh of a receiver's traffic, as the bill batches it: ``(aircraft, messages)``, the
+    aircraft heard at once (``per_second`` reports a second, ``reports_per_second`` each) and the
+    ``refresh_s`` seconds of reports they send (what :func:`receiver_batches` takes of each). Notebook 04 (4.12)."""
+    aircraft = round(per_second / reports_per_second)
+    return aircraft, aircraft * refresh_s * reports_per_second
+
+
+#: the default batch stored: the workload's 2.5 M reports a day over the map's 10 s freshness (29 aircraft, 290 messages)
+RECEIVER_BATCH = receiver_batch(2_500_000 / 86_400, 10)[1]
 #: the subset held by the airline: one document for the whole fleet's map
 IN_AIRLINE = "one collection + subset in the airline"
+#: one collection whose second index is {recordType, airline, icao24, _id} (the fleet's fields) in place of
+#: {recordType, _id}: the same keys written, and the DISTINCT_SCAN map of three collections
+WIDE_INDEX = [("recordType", 1), ("airline", 1), ("icao24", 1), ("_id", 1)]
+WIDE = "one collection (fleet index)"
 AIRLINE_UPSERTS = "one update command a batch (an upsert per document, a pipeline per airline)"
 #: a store form whose writer remembers the parents it stored: it sends an airline or aircraft only when new
 #: (none refused), in the same command
@@ -186,29 +200,38 @@ def _bulk_write(db: Any, models: list[Any]) -> tuple[int, int]:
     return result.matched_count, inserts - result.inserted_count
 
 
-def _ingest_writer(coll: Any, keep_last: int) -> Callable[[list], tuple[None, int]]:
-    """``ingest``'s batch (:func:`ingest_batch`, with ``keep_last`` its ``$push``) as a store form: each
-    batch's ``(None, refused)``, the inserts the ``_id`` index refused (parents already stored, re-sent reports)."""
+def _ingest_writer(coll: Any, keep_last: int, airlines: Collection[str] | None = None) -> Callable[[list], tuple[None, int]]:
+    """``ingest``'s batch (:func:`ingest_batch`, with ``keep_last`` its ``$push``, onto the aircraft of
+    ``airlines`` only where given) as a store form: each batch's ``(None, refused)``, the inserts the
+    ``_id`` index refused (parents already stored, re-sent reports)."""
     def write(part: list[dict[str, Any]]) -> tuple[None, int]:
-        batch, result = list(enumerate(part)), IngestResult()
+        batch = list(enumerate(part))
         parents, reports = batch_documents(batch, IngestResult())
-        ingest_batch(coll, batch, result, keep_last)
-        return None, len(parents) + len(reports) - result.inserted - result.airlines_created - result.aircraft_created
+        docs = [parents[k] for k in sorted(parents)] + [reports[k] for k in sorted(reports)]
+        stored, refused = insert_new(coll, docs)
+        pushed = [d for d in stored if d["recordType"] == REPORT and (airlines is None or d["airline"] in airlines)]
+        if keep_last and pushed:
+            _push_last_reports(coll, pushed, keep_last)
+        return None, refused
     return write
 
 
-def subset_statements(part: list[dict[str, Any]], keep_last: int = 1) -> list[tuple[str, dict, dict | None]]:
+def subset_statements(part: list[dict[str, Any]], keep_last: int = 1,
+                      airlines: Collection[str] | None = None) -> list[tuple[str, dict, dict | None]]:
     """The subset design's batch ``part`` (validated messages) as statements that may run in any order
     (an unordered bulk promises none): ``("insert", document, None)`` for each airline and report, and
     one ``("upsert", filter, update)`` per aircraft that creates it if new (``$setOnInsert``) and pushes
-    its newest reports (``$push`` with ``$sort`` and ``$slice``), so no statement depends on another."""
+    its newest reports (``$push`` with ``$sort`` and ``$slice``), so no statement depends on another.
+    ``airlines``: the airlines whose maps are read (None: every airline); another airline's aircraft is
+    a plain insert, its subset never kept."""
     parents, reports = batch_documents(list(enumerate(part)), IngestResult())
     newest: dict[str, list[dict[str, Any]]] = {}
     for r in reports.values():
-        newest.setdefault(make_id(r["airline"], r["icao24"]), []).append(
-            {k: r[k] for k in ("_id", "timestamp", "lat", "lon")})
+        if airlines is None or r["airline"] in airlines:
+            newest.setdefault(make_id(r["airline"], r["icao24"]), []).append(
+                {k: r[k] for k in ("_id", "timestamp", "lat", "lon")})
     out: list[tuple[str, dict, dict | None]] = [("insert", d, None) for _, d in sorted({
-        **{k: v for k, v in parents.items() if v["recordType"] == AIRLINE}, **reports}.items())]
+        **{k: v for k, v in parents.items() if v["recordType"] == AIRLINE or k not in newest}, **reports}.items())]
     for aid, items in sorted(newest.items()):
         fields = {k: v for k, v in parents[aid].items() if k != "_id"}
         out.append(("upsert", {"_id": aid}, {"$setOnInsert": fields, "$push": {"last_reports": {
@@ -217,18 +240,22 @@ def subset_statements(part: list[dict[str, Any]], keep_last: int = 1) -> list[tu
     return out
 
 
-def airline_fleet_statements(part: list[dict[str, Any]]) -> list[tuple[str, dict, Any]]:
+def airline_fleet_statements(part: list[dict[str, Any]],
+                             airlines: Collection[str] | None = None) -> list[tuple[str, dict, Any]]:
     """The subset held by the airline: batch ``part`` (validated messages) as statements that may run in
     any order: ``("insert", document, None)`` for each aircraft and report, and one ``("upsert", filter,
     pipeline)`` per airline that creates it if new (each field ``$ifNull`` its stored value) and sets
     ``fleet.<icao24>`` to the batch's newest report of each of its aircraft unless the stored one is newer
-    (a re-sent or late message never moves an aircraft back): ``{timestamp, lat, lon}``, the map's fields."""
+    (a re-sent or late message never moves an aircraft back): ``{timestamp, lat, lon}``, the map's fields.
+    ``airlines``: the airlines whose maps are read (None: every airline); another airline is a plain
+    insert, its fleet never kept."""
     parents, reports = batch_documents(list(enumerate(part)), IngestResult())
     newest: dict[str, dict[str, dict[str, Any]]] = {}
     for r in sorted(reports.values(), key=lambda r: r["timestamp"]):
-        newest.setdefault(r["airline"], {})[r["icao24"]] = {k: r[k] for k in ("timestamp", "lat", "lon")}
+        if airlines is None or r["airline"] in airlines:
+            newest.setdefault(r["airline"], {})[r["icao24"]] = {k: r[k] for k in ("timestamp", "lat", "lon")}
     out: list[tuple[str, dict, Any]] = [("insert", d, None) for _, d in sorted({
-        **{k: v for k, v in parents.items() if v["recordType"] == AIRCRAFT}, **reports}.items())]
+        **{k: v for k, v in parents.items() if v["recordType"] == AIRCRAFT or k not in newest}, **reports}.items())]
     for code, planes in sorted(newest.items()):
         fields = {f: {"$ifNull": [f"${f}", {"$literal": v}]} for f, v in parents[code].items() if f != "_id"}
         fleet = {"$mergeObjects": [{"$ifNull": ["$fleet", {}]}, {plane: {"$cond": [
@@ -260,51 +287,25 @@ def _single_new_writer(coll: Any, seen: set) -> Callable[[list], tuple[None, int
     return write
 
 
-def _airline_writer(db: Any, coll: Any, how: str, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
-    """The subset held by the airline, :func:`airline_fleet_statements` as one command a batch: ``how``
-    ``"bulk"`` a client ``bulkWrite`` (MongoDB 8.0+, a re-sent report refused), ``"upserts"`` one
-    ``update`` command (each insert an upsert with ``$setOnInsert``: any version)."""
+def _statements_writer(db: Any, coll: Any, statements: Callable[[list], list[tuple[str, dict, Any]]], how: str,
+                       seen: set | None = None) -> Callable[[list], tuple[int, int]]:
+    """A subset design's batch as one command: ``statements(part)`` (:func:`subset_statements` or
+    :func:`airline_fleet_statements`, their arguments bound) without the parents in ``seen``
+    (:func:`_unseen`); ``how`` ``"bulk"`` one client ``bulkWrite`` (MongoDB 8.0+; a re-sent report
+    refused, code 11000), ``"upserts"`` one ``update`` command (one collection: any version), each insert
+    an upsert that sets the document only if it is new (``$setOnInsert``: a re-sent report changes nothing)."""
     from pymongo import InsertOne, UpdateOne
 
     ns = f"{db.name}.{coll.name}"
 
     def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        statements = _unseen(airline_fleet_statements(part), seen)
+        kept = _unseen(statements(part), seen)
         if how == "bulk":
             return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
-                                    UpdateOne(doc, update, upsert=True, namespace=ns)
-                                    for kind, doc, update in statements])
+                                    UpdateOne(doc, update, upsert=True, namespace=ns) for kind, doc, update in kept])
         models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
                             upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
-                  for kind, doc, update in statements]
-        return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
-    return write
-
-
-def _subset_bulk_writer(db: Any, coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
-    """The subset design's batch as one client ``bulkWrite`` (MongoDB 8.0+), unordered:
-    :func:`subset_statements`, each an insert (a re-sent report refused, code 11000) or an upsert."""
-    from pymongo import InsertOne, UpdateOne
-
-    ns = f"{db.name}.{coll.name}"
-
-    def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        return _bulk_write(db, [InsertOne(doc, namespace=ns) if kind == "insert" else
-                                UpdateOne(doc, update, upsert=True, namespace=ns)
-                                for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)])
-    return write
-
-
-def _subset_upserts_writer(coll: Any, keep_last: int, seen: set | None = None) -> Callable[[list], tuple[int, int]]:
-    """The subset design's batch as one ``update`` command (one collection: any MongoDB version), unordered:
-    :func:`subset_statements` with each insert an upsert that sets the document only if it is new
-    (``$setOnInsert``: a re-sent report changes nothing)."""
-    from pymongo import UpdateOne
-
-    def write(part: list[dict[str, Any]]) -> tuple[int, int]:
-        models = [UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": {k: v for k, v in doc.items() if k != "_id"}},
-                            upsert=True) if kind == "insert" else UpdateOne(doc, update, upsert=True)
-                  for kind, doc, update in _unseen(subset_statements(part, keep_last), seen)]
+                  for kind, doc, update in kept]
         return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
     return write
 
@@ -348,85 +349,116 @@ def _positions(docs: Any) -> dict[str, tuple]:
 def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], icao24: str, *,
                   batches: Sequence[Sequence[Mapping[str, Any]]] | None = None, batch_size: int = RECEIVER_BATCH,
                   counted: int = 3, keep_last: int = 1, single: str | None = None,
-                  three: tuple[str, str, str] | None = None) -> dict[str, dict[str, Forms]]:
+                  three: tuple[str, str, str] | None = None, new_aircraft: float | None = None) -> dict[str, dict[str, Forms]]:
     """Every form of every operation of notebook 04's tracker workload, per design, measured:
     ``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`.
 
     Storing is counted per report over ``batches`` (the whole receiver's traffic, e.g.
     :func:`receiver_batches`; by default the last ``counted`` batches of ``batch_size`` of ``messages``)
     in fresh workbook collections (``aero_cost_*``) that already hold the batches' airlines and aircraft
-    but one, the aircraft heard first last (a tracker that has been running: the workload's 3,000
-    flights a day make a new aircraft about every 30 s, one in three batches of 10 s), with the indexes the reads need (no ``2dsphere``: the workload
+    but one, the aircraft heard first last (a tracker that has been running), with the indexes the
+    reads need (no ``2dsphere``: the workload
     has no geo query; it would add one key per report to every design alike); creating them is not
     counted. Each read is counted once on collections holding ``messages`` (one airline's reports, in
     arrival order): ``single`` and the three names in ``three`` where the caller already stored them
     that way (else fresh copies), a fresh subset copy (``keep_last`` reports per aircraft) for the
     subset design. The reads: one aircraft's reports (``icao24``), the latest position of every
-    aircraft of the fleet, everything for the airline. Notebook 04."""
+    aircraft of the fleet, everything for the airline. The subsets are kept for ``airline`` alone, the
+    map the workload reads (another airline's aircraft and airline are plain inserts). ``new_aircraft``:
+    how many aircraft new to the tracker the batches hold at the day's rate (e.g. the day's airframes
+    over its flights, a fraction); each store form is then measured with that aircraft new and with
+    none, and weighed between (the default: the one new aircraft as measured). Notebook 04."""
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
     if batches is None:
         cut = max(len(docs) - counted * batch_size, 0)
         batches = [docs[i:i + batch_size] for i in range(cut, len(docs), batch_size)]
     batches = [[clean for clean, _ in map(validate_message, b) if clean is not None] for b in batches]
-    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset", "in_airline")}
+    names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset", "in_airline", "wide")}
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
         workbook_collection(db, name, create=False)
     work = _Work(db)
-    parents = list(batch_documents(list(enumerate(d for b in batches for d in b)), IngestResult())[0].values())
-    planes = [p for p in parents if p["recordType"] == AIRCRAFT]  # the one heard first last is new to the tracker
+    every_parent = list(batch_documents(list(enumerate(d for b in batches for d in b)), IngestResult())[0].values())
+    planes = [p for p in every_parent if p["recordType"] == AIRCRAFT]  # the one heard first last is new to the tracker
     new = max(planes, key=lambda p: (p["first_seen"], p["_id"]))["_id"] if len(planes) > 1 else None
-    parents = [p for p in parents if p["_id"] != new]
-    out = {"three collections": _three_collections(db, airline, docs, batches, icao24, names, three, work, new)}
 
-    def fresh(name: str) -> Any:  # a store starts from the same state: the batches' parents stored
+    def indexed(name: str) -> Any:  # the design's second index: the fleet's fields for WIDE
         coll = fresh_collection(db, name)
-        ensure_indexes(db, name)
-        insert_new(coll, [dict(p) for p in parents])
+        if name == names["wide"]:
+            coll.create_index(WIDE_INDEX)
+        else:
+            ensure_indexes(db, name)
         return coll
 
-    single_store = fresh(names["single"])
-    known = {p["_id"] for p in parents}  # what a writer that remembers has stored before the batches
-    stores = {"one collection": {"one insert a batch": _store(
-        _ingest_writer(single_store, 0), batches, [single_store], work)}}
-    single_store = fresh(names["single"])
-    stores["one collection"]["one insert a batch" + NEW] = _store(
-        _single_new_writer(single_store, set(known)), batches, [single_store], work)
-    subset_stores = {}
-    for label, make in ((BULK, lambda c: _subset_bulk_writer(db, c, keep_last)) if work.bulk else (None, None),
-                        (BULK + NEW, lambda c: _subset_bulk_writer(db, c, keep_last, set(known))) if work.bulk else (None, None),
-                        (UPSERTS, lambda c: _subset_upserts_writer(c, keep_last)),
-                        (UPSERTS + NEW, lambda c: _subset_upserts_writer(c, keep_last, set(known))),
-                        ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last))):
-        if label is not None:
-            coll = fresh(names["subset"])
-            subset_stores[label] = _store(make(coll), batches, [coll], work, updated=coll)
-    stores["one collection + subset"] = subset_stores
-    in_airline = {}
-    for label, how, seen in ((BULK, "bulk", None) if work.bulk else (None, None, None),
-                             (BULK + NEW, "bulk", known) if work.bulk else (None, None, None),
-                             (AIRLINE_UPSERTS, "upserts", None), (AIRLINE_UPSERTS + NEW, "upserts", known)):
-        if label is not None:
-            coll = fresh(names["in_airline"])
-            in_airline[label] = _store(_airline_writer(db, coll, how, None if seen is None else set(seen)),
-                                       batches, [coll], work, updated=coll)
-    stores[IN_AIRLINE] = in_airline
+    def measure(new: str | None) -> dict[str, dict[str, dict[str, float]]]:
+        """Every design's store forms, the batches' parents stored before them but the aircraft ``new``."""
+        parents = [p for p in every_parent if p["_id"] != new]
+        stores = {"three collections": _three_collections(db, airline, docs, batches, icao24, names, three, work, new,
+                                                          stores_only=True)}
+
+        def fresh(name: str) -> Any:  # a store starts from the same state: the batches' parents stored
+            coll = indexed(name)
+            insert_new(coll, [dict(p) for p in parents])
+            return coll
+
+        known = {p["_id"] for p in parents}  # what a writer that remembers has stored before the batches
+        followed = {airline}  # the subsets the workload reads: the followed airline's map, kept for it alone
+
+        def in_aircraft(part: list) -> list:
+            return subset_statements(part, keep_last, followed)
+
+        def in_airline(part: list) -> list:
+            return airline_fleet_statements(part, followed)
+
+        for design, forms in (
+                ("one collection", (("one insert a batch", lambda c: _ingest_writer(c, 0), False),
+                                    ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)), False))),
+                (WIDE, (("one insert a batch", lambda c: _ingest_writer(c, 0), False),
+                        ("one insert a batch" + NEW, lambda c: _single_new_writer(c, set(known)), False))),
+                ("one collection + subset", (
+                    *(((BULK, lambda c: _statements_writer(db, c, in_aircraft, "bulk"), True),
+                       (BULK + NEW, lambda c: _statements_writer(db, c, in_aircraft, "bulk", set(known)), True))
+                      if work.bulk else ()),
+                    (UPSERTS, lambda c: _statements_writer(db, c, in_aircraft, "upserts"), True),
+                    (UPSERTS + NEW, lambda c: _statements_writer(db, c, in_aircraft, "upserts", set(known)), True),
+                    ("one insert and one $push a batch", lambda c: _ingest_writer(c, keep_last, followed), True))),
+                (IN_AIRLINE, (
+                    *(((BULK, lambda c: _statements_writer(db, c, in_airline, "bulk"), True),
+                       (BULK + NEW, lambda c: _statements_writer(db, c, in_airline, "bulk", set(known)), True))
+                      if work.bulk else ()),
+                    (AIRLINE_UPSERTS, lambda c: _statements_writer(db, c, in_airline, "upserts"), True),
+                    (AIRLINE_UPSERTS + NEW, lambda c: _statements_writer(db, c, in_airline, "upserts", set(known)), True)))):
+            name = names[{"one collection": "single", WIDE: "wide", IN_AIRLINE: "in_airline"}.get(design, "subset")]
+            stores[design] = {}
+            for label, make, updates in forms:
+                coll = fresh(name)
+                stores[design][label] = _store(make(coll), batches, [coll], work, updated=coll if updates else None)
+        return stores
+
+    # the measured batches hold one aircraft new to the tracker; the day's share, where given, weighs it
+    measured = measure(new)
+    if new is not None and new_aircraft is not None and new_aircraft != 1:
+        none = measure(None)
+        measured = {d: {label: {k: none[d][label][k] + new_aircraft * (v - none[d][label][k]) for k, v in cost.items()}
+                        for label, cost in forms.items()} for d, forms in measured.items()}
+    out = {"three collections": {"store a report": Forms(measured["three collections"]),
+                                 **_three_collections(db, airline, docs, batches, icao24, names, three, work, new)}}
     latest: dict[str, dict] = {}
     load = max(map(len, batches), default=1)  # read copies are stored in the measured batches' size
-    for design, keep, reads_from in (("one collection", 0, single), ("one collection + subset", keep_last, None),
-                                     (IN_AIRLINE, 0, None)):
+    for design, keep, reads_from in (("one collection", 0, single), (WIDE, 0, None),
+                                     ("one collection + subset", keep_last, None), (IN_AIRLINE, 0, None)):
         if reads_from is None:  # a fresh copy of the airline's reports to read from, stored uncounted
-            reads_from = names["in_airline" if design == IN_AIRLINE else "subset" if keep else "single"]
-            coll = fresh_collection(db, reads_from)
-            ensure_indexes(db, reads_from)
-            stored, write = IngestResult(), _airline_writer(db, coll, "upserts")
+            reads_from = names[{IN_AIRLINE: "in_airline", WIDE: "wide"}.get(design, "subset" if keep else "single")]
+            coll, stored = indexed(reads_from), IngestResult()
+            fleet_map = _statements_writer(db, coll, airline_fleet_statements, "upserts") if design == IN_AIRLINE else None
             for i in range(0, len(docs), load):
-                if design == IN_AIRLINE:
-                    write(docs[i:i + load])
+                if fleet_map is not None:
+                    fleet_map(docs[i:i + load])
                 else:
                     ingest_batch(coll, list(enumerate(docs[i:i + load], start=i)), stored, keep)
-        latest[design], reads = _single_reads(db[reads_from], airline, icao24, bool(keep), work,
-                                              in_airline=design == IN_AIRLINE)
-        out[design] = {"store a report": Forms(stores[design]), **reads}
+        latest[design], reads = (_wide_reads(db[reads_from], airline, icao24, work) if design == WIDE else
+                                 _single_reads(db[reads_from], airline, icao24, bool(keep), work,
+                                               in_airline=design == IN_AIRLINE))
+        out[design] = {"store a report": Forms(measured[design]), **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
 
@@ -476,6 +508,61 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
                                                        if modelled else None)}
 
 
+def _uses_index(db: Any, coll: Any, pipeline: list, name: str) -> bool:
+    """Whether the explain of ``pipeline`` on ``coll`` names the index ``name``."""
+    return f"'{name}'" in str(db.command("aggregate", coll.name, pipeline=pipeline, explain=True))
+
+
+def _wide_reads(coll: Any, airline: str, icao24: str, work: _Work) -> tuple[dict, dict[str, Forms]]:
+    """The three reads of one collection indexed ``{recordType, airline, icao24, _id}`` (:data:`WIDE_INDEX`,
+    in place of ``{recordType, _id}``: the same keys written), every form; and the latest positions.
+    The map's ``$group``, sorted in the index's order reversed, is a DISTINCT_SCAN on a real MongoDB,
+    modelled (one key and one document per aircraft) only where this engine's explain plans it on that
+    index; else billed as the engine read it."""
+    order = [k for k, _ in WIDE_INDEX]
+    one = {"recordType": REPORT, "airline": airline, "icao24": icao24}
+    whole = "{recordType: 3, airline, icao24}, whole reports"
+    reports = Forms({label: _read(lambda p=p: list(coll.find(one, p, sort=[(k, 1) for k in order], batch_size=QUERY_BATCH)),
+                                  work.find(coll, one))[0]
+                     for label, p in (("{recordType: 3, airline, icao24}, the track's fields", TRACK), (whole, None))},
+                    teaching={whole: _WHOLE})
+    fleet = {"recordType": AIRCRAFT, "airline": airline}
+    planes = [d["icao24"] for d in coll.find(fleet, {"_id": 0, "icao24": 1}, sort=[(k, 1) for k in order[:3]],
+                                             batch_size=QUERY_BATCH)]
+    backwards = {k: -1 for k in order}
+    lasts, modelled = work.newest(coll, [{**one, "icao24": p} for p in planes], list(backwards.items()))
+    keys, covered = work.covered(coll, fleet, {"_id": 0, "icao24": 1})
+    last = {"timestamp": "$last.timestamp", "lat": "$last.lat", "lon": "$last.lon"}
+    lookup = [{"$match": fleet}, {"$sort": {k: 1 for k in order[:3]}}, {"$project": {"_id": 0, "icao24": 1}},
+              {"$lookup": {"from": coll.name, "localField": "icao24", "foreignField": "icao24", "as": "last",
+                           "pipeline": [{"$match": {"recordType": REPORT, "airline": airline}}, {"$sort": backwards},
+                                        {"$limit": 1}, {"$project": {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1}}]}},
+              {"$unwind": "$last"}, {"$project": {"_id": "$icao24", **last}}]
+    distinct = [{"$match": {"recordType": REPORT, "airline": airline}}, {"$sort": backwards},
+                {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}}]
+    name = "_".join(f"{k}_{d}" for k, d in WIDE_INDEX)
+    planned = work.on and _uses_index(coll.database, coll, distinct, name)
+    scan = ({"keys examined": len(planes), "docs examined": len(planes)} if planned else
+            work.find(coll, {"recordType": REPORT, "airline": airline}))
+    forms, answers = {}, {}
+    for label, fn, w in ((LOOKUP, lambda: _positions(coll.aggregate(lookup, batchSize=QUERY_BATCH)), _add(keys, lasts)),
+                         (DISTINCT, lambda: _positions(coll.aggregate(distinct, batchSize=QUERY_BATCH)), scan)):
+        forms[label], answers[label] = _read(fn, w)
+    _same(answers, "latest position of a fleet (one collection, the fleet's index)")
+    notes = _latest_notes(work, modelled, covered)
+    notes.pop(LOOP)
+    notes.pop(GROUP)
+    if planned:
+        notes[DISTINCT] = work.note(_DISTINCT_SCAN)
+    with count_commands() as c:
+        everything = airline_all(coll.database, airline, collection=coll.name)
+    prefix, by_model = work.id_prefix(coll, {"_id": prefix_regex(make_id(airline))}, len(everything))
+    return answers[DISTINCT], {"one aircraft's reports": reports, "latest position of a fleet": Forms(forms, teaching=notes),
+                               "everything for an airline": Forms({"one find on the _id prefix": {**cost_of(c), **prefix}},
+                                                                  teaching={"one find on the _id prefix": work.note(_ID_PREFIX)}
+                                                                  if by_model else None)}
+
+
 def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Work) -> tuple[Forms, dict]:
     """Latest position of a fleet on the single collection: the ``$lookup`` (the fleet's keys from
     the index, each aircraft's newest report), the ``$group``, the loop."""
@@ -506,11 +593,11 @@ def _single_latest(coll: Any, airline: str, fleet: Mapping[str, Any], work: _Wor
 
 def _three_collections(db: Any, airline: str, docs: list, batches: list[list], icao24: str,
                        names: Mapping[str, str], three: tuple[str, str, str] | None, work: _Work,
-                       new: str | None) -> dict[str, Forms]:
-    """The three-collection design: its store in every form (the batch's parents sent with every batch,
-    or only those new to the writer; one client ``bulkWrite`` where the engine has it), its reads in
-    every form (on ``three``, else on fresh copies of ``docs``). The batches' parents are stored
-    before them, but for the aircraft ``new``."""
+                       new: str | None, stores_only: bool = False) -> Any:
+    """The three-collection design: with ``stores_only`` its store in every form (the batch's parents sent
+    with every batch, or only those new to the writer; one client ``bulkWrite`` where the engine has
+    it), the batches' parents stored before them but for the aircraft ``new``; else its reads in every
+    form (on ``three``, else on fresh copies of ``docs``)."""
     known_airlines, known_planes = _parents([d for b in batches for d in b])  # stored before the batches
     known_planes = {p for p in known_planes if make_id(*p) != new}
 
@@ -553,6 +640,8 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
                         [InsertOne(doc, namespace=r) for doc in _three_reports(part)])
         return write
 
+    if not stores_only:
+        return _three_read_copies(db, docs, three, trio, writer, airline, icao24, work)
     every = trio(known_airlines, known_planes)
     store = {"three inserts a batch": _store(writer(every, None), batches, list(every), work)}
     if work.bulk:
@@ -563,12 +652,18 @@ def _three_collections(db: Any, airline: str, docs: list, batches: list[list], i
     colls = trio(known_airlines, known_planes)
     seen: set = set(known_airlines) | set(known_planes)
     store["parents only when new to the writer"] = _store(writer(colls, seen), batches, list(colls), work)
-    if three is None:  # fresh copies of the airline's documents to read from, stored uncounted
+    return store
+
+
+def _three_read_copies(db: Any, docs: list, three: tuple[str, str, str] | None, trio: Callable, writer: Callable,
+                       airline: str, icao24: str, work: _Work) -> dict[str, Forms]:
+    """The three collections' reads, on ``three``, else on fresh copies of ``docs`` stored uncounted."""
+    if three is None:
         colls = trio()
         writer(colls, set())(docs)
         three = tuple(c.name for c in colls)  # type: ignore[assignment]
     a_c, p_c, r_c = (track_collection(db, n) for n in three)  # type: ignore[union-attr]
-    return {"store a report": Forms(store), **_three_reads(a_c, p_c, r_c, airline, icao24, work)}
+    return _three_reads(a_c, p_c, r_c, airline, icao24, work)
 
 
 def _three_reports(part: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
