@@ -340,8 +340,11 @@ class MockClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def __getitem__(self, name: str) -> Any:
-        return self._inner[name]
+    def __getitem__(self, name: str) -> "MockDatabase":
+        return MockDatabase(self._inner[name], self._database._counter)
+
+    def get_database(self, *args: Any, **kwargs: Any) -> "MockDatabase":
+        return MockDatabase(self._inner.get_database(*args, **kwargs), self._database._counter)
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, MockClient) and other._inner == self._inner
@@ -415,6 +418,10 @@ class MockCollection:
 
     def __getitem__(self, name: str) -> "MockCollection":
         return MockCollection(self._inner[name], self._database)
+
+    def with_options(self, *args: Any, **kwargs: Any) -> "MockCollection":
+        """The collection with other options, counted on the same counter (as every path to it is)."""
+        return MockCollection(self._inner.with_options(*args, **kwargs), self._database)
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, MockCollection) and other._inner == self._inner
@@ -685,8 +692,9 @@ class MockDatabase:
         install_id_lookup()
         install_trusted_inserts()
         install_listed_pipelines()
-        self._inner = inner
-        self._counter = _Tally(counter)
+        self._inner = inner._inner if isinstance(inner, MockDatabase) else inner  # wrapped once
+        # a database reached from this one (client[name], with_options) shares its tally
+        self._counter = counter if isinstance(counter, _Tally) else _Tally(counter)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -704,6 +712,10 @@ class MockDatabase:
 
     def __repr__(self) -> str:
         return f"MockDatabase({self._inner.name!r})"
+
+    def with_options(self, *args: Any, **kwargs: Any) -> "MockDatabase":
+        """The database with other options, counted on the same counter."""
+        return MockDatabase(self._inner.with_options(*args, **kwargs), self._counter)
 
     def get_collection(self, name: str, *args: Any, **kwargs: Any) -> MockCollection:
         return MockCollection(self._inner.get_collection(name, *args, **kwargs), self)

@@ -182,8 +182,9 @@ def _create(db: Any, name: str) -> None:
 
 
 def forget(db: Any, names: Iterable[str]) -> None:
-    """Remove the entries of ``names`` (collections gone: renamed or dropped); no other entry."""
-    names = list(names)
+    """Remove the entries of ``names`` (collections gone: renamed or dropped); no other entry, and never
+    a lease (a name starting with the lease prefix is skipped: a lease is released by its owner)."""
+    names = [n for n in names if not (isinstance(n, str) and n.startswith(_LEASE))]  # never a live lease
     if names:
         db[REGISTRY].delete_many({"_id": {"$in": names}})
 
@@ -409,8 +410,12 @@ def drop_workbook_collection(db: Any, name: str) -> bool:
     none was there. Refused (``ForeignCollectionError``) before anything is dropped if the collection
     is somebody else's (unrecorded, or made again outside the workbook's helpers), or while another
     kernel's load holds it. ``db.drop_collection(name)`` alone leaves the entry until the next reset."""
-    if name == REGISTRY:
-        raise ValueError(f"{REGISTRY!r} is the workbook's own registry, not a collection to drop")
+    if not isinstance(name, str) or not name or name.startswith("$") or "\0" in name:
+        raise ValueError(f"drop_workbook_collection: {name!r} is not a collection name (a non-empty str, "
+                         f"not starting with '$', with no NUL)")
+    if name in (REGISTRY, PROGRESS):
+        raise ValueError(f"{name!r} is the workbook's own record (its registry, or the learner's exercise "
+                         f"results), not a collection to drop; reset_workbook keeps the results")
     owner = f"drop:{uuid.uuid4().hex}"
     target = _leased(name)
     if not take_lease(db, target, owner, _RESET_LEASE_S):

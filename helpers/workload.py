@@ -426,7 +426,8 @@ class Workload:
                             if metric in c and metric in b and c[metric] != b[metric]:
                                 d = _daily(metric, c[metric] - b[metric]) * o.per_day
                                 diffs.append(f"{'+' if d > 0 else '-'}{_fmt(abs(d))} {column}")
-                    unpriced = (f"left {c['open cursors']:.0f} server cursor open: a killCursors not counted"
+                    unpriced = (f"left {c['open cursors']:.0f} server cursor{'s' if c['open cursors'] != 1 else ''} "
+                                f"open: a killCursors not counted"
                                 if c.get("open cursors") else "")
                     note = "; ".join(x for x in (forms.teaching.get(label, ""),
                                                  ("against the billed form: " + ", ".join(diffs)) if diffs else "",

@@ -252,3 +252,30 @@ def test_a_pipeline_that_ends_in_merge_returns_nothing(db):
     assert back == [] and c.docs_returned == 0 and c.round_trips == 1
     assert sorted(d["_id"] for d in db["merge_target"].find({}, batch_size=10)) == [1, 2]
     db["merge_target"].drop()
+
+
+def test_every_path_to_a_collection_is_counted(db):
+    """``with_options`` and the client's databases reach the same collection: the mock counts the
+    commands sent through each as a server's command monitoring does (it wrapped none of them)."""
+    from pymongo import WriteConcern
+    from pymongo.read_concern import ReadConcern
+
+    db["a"].insert_many([{"_id": i} for i in range(3)])
+    paths = {
+        "collection": lambda: db["a"],
+        "with_options(read_concern)": lambda: db["a"].with_options(read_concern=ReadConcern("majority")),
+        "with_options(write_concern)": lambda: db["a"].with_options(write_concern=WriteConcern(w=1)),
+        "database.with_options()[name]": lambda: db.with_options(read_concern=ReadConcern("local"))["a"],
+        "client[db][name]": lambda: db.client[db.name]["a"],
+        "client.get_database(db)[name]": lambda: db.client.get_database(db.name)["a"],
+    }
+    counted = {}
+    for label, path in paths.items():
+        with count_commands() as c:
+            coll = path()
+            coll.find_one({"_id": 1})
+            coll.update_one({"_id": 1}, {"$inc": {"n": 1}})
+            list(coll.aggregate([{"$match": {"_id": 2}}]))
+        counted[label] = c.commands
+    assert counted == {label: ["find", "update", "aggregate"] for label in paths}
+    assert db["a"].find_one({"_id": 1})["n"] == len(paths)

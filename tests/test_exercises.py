@@ -297,6 +297,46 @@ def test_checks_of_notebook_03_recompute_from_the_categories_and_count_what_answ
     wrong = {**right, "ChildRefs": lambda c: [1, 2]}
     status, line = evaluate("3.2", wrong, **context)
     assert status == "not right yet" and "ChildRefs" in line and "ParentRefs" not in line
+    # 3.2: one function for every pattern that never reads the pattern's collection, or no round trip at all
+    below = {1: [1, 2, 3, 4], 2: [2, 3, 4], 3: [3, 4], 4: [4], 5: [5]}
+    elsewhere = {name: (lambda c: sorted(d["_id"] for d in products.find({"category_id": {"$in": below[c]}},
+                                                                         {"_id": 1}, batch_size=1000))) for name in t}
+    status, line = evaluate("3.2", elsewhere, **context)
+    assert status == "not right yet" and "never read" in line, line
+    cached = {d["_id"]: d["category_id"] for d in products.find({}, batch_size=1000)}
+    status, line = evaluate("3.2", {name: (lambda c: sorted(i for i, k in cached.items() if k in below[c])) for name in t},
+                            **context)
+    assert status == "not right yet" and "no round trip" in line, line
+    # 3.2: a right materialized paths answer that joins the products inside the range's sub-pipeline
+    paths = t["MaterializedPaths"].collection
+
+    def nested(c):
+        within = {"$and": [{"$gte": ["$path", "$$lo"]}, {"$lt": ["$path", "$$hi"]}]}
+        ids = {"$concatArrays": [{"$map": {"input": "$own", "in": "$$this._id"}}, {"$reduce": {
+            "input": "$below", "initialValue": [], "in": {"$concatArrays": ["$$value", {"$map": {
+                "input": "$$this.p", "as": "x", "in": "$$x._id"}}]}}}]}
+        out = list(paths.aggregate([
+            {"$match": {"_id": c}},
+            {"$lookup": {"from": paths.name, "as": "below", "let": {"lo": {"$concat": ["$path", "/"]},
+                                                                     "hi": {"$concat": ["$path", "0"]}},
+                         "pipeline": [{"$match": {"$expr": within}},
+                                      {"$lookup": {"from": products.name, "localField": "_id",
+                                                   "foreignField": "category_id", "as": "p"}},
+                                      {"$project": {"_id": 0, "p._id": 1}}]}},
+            {"$lookup": {"from": products.name, "localField": "_id", "foreignField": "category_id", "as": "own"}},
+            {"$project": {"_id": 0, "ids": ids}}], batchSize=1000))
+        return sorted(out[0]["ids"])
+    assert evaluate("3.2", {**right, "MaterializedPaths": nested}, **context)[0] == "correct", \
+        evaluate("3.2", {**right, "MaterializedPaths": nested}, **context)
+    # 3.1 and 3.3: the text from data already in Python (no round trip) is refused
+    known = {1: "A", 2: "A > B", 3: "A > B > C", 4: "A > B > C > D", 5: "E"}
+    for number, extra in (("3.1", {}), ("3.3", {"tree": ancestors})):
+        status, line = evaluate(number, lambda n: known[n], categories=categories, node=4, **extra)
+        assert status == "not right yet" and "no round trip" in line, (number, line)
+    # 3.3: a round trip to another collection only... and none to the ancestors array's is refused
+    status, line = evaluate("3.3", lambda n: (categories.find_one({"_id": n}, {"_id": 1}), known[n])[1],
+                            tree=ancestors, categories=categories, node=4)
+    assert status == "not right yet" and "ex3_ancestorsarray" in line, line
 
 
 @exercise("98.3", hint="query the fruit collection", query_result=True)

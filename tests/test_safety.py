@@ -249,3 +249,17 @@ def test_the_workbooks_own_drop_removes_its_entry_and_refuses_a_foreign_collecti
     with pytest.raises(ForeignCollectionError, match="not created by this workbook"):
         drop_workbook_collection(db, "students_notes")
     assert db["students_notes"].count_documents({}) == 1
+
+
+def test_the_workbooks_own_drop_refuses_its_records_a_lease_and_a_name_that_is_none(db):
+    from helpers.safety import PROGRESS, REGISTRY, forget, holds_lease, take_lease
+    workbook_collection(db, "products").insert_one({"_id": 1})
+    db[PROGRESS].insert_one({"_id": "exercise 1.1"})
+    assert take_lease(db, "products", "kernel B", 60)  # another kernel is loading products
+    for name in (REGISTRY, PROGRESS, "$loading:products", "", None, "a\0b"):
+        with pytest.raises(ValueError):
+            drop_workbook_collection(db, name)
+    assert holds_lease(db, "products", "kernel B")  # the live lease survives every attempt
+    assert db[PROGRESS].count_documents({}) == 1 and "products" in db.list_collection_names()
+    forget(db, ["$loading:products"])  # forget never deletes a lease, either
+    assert holds_lease(db, "products", "kernel B")

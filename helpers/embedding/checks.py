@@ -155,12 +155,13 @@ def embed_or_reference(answer: Any, *, measured: dict[str, Any]) -> str | None:
 # reader/writer pair -> can the reader see a torn state? (section 1.5 measures each)
 _TORN = {"A": (False, "a single-document write is atomic: a reader sees all of it or none"),
          "B": (True, "two writes and two reads: the reads can fall between the writes"),
-         "C": (False, "a transaction's writes become visible together, and a reader in a transaction reads one snapshot"),
+         "C": (False, "a transaction's writes become visible together, and a reader in a transaction reads one point in time"),
          "D": (True, "the reader's two reads outside a transaction are two snapshots: the commit can fall between them")}
 
 
-@exercise("1.4", hint="one document is atomic; several documents need the writer's AND the reader's operations "
-                      "in transactions; compare the torn-read counts of section 1.5")
+@exercise("1.4", hint="one document is atomic; several documents need the writer in a transaction AND a reader "
+                      "of one point in time (a transaction, or one snapshot read); compare the torn-read counts "
+                      "of section 1.5")
 def torn_possible(answer: Any) -> str | None:
     """True/False per reader/writer pair: can the reader see a state no single write produced?"""
     if not isinstance(answer, dict):

@@ -47,7 +47,7 @@ from .migrate import (  # part two of the lesson (start embedded, pivot later), 
     _check_collection,
 )
 
-__all__ = ["authors_books_app_join", "authors_books_lookup", "authors_books_lookup_pipeline", "product_page_lookup", "priced", "find_work", "add_work", "foreign_query_plan", "ForeignPlan", "lookup_stage_stats", "books_with_author_names", "with_book_ids", "add_coauthor", "one_sided_references", "rename_author", "rename_author_bulk", "add_coauthor_named", "book_page_lookup", "reviews_query_plans", "stale_copies", "update_product_version", "product_is_consistent", "author_copies_agree", "rename_author_in_transaction", "read_in_transaction", "count_torn_reads", "TornReads", "hot_document_throughput", "Throughput", "add_review_embedded", "add_review_referenced", "synthetic_reviews", "sizes_by_review_count", "push_reviews_until_limit", "GrowthResult", "product_page"]
+__all__ = ["authors_books_app_join", "authors_books_lookup", "authors_books_lookup_pipeline", "product_page_lookup", "priced", "find_work", "add_work", "foreign_query_plan", "ForeignPlan", "lookup_stage_stats", "books_with_author_names", "with_book_ids", "add_coauthor", "one_sided_references", "rename_author", "rename_author_bulk", "add_coauthor_named", "book_page_lookup", "reviews_query_plans", "stale_copies", "update_product_version", "product_is_consistent", "author_copies_agree", "rename_author_in_transaction", "read_in_transaction", "author_copies_agree_one_read", "read_in_snapshot_session", "count_torn_reads", "TornReads", "hot_document_throughput", "Throughput", "add_review_embedded", "add_review_referenced", "synthetic_reviews", "sizes_by_review_count", "push_reviews_until_limit", "GrowthResult", "product_page"]
 
 Document = dict[str, Any]
 #: the first batch every read of the lesson asks for: the whole answer in one reply (up to 16 MiB),
@@ -208,11 +208,13 @@ def rename_author(authors: Any, books_named: Any, author_id: Any, new_name: str,
     return {"authors changed": a.modified_count, "books changed": b.modified_count}
 
 
-def rename_author_bulk(client: Any, authors: Any, books_named: Any, author_id: Any, new_name: str) -> dict[str, int]:
+def rename_author_bulk(client: Any, authors: Any, books_named: Any, author_id: Any, new_name: str, *,
+                       session: Any = None) -> dict[str, int]:
     """:func:`rename_author` in one round trip: MongoDB 8.0's ``bulkWrite`` command
     (``client.bulk_write``, pymongo 4.9+) carries the author's ``UpdateOne`` and the books'
     ``UpdateMany`` to their two collections together, in that order. Still two writes: a reader can
     land between them (section 5), as with :func:`rename_author`. Needs ``caps.client_bulk_write``.
+    ``session``: send it in that session (:func:`rename_author_in_transaction`).
     """
     _check_collection(authors, "authors")
     _check_collection(books_named, "books_named")
@@ -222,7 +224,7 @@ def rename_author_bulk(client: Any, authors: Any, books_named: Any, author_id: A
         UpdateOne({"_id": author_id}, {"$set": {"name": new_name}}, namespace=authors.full_name),
         UpdateMany({"authors._id": author_id}, {"$set": {"authors.$[who].name": new_name}},
                    array_filters=[{"who._id": author_id}], namespace=books_named.full_name),
-    ], verbose_results=True)
+    ], verbose_results=True, session=session)
     a, b = result.update_results[0], result.update_results[1]
     if a.matched_count == 0:
         raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
@@ -285,15 +287,20 @@ def author_copies_agree(authors: Any, books_named: Any, author_id: Any, *, sessi
 
 
 def rename_author_in_transaction(client: Any, authors: Any, books_named: Any, author_id: Any,
-                                 new_name: str) -> dict[str, int]:
+                                 new_name: str, *, one_bulk_write: bool = False) -> dict[str, int]:
     """:func:`rename_author` inside a multi-document transaction (``with_transaction``).
 
     Readers in a transaction of their own (:func:`read_in_transaction`) see the author and all
     copies renamed, or none. Needs a replica set, a sharded cluster or Atlas: a standalone
     ``mongod`` refuses transactions (``caps.transactions`` is False there). ``with_transaction``
     retries the whole function on a transient error, so it must only do database writes.
+    ``one_bulk_write``: send both writes as one :func:`rename_author_bulk` (``caps.client_bulk_write``):
+    one round trip, then the commit.
     """
     with client.start_session() as session:
+        if one_bulk_write:
+            return session.with_transaction(
+                lambda s: rename_author_bulk(client, authors, books_named, author_id, new_name, session=s))
         return session.with_transaction(
             lambda s: rename_author(authors, books_named, author_id, new_name, session=s))
 
@@ -305,6 +312,30 @@ def read_in_transaction(client: Any, read: Callable[[Any], Any]) -> Any:
 
     with client.start_session() as session:
         return session.with_transaction(read, read_concern=ReadConcern("snapshot"))
+
+
+def author_copies_agree_one_read(authors: Any, books_named: Any, author_id: Any) -> bool:
+    """:func:`author_copies_agree` in one command: an ``aggregate`` on the author, ``$lookup`` of the
+    books that copy the name (by the index on ``authors._id``), with read concern ``"snapshot"``,
+    which MongoDB 5.0+ accepts outside a transaction for ``find``, ``aggregate`` and ``distinct``:
+    the one command reads one point in time, no transaction and no commit needed."""
+    from pymongo.read_concern import ReadConcern
+
+    pipeline = [{"$match": {"_id": author_id}},
+                {"$lookup": {"from": books_named.name, "localField": "_id", "foreignField": "authors._id",
+                             "pipeline": [{"$project": {"_id": 0, "authors": 1}}], "as": "books"}}]
+    author = next(iter(authors.with_options(read_concern=ReadConcern("snapshot")).aggregate(pipeline,
+                                                                                             batchSize=BATCH)), None)
+    if author is None:
+        raise KeyError(f"no author with _id {author_id!r} in {authors.name!r}: check author_id")
+    return all(e["name"] == author["name"] for b in author["books"] for e in b["authors"] if e["_id"] == author_id)
+
+
+def read_in_snapshot_session(client: Any, read: Callable[[Any], Any]) -> Any:
+    """Run ``read(session)`` in a snapshot session (``start_session(snapshot=True)``, MongoDB 5.0+):
+    no transaction, but every read in it reads the point in time of its first read."""
+    with client.start_session(snapshot=True) as session:
+        return read(session)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Checkers of notebook 02 (the outlier pattern)."""
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import bson
@@ -75,9 +76,9 @@ def newest_comments(answer: Any, *, db: Any) -> str | None:
         return "the posts of section 2.3 are not loaded: run the notebook from the top"
     most = max(flagged, key=lambda f: (f[0], str(f[2])))[2]
     fewest = min(flagged, key=lambda f: (f[1], str(f[2])))[2]
-    scratch = "exercise 2.2: a repaired post"
-    _repaired_post(db, scratch, 25, 23)
+    scratch = f"exercise 2.2: a repaired post {uuid.uuid4().hex[:8]}"  # one per call: two kernels, or a leftover
     try:
+        _repaired_post(db, scratch, 25, 23)
         for post_id in dict.fromkeys((plain["_id"], most, fewest, scratch)):
             with count_commands() as cost:
                 got = answer(db, post_id)
@@ -144,9 +145,9 @@ def holes(answer: Any, *, db: Any) -> str | None:
     plain = posts.find_one({"hasOverflow": {"$ne": True}}, {"_id": 1}, sort=[("_id", 1)])
     if flagged is None or plain is None:
         return "the posts of section 2.3 are not loaded: run the notebook from the top"
-    scratch = "exercise 2.4: a post whose writer died"
-    posts.insert_one({"_id": scratch})
+    scratch = f"exercise 2.4: a post whose writer died {uuid.uuid4().hex[:8]}"  # one per call
     try:
+        posts.insert_one({"_id": scratch})
         for i in range(4):
             add_comment(db, scratch, {"i": i}, 2)
         try:

@@ -31,6 +31,7 @@ from .paths import PATTERNS, MaterializedPaths, PathInLink
 from .patterns import (
     AncestorsArray,
     AncestorsWithNames,
+    AncestorsWithNamesByParent,
     ChildRefs,
     GraphLookup,
     ParentRefs,
@@ -47,6 +48,7 @@ __all__ = [
     "ChildRefs",
     "AncestorsArray",
     "AncestorsWithNames",
+    "AncestorsWithNamesByParent",
     "MaterializedPaths",
     "PathInLink",
     "PATTERNS",

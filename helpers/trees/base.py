@@ -127,6 +127,37 @@ def _check_rows(rows: Rows) -> list[Row]:
     return ordered
 
 
+# replies in one document or string (notebook 03's compact forms)
+
+def _in_one(tree: Any, node: Any, match: Mapping[str, Any], names: bool) -> list[Any]:
+    """The ids (with ``names``, ``(id, name)``) of the documents ``match`` finds, from one aggregate
+    whose reply is one document: ``$group`` pushes them into arrays, so no field name travels per node."""
+    group = {"_id": None, "i": {"$push": "$_id"}, **({"n": {"$push": "$name"}} if names else {})}
+    out = list(tree.collection.aggregate([{"$match": dict(match)}, {"$group": group}, {"$project": {"_id": 0}}],
+                                         batchSize=BATCH))
+    if not out or not out[0]["i"]:  # (one engine groups an empty input into one empty document)
+        if node is not None:  # none found: a leaf, or an unknown id?
+            tree._require(node)
+        return []
+    return sorted(zip(out[0]["i"], out[0]["n"])) if names else sorted(out[0]["i"])
+
+
+def _joined(names: Any) -> dict:
+    """``"/root/.../node"``: an expression joining the array ``names`` and the document's ``name``."""
+    return {"$concat": [{"$reduce": {"input": names, "initialValue": "", "in": {"$concat": ["$$value", SEPARATOR, "$$this"]}}},
+                        SEPARATOR, "$name"]}
+
+
+def _split(tree: Any, node: Any, out: list[dict]) -> list[str]:
+    if not out:
+        raise tree._unknown(node)
+    if out[0].get("c") is None:  # no node (one engine groups nothing into a document), or an ancestor without one
+        tree._require(node)
+        raise TreeError(f"an ancestor of {node!r} has no document; fix the data")
+    return out[0]["c"].split(SEPARATOR)[1:]
+
+
+
 class _Pattern:
     """What every pattern shares: the collection, input checks, and the default ``is_ancestor``."""
 

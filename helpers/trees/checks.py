@@ -56,6 +56,9 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
             return f"node {n}: got {shown(got)}, not its {len(want)} names from the root down joined with ' > '"
         if cost.round_trips > 1:
             return f"node {n} took {cost.round_trips} round trips ({', '.join(cost.commands)}); one is enough"
+        if cost.round_trips == 0:
+            return (f"node {n}: no round trip: the text came from data already in Python, not from the database; "
+                    f"read the category's document{'s in ' + only.name if only is not None else ''}")
         if cost.docs_returned > len(want):
             return (f"node {n}: {cost.docs_returned:,} documents came back for {len(want)} names; read only "
                     f"the documents that hold them")
@@ -67,12 +70,29 @@ def _crumbs(answer: Any, categories: Any, node: Any, only: Any = None) -> str | 
             return (f"node {n}: the server examined {examined:,} documents for {len(want)} names; start from "
                     f"the node's _id and read only the documents that hold its names")
         if only is not None:
-            read = {str(c.get(k)) for c in cost.command_documents for k in ("find", "aggregate") if k in c}
-            read |= {str(s[op].get("from")) for c in cost.command_documents for s in c.get("pipeline", [])
-                     if isinstance(s, dict) for op in ("$lookup", "$graphLookup") if op in s}
+            read = _read(cost.command_documents)
             if read - {only.name}:
                 return f"read the ancestors array's collection ({only.name}) only, not {', '.join(sorted(read - {only.name}))}"
+            if only.name not in read:
+                return f"node {n}: read the names from the ancestors array's collection ({only.name})"
     return None
+
+
+def _read(commands: Any) -> set[str]:
+    """The collections ``commands`` read: each ``find`` or ``aggregate``, and every ``$lookup`` or
+    ``$graphLookup`` ``from`` (sub-pipelines too)."""
+    def froms(pipeline: Any) -> set[str]:
+        out: set[str] = set()
+        for st in pipeline or []:
+            for op in ("$lookup", "$graphLookup", "$unionWith"):
+                spec = st.get(op) if isinstance(st, dict) else None
+                if isinstance(spec, dict):
+                    out |= {str(spec.get("from") or spec.get("coll"))} | froms(spec.get("pipeline"))
+                elif isinstance(spec, str):
+                    out.add(spec)
+        return out
+    read = {str(c.get(k)) for c in commands for k in ("find", "aggregate") if k in c}
+    return read | {name for c in commands for name in froms(c.get("pipeline"))}
 
 
 def _examined(database: Any, commands: Any, *, strict: bool = False) -> int | None:
@@ -148,6 +168,12 @@ def products_under(answer: Any, *, products: Any, categories: Any, category: Any
             if cost.default_batch_getmores:
                 return (f"{name}, category {where}: a read came back in two batches (the driver's first batch "
                         f"holds 101 documents); set batch_size")
+            if cost.round_trips == 0:
+                return (f"{name}, category {where}: no round trip: the answer came from data already in Python; "
+                        f"ask the database, walking down {name}'s collection")
+            if tree.collection.name not in _read(cost.command_documents):
+                return (f"{name}, category {where}: the function never read {name}'s collection "
+                        f"({tree.collection.name}); walk down the subtree in the pattern itself")
             if cost.round_trips > trips:
                 return (f"{name}, category {where}: {cost.round_trips} round trips; {trips} is enough "
                         f"(one aggregate: the subtree, then $lookup from the products)")

@@ -47,9 +47,29 @@ TEACHING = {
                                                    "commit a round trip more; the bill takes display copies "
                                                    "that may be a moment stale (the Extended Reference pattern)",
     ("menu", "a regex for one more segment"): "the path index scans the keys of the whole subtree for it; "
-                                              "{depth: 1, path: 1} holds only the children's keys there",
+                                              "the parent index holds only the children's keys there",
     ("add", "read the parent, then insert"): "the obvious form: read the parent's way up, then insert the "
                                               "child; one aggregate derives it on the server and ends in $merge",
+    ("breadcrumbs", "one $graphLookup"): "each ancestor found as a document, its field names and depth with it; "
+                                         "the same walk returns the names as one string ($reduce), fewer bytes",
+    ("breadcrumbs", "one $lookup"): "the ancestors joined as documents; the same $lookup returns their names "
+                                    "as one string ($reduce), fewer bytes",
+    ("descendants", "one $graphLookup"): "each node found as a document with its depth; the same walk returns "
+                                         "the ids as one array, fewer bytes",
+    ("descendants", "the children, then $graphLookup"): "a document a node; the same walk grouped into one "
+                                                        "document ($group), fewer bytes",
+    ("descendants", "a document a node"): "the same query, a document a node (its field name each); one "
+                                          "aggregate groups the ids into one document ($group), fewer bytes",
+    ("descendants", "one $lookup, a key range"): "the nodes joined as documents; the same $lookup returns "
+                                                 "their ids as one array, fewer bytes",
+    ("menu", "a document a child"): "the same query, a document a child; one aggregate groups the ids and "
+                                    "names into one document ($group), fewer bytes",
+    ("menu", "one $lookup"): "the children joined as documents; the same $lookup returns their ids and "
+                             "names as two arrays, fewer bytes",
+    ("menu", "the parent index"): "the same query, a document a child; one aggregate groups them into one "
+                                  "document ($group), fewer bytes",
+    ("menu", "the path, then a regex"): "the obvious form: read the node's path, then a regex for one more "
+                                        "segment: a round trip more, the children's documents alone examined",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
 }
@@ -232,12 +252,14 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
     for stage in stages[1:]:
         if "$lookup" in stage:
             spec = stage["$lookup"]
-            nested = [k for st in list(spec.get("pipeline") or [])[1:] for k in (*_UNREPLAYED, "$lookup", "$graphLookup")
-                      if isinstance(st, Mapping) and k in st]
-            if nested:
-                raise TreeError(f"server_work does not replay a {nested[0]} inside a $lookup: its reads would go uncounted")
+            joins = _nested_joins(spec)
             if "pipeline" in spec and "localField" not in spec:
                 reads = [(spec["from"], _let_filter(database, coll, spec, d)) for d in inputs]
+                for inner in joins:  # a localField/foreignField $lookup inside: its query per document found
+                    with paused():
+                        found = [x for _, q in list(reads) for x in database[spec["from"]].find(q, batch_size=BATCH)]
+                    reads += [(inner["from"], {inner["foreignField"]: {"$in": _values(_value(x, inner["localField"]))}})
+                              for x in found]
             elif "localField" not in spec:
                 raise TreeError("server_work replays a $lookup with localField and foreignField, or with let "
                                 "and a sub-pipeline that starts with a $match of $expr comparisons")
@@ -256,6 +278,29 @@ def _aggregate_work(database: Any, command: Mapping[str, Any], ranges: bool) -> 
             k, d = _found(database, target, query, ranges)
             keys, docs = keys + k, docs + d
     return keys, docs
+
+
+def _nested_joins(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``localField``/``foreignField`` ``$lookup`` stages of a ``$lookup`` sub-pipeline that
+    :func:`_aggregate_work` replays: each runs once per document the leading ``$match`` found, so
+    only ``$project``/``$set``/``$addFields``/``$unset`` may come between; any other stage that reads
+    raises :class:`TreeError` (its reads would go uncounted)."""
+    joins, stages = [], list(spec.get("pipeline") or [])[1:]
+    for i, st in enumerate(stages):
+        if not isinstance(st, Mapping):
+            continue
+        inner = st.get("$lookup")
+        plain = isinstance(inner, Mapping) and {"localField", "foreignField", "from"} <= set(inner) and "pipeline" not in inner
+        if plain and "localField" not in spec and all(
+                isinstance(x, Mapping) and set(x) <= {"$project", "$set", "$addFields", "$unset", "$lookup"}
+                for x in stages[:i]):
+            joins.append(inner)
+            continue
+        read = next((k for k in (*_UNREPLAYED, "$lookup", "$graphLookup") if k in st), None)
+        if read:
+            raise TreeError(f"server_work does not replay a {read} inside a $lookup (only a localField/foreignField "
+                            f"$lookup right after the sub-pipeline's $match): its reads would go uncounted")
+    return joins
 
 
 _COMPARISONS = ("$eq", "$lt", "$lte", "$gt", "$gte")

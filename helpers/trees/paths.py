@@ -6,9 +6,9 @@
   rename that would give two siblings the same name. A move or rename rewrites every path below
   the node with one pipeline update on the server; in a transaction the unique index refuses a
   taken path (the transaction aborts), without one a query checks first.
-* :class:`PathInLink`: the same documents, read from the path a link carries (a category page's
-  address spells its path): a category page and a menu are one query each, no read of the path
-  first; the links change with every move or rename above them.
+* :class:`PathInLink`: the same documents plus each node's ``parent``, read from the id and path a
+  link carries (a category page's address spells them): a category page and a menu are one query
+  each, no read of the node first; the links change with every move or rename above them.
 
 :data:`PATTERNS` lists the lesson's five stores in order. The lesson imports all of it from
 :mod:`helpers.trees`.
@@ -22,10 +22,13 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from ..backends import engine_limits, info_of
 from ..writes import only_duplicates
-from .base import BATCH, SEPARATOR, Row, TreeError, _check_name, _Pattern
+from .base import BATCH, SEPARATOR, Row, TreeError, _check_name, _in_one, _Pattern
 from .patterns import AncestorsArray, AncestorsWithNames, ChildRefs, ParentRefs
 
 __all__ = ["MaterializedPaths", "PathInLink", "PATTERNS"]
+
+
+_KEEP = object()  # repath: the node's parent does not change (a rename)
 
 
 def _regex_escape(text: str) -> str:
@@ -37,9 +40,11 @@ class MaterializedPaths(_Pattern):
 
     pattern = "materialized paths"
     indexes: tuple = (("path", {"unique": True}),)
-    #: does each document hold its ``depth`` (a root is 0)? :class:`PathInLink` does, for its menu
-    stores_depth = False
-    forms = {"descendants": {"one $lookup, a key range": "lookup_descendants", "the path, then its prefix": "descendants"},
+    #: does each document hold its ``parent`` id? :class:`PathInLink` does, for its menu
+    stores_parent = False
+    forms = {"descendants": {"one $lookup, one array": "compact_lookup_descendants", "one $lookup, a key range": "lookup_descendants",
+                             "the path, then its prefix": "descendants"},
+             "menu": {"one $lookup, a key range, one document": "lookup_menu", "the path, then a regex": "menu"},
              "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"the unique index checks": "move", "a query checks first": "move_checking_first"},
              "rename": {"the unique index checks": "rename", "a query checks first": "rename_checking_first"}}
@@ -98,11 +103,11 @@ class MaterializedPaths(_Pattern):
 
     def _child_expr(self, node: Any, name: str) -> dict:
         doc = {"_id": {"$literal": node}, "name": {"$literal": name}, "path": {"$concat": ["$path", SEPARATOR + name]}}
-        return {**doc, "depth": {"$add": ["$depth", 1]}} if self.stores_depth else doc
+        return {**doc, "parent": "$_id"} if self.stores_parent else doc
 
     def _child_of(self, doc: Mapping[str, Any], node: Any, name: str) -> dict:
         child = {"_id": node, "name": name, "path": doc["path"] + SEPARATOR + name}
-        return {**child, "depth": doc["depth"] + 1} if self.stores_depth else child
+        return {**child, "parent": doc["_id"]} if self.stores_parent else child
 
     def _path(self, node: Any, what: str = "node_id") -> str:
         return self._require(node, {"path": 1}, what)["path"]
@@ -127,6 +132,26 @@ class MaterializedPaths(_Pattern):
         below = self.subtree_filter(self._path(node), children_only=True)
         return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
 
+    def lookup_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """The same menu from one aggregate: the node, then a ``$lookup`` of the key range below its
+        path (``let`` bounds, served by the ``path`` index) kept to one more segment (``$size`` of the
+        ``$split`` path), replied as one document: one round trip, every key of the subtree examined."""
+        within = {"$and": [{"$gte": ["$path", "$$lo"]}, {"$lt": ["$path", "$$hi"]}]}
+        one_more = {"$eq": [{"$size": {"$split": ["$path", SEPARATOR]}}, "$$n"]}
+        pipeline = [{"$match": {"_id": node}},
+                    {"$lookup": {"from": self.collection.name, "as": "below",
+                                 "let": {"lo": {"$concat": ["$path", SEPARATOR]},
+                                         "hi": {"$concat": ["$path", chr(ord(SEPARATOR) + 1)]},
+                                         "n": {"$add": [{"$size": {"$split": ["$path", SEPARATOR]}}, 1]}},
+                                 "pipeline": [{"$match": {"$expr": within}}, {"$match": {"$expr": one_more}},
+                                              {"$project": {"_id": 1, "name": 1}}]}},
+                    {"$project": {"_id": 0, "i": {"$map": {"input": "$below", "in": "$$this._id"}},
+                                  "n": {"$map": {"input": "$below", "in": "$$this.name"}}}}]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        return sorted(zip(out[0]["i"], out[0]["n"]))
+
     def breadcrumbs(self, node: Any) -> list[str]:
         """Names from the root down to the node, its own last: one read of the node's path alone
         (the path holds them; no ``_id`` travels back)."""
@@ -150,7 +175,11 @@ class MaterializedPaths(_Pattern):
         path = self._path(node)
         return sorted(d["_id"] for d in self.collection.find(self.subtree_filter(path), {"_id": 1}, batch_size=BATCH))
 
-    def lookup_descendants(self, node: Any) -> list[Any]:
+    def compact_lookup_descendants(self, node: Any) -> list[Any]:
+        """:meth:`lookup_descendants` whose reply is one array of ids (no field name per node)."""
+        return self.lookup_descendants(node, one=True)
+
+    def lookup_descendants(self, node: Any, *, one: bool = False) -> list[Any]:
         """The same ids from one aggregate: the node, then a ``$lookup`` on the same collection for the
         key range of the paths below its own (``let`` bounds, ``$gte``/``$lt`` in ``$expr``: served by the
         ``path`` index since MongoDB 5.0)."""
@@ -160,11 +189,11 @@ class MaterializedPaths(_Pattern):
                                  "let": {"lo": {"$concat": ["$path", SEPARATOR]},
                                          "hi": {"$concat": ["$path", chr(ord(SEPARATOR) + 1)]}},
                                  "pipeline": [{"$match": {"$expr": within}}, {"$project": {"_id": 1}}]}},
-                    {"$project": {"_id": 0, "below": 1}}]
+                    {"$project": {"_id": 0, "below": {"$map": {"input": "$below", "in": "$$this._id"}} if one else 1}}]
         out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
         if not out:
             raise self._unknown(node)
-        return sorted(d["_id"] for d in out[0]["below"])
+        return sorted(out[0]["below"]) if one else sorted(d["_id"] for d in out[0]["below"])
 
     def is_ancestor(self, a: Any, b: Any) -> bool:
         """True if ``a`` is an ancestor of ``b``: read both paths, compare prefixes."""
@@ -182,14 +211,18 @@ class MaterializedPaths(_Pattern):
         return TreeError(f"a node with path {new!r} exists already: materialized paths of names need "
                          f"unique sibling names; rename one of them first")
 
-    def repath(self, node: Any, old: str, new: str, name: str | None = None, *, check: bool = False) -> None:
-        """Rewrite the path of ``node`` (at ``old``) and of every node below it to begin with ``new``.
+    def repath(self, node: Any, old: str, new: str, name: str | None = None, *, check: bool = False,
+               parent: Any = _KEEP) -> None:
+        """Rewrite the path of ``node`` (at ``old``) and of every node below it to begin with ``new``
+        (a move gives the node's new ``parent``, for a pattern that stores it).
         In a transaction the unique index on ``path`` refuses a taken path and the transaction
         aborts; without one (or with ``check``), a query checks first: a rewrite the index stops
         half-way could not be finished."""
         if check or not self.transaction:
             self._check_free(new)
         intent = {"op": "repath", "from": old, "to": new, "name": name}
+        if parent is not _KEEP and self.stores_parent:
+            intent["parent"] = parent
         try:
             self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
         except (DuplicateKeyError, BulkWriteError) as e:
@@ -212,31 +245,29 @@ class MaterializedPaths(_Pattern):
         change: dict[str, Any] = {"path": {"$concat": [new, rest]}}
         if name:
             change["name"] = {"$cond": [{"$eq": ["$_id", {"$literal": node}]}, name, "$name"]}
-        if self.stores_depth and new.count(SEPARATOR) != old.count(SEPARATOR):  # a move to another level
-            change["depth"] = {"$add": ["$depth", new.count(SEPARATOR) - old.count(SEPARATOR)]}
+        if "parent" in intent:  # a move: the node's own parent changes, no other
+            change["parent"] = {"$cond": [{"$eq": ["$_id", {"$literal": node}]}, {"$literal": intent["parent"]}, "$parent"]}
         return [("many", self.subtree_filter(old, itself=True), [{"$set": change}])]
 
     def finish(self, node: Any, intent: Mapping[str, Any], session: Any = None) -> int:
         """The one pipeline update of :meth:`writes`, on the server: no document comes back to the client."""
         if not self.server_side:  # the engine lacks $substrCP: read the subtree, one bulk write (labelled)
-            return self._repath_client_side(node, intent["from"], intent["to"], intent.get("name"),
-                                            self.subtree_filter(intent["from"], itself=True), session)
+            return self._repath_client_side(node, intent, self.subtree_filter(intent["from"], itself=True), session)
         return super().finish(node, intent, session)
 
     finish_in_steps = finish  # one write: nothing to split
 
-    def _repath_client_side(self, node: Any, old: str, new: str, name: str | None, below: dict,
-                            session: Any) -> int:
+    def _repath_client_side(self, node: Any, intent: Mapping[str, Any], below: dict, session: Any) -> int:
         """The fallback for an engine without ``$substrCP`` in update pipelines: read the subtree's
         paths into the client, then one bulk write of one ``UpdateOne`` per node (a document per
         node travels both ways: not what a real MongoDB needs)."""
+        old, new, name = intent["from"], intent["to"], intent.get("name")
         subtree = list(self.collection.find(below, {"path": 1}, session=session, batch_size=BATCH))
         if subtree:
             self.collection.bulk_write([
                 UpdateOne({"_id": d["_id"]},
                           {"$set": {"path": new + d["path"][len(old):],
-                                    **({"depth": (new + d["path"][len(old):]).count(SEPARATOR) - 1}
-                                       if self.stores_depth else {}),
+                                    **({"parent": intent["parent"]} if "parent" in intent and d["_id"] == node else {}),
                                     **({"name": name} if name and d["_id"] == node else {})}})
                 for d in subtree], ordered=True, session=session)
         return len(subtree)
@@ -264,7 +295,7 @@ class MaterializedPaths(_Pattern):
             self._check_new_parent(node, new_parent, [node])
         new = head + SEPARATOR + docs[node]["name"]
         if new != old:
-            self.repath(node, old, new, check=check)
+            self.repath(node, old, new, check=check, parent=new_parent)
 
     def rename(self, node: Any, new_name: str) -> None:
         """Rename the node: its path and every path below it change (read the node, then one pipeline
@@ -284,22 +315,25 @@ class MaterializedPaths(_Pattern):
 
 
 class PathInLink(MaterializedPaths):
-    """Materialized paths read from the link: a category's pages are addressed by its path
-    (``/c/Electronics/Phones``), so a category page and a menu start from the path the link carries,
-    with no read of it first. The documents of :class:`MaterializedPaths` plus each node's ``depth``
-    (a root is 0), indexed ``{depth: 1, path: 1}`` beside the unique ``path``: a menu is an equality
-    on the depth below and a range on the path, so it examines only the children's keys (the price:
-    a second index key for every document a move or rename rewrites). A product holds its category's
-    id, so breadcrumbs read the path once, as there. Notebook 03."""
+    """Materialized paths read from the link: a category's pages are addressed by its id and path
+    (``/c/133/Electronics/Phones``), so a category page and a menu start from what the link carries,
+    with no read of the node first. The documents of :class:`MaterializedPaths` plus each node's
+    ``parent`` id, indexed beside the unique ``path``: a category page is the key range of the
+    paths below the link's, a menu an equality on ``parent`` (only the children's keys; the price: a
+    move writes one more key, the moved node's parent). A product holds its category's id, so
+    breadcrumbs read the path once, as there. Notebook 03."""
 
     pattern = "materialized paths, the path in the link"
-    indexes = (("path", {"unique": True}), ([("depth", 1), ("path", 1)], {}))
-    stores_depth = True
-    forms = {**{op: f for op, f in MaterializedPaths.forms.items() if op != "descendants"},  # one query already
-             "menu": {"the depth, then the path's range": "menu", "a regex for one more segment": "menu_by_regex"}}
+    indexes = (("path", {"unique": True}), ("parent", {}))
+    stores_parent = True
+    forms = {**MaterializedPaths.forms,
+             "descendants": {"one document ($group)": "compact_descendants", "a document a node": "descendants"},
+             "menu": {"the parent index, one document": "compact_menu", "the parent index": "menu",
+                      "a regex for one more segment": "menu_by_regex"}}
 
     def documents(self, ordered: list[Row]) -> list[dict]:
-        return [{**d, "depth": d["path"].count(SEPARATOR) - 1} for d in super().documents(ordered)]
+        parents = {n: p for n, p, _name in ordered}
+        return [{**d, "parent": parents[d["_id"]]} for d in super().documents(ordered)]
 
     def __init__(self, collection: Any, *, transaction: bool | None = None) -> None:
         super().__init__(collection, transaction=transaction)
@@ -337,21 +371,30 @@ class PathInLink(MaterializedPaths):
         return sorted(d["_id"] for d in self.collection.find(below, {"_id": 1}, batch_size=BATCH))
 
     def menu(self, node: Any) -> list[tuple[Any, str]]:
-        """``(id, name)`` of each child, sorted by id: one query, the depth below the link's path and the
-        key range of the paths below it (``{depth: 1, path: 1}`` holds exactly the children's keys there)."""
-        path = self.link(node)
-        below = {"depth": path.count(SEPARATOR), "path": self._below_range(path)["path"]}
-        return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
+        """``(id, name)`` of each child, sorted by id: one query on the ``parent`` index, for the id the
+        link carries (the index holds exactly the children's keys there)."""
+        self.link(node)  # a node the site links to
+        return sorted((d["_id"], d["name"]) for d in self.collection.find({"parent": node}, {"name": 1}, batch_size=BATCH))
+
+    def compact_descendants(self, node: Any) -> list[Any]:
+        """:meth:`descendants` from one aggregate whose reply is one document (an array of ids)."""
+        return _in_one(self, None, self.subtree_filter(self.link(node)), names=False)  # the link checked the node
+
+    def compact_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """:meth:`menu` from one aggregate whose reply is one document (two arrays)."""
+        self.link(node)
+        return _in_one(self, node, {"parent": node}, names=True)
 
     def menu_by_regex(self, node: Any) -> list[tuple[Any, str]]:
         """The same children from a regex for one more segment of the link's path (the counter-example:
-        the ``path`` index scans the keys of the whole subtree for it)."""
+        the ``path`` index scans the keys of the whole subtree for it; no ``parent`` needed)."""
         below = self.subtree_filter(self.link(node), children_only=True)
         return sorted((d["_id"], d["name"]) for d in self.collection.find(below, {"name": 1}, batch_size=BATCH))
 
-    def repath(self, node: Any, old: str, new: str, name: str | None = None, *, check: bool = False) -> None:
+    def repath(self, node: Any, old: str, new: str, name: str | None = None, *, check: bool = False,
+               parent: Any = _KEEP) -> None:
         """As :meth:`MaterializedPaths.repath`; then every link at or below ``old`` carries ``new``."""
-        super().repath(node, old, new, name, check=check)
+        super().repath(node, old, new, name, check=check, parent=parent)
         self.links = {n: new + p[len(old):] if p == old or p.startswith(old + SEPARATOR) else p
                       for n, p in self.links.items()}
 

@@ -54,10 +54,14 @@ from .base import (
     Row,
     TreeError,
     _check_name,
+    _in_one,
+    _joined,
     _Pattern,
+    _split,
 )
 
-__all__ = ["ParentRefs", "ChildRefs", "AncestorsArray", "AncestorsWithNames", "GraphLookup"]
+__all__ = ["ParentRefs", "ChildRefs", "AncestorsArray", "AncestorsWithNames", "AncestorsWithNamesByParent",
+           "GraphLookup"]
 
 
 _BIG = 1 << 30  # "to the end of the array" for $slice
@@ -186,6 +190,29 @@ class _Graph(_Pattern):
             raise CycleError(f"the references above {node!r} do not form a single chain (a cycle, a node with "
                              f"two parents or a missing parent); fix the data")
 
+    def string_breadcrumbs(self, node: Any) -> list[str]:
+        """The names of :meth:`graph_breadcrumbs` from one ``$graphLookup`` whose reply is one string,
+        ``"/root/.../node"`` (``$unwind``, ``$sort`` by depth, ``$group``, ``$reduce``), split here."""
+        pipeline = self.graph_pipeline(node, up=True, names=True)[:2] + [
+            {"$unwind": {"path": "$found", "preserveNullAndEmptyArrays": True}}, {"$sort": {"found.depth": -1}},
+            {"$group": {"_id": None, "n": {"$push": "$found.name"}, "name": {"$first": "$name"}}},
+            {"$project": {"_id": 0, "c": _joined("$n")}}]
+        names = _split(self, node, list(self.collection.aggregate(pipeline, batchSize=BATCH)))
+        cap = engine_limits(self.collection.database)[0]
+        return self.graph_breadcrumbs(node) if cap is not None and len(names) > cap else names  # a capped walk
+
+    def compact_descendants(self, node: Any) -> list[Any]:
+        """The ids of :meth:`graph_descendants` from one ``$graphLookup`` whose reply is one array of ids."""
+        pipeline = self.graph_pipeline(node, up=False)[:2] + [
+            {"$project": {"_id": 0, "i": {"$map": {"input": "$found", "in": "$$this._id"}}}}]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        cap = engine_limits(self.collection.database)[0]
+        if (cap is not None and len(out[0]["i"]) > cap) or node in out[0]["i"]:  # a capped walk, or a cycle
+            return self.graph_descendants(node)
+        return sorted(out[0]["i"])
+
     def graph_descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree, from one ``$graphLookup``."""
         found = self._graph(node, False)
@@ -200,8 +227,11 @@ class ParentRefs(_Graph):
 
     pattern = "parent references"
     indexes = (("parent", {}),)
-    forms = {"breadcrumbs": {"one $graphLookup": "graph_breadcrumbs", "one query per level": "breadcrumbs"},
-             "descendants": {"one $graphLookup": "graph_descendants", "one query per level": "descendants"}}
+    forms = {"breadcrumbs": {"one string ($reduce)": "string_breadcrumbs", "one $graphLookup": "graph_breadcrumbs",
+                             "one query per level": "breadcrumbs"},
+             "descendants": {"one $graphLookup, one array": "compact_descendants", "one $graphLookup": "graph_descendants",
+                             "one query per level": "descendants"},
+             "menu": {"one document ($group)": "compact_menu", "a document a child": "menu"}}
     up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
     down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
 
@@ -227,6 +257,10 @@ class ParentRefs(_Graph):
     def menu(self, node: Any) -> list[tuple[Any, str]]:
         """``(id, name)`` of each child, sorted by id (one level of a menu): one query on ``parent``."""
         return _menu_by_parent(self, node)
+
+    def compact_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """The same menu from one aggregate on ``parent`` whose reply is one document (two arrays)."""
+        return _in_one(self, node, {"parent": node}, names=True)
 
     def breadcrumbs(self, node: Any) -> list[str]:
         """Names from the root down to the node, its own last: one read per level, walking up."""
@@ -277,9 +311,11 @@ class ChildRefs(_Graph):
 
     pattern = "child references"
     indexes = (("children", {}),)
-    forms = {"breadcrumbs": {"one $graphLookup": "graph_breadcrumbs", "one query per level": "breadcrumbs"},
-             "descendants": {"one $graphLookup": "graph_descendants", "one query per level": "descendants"},
-             "menu": {"one $lookup": "lookup_menu", "two queries": "menu"},
+    forms = {"breadcrumbs": {"one string ($reduce)": "string_breadcrumbs", "one $graphLookup": "graph_breadcrumbs",
+                             "one query per level": "breadcrumbs"},
+             "descendants": {"one $graphLookup, one array": "compact_descendants", "one $graphLookup": "graph_descendants",
+                             "one query per level": "descendants"},
+             "menu": {"one $lookup, one document": "compact_lookup_menu", "one $lookup": "lookup_menu", "two queries": "menu"},
              "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
@@ -324,6 +360,18 @@ class ChildRefs(_Graph):
         kids = self._require(node, {"children": 1})["children"]
         found = self.collection.find({"_id": {"$in": kids}}, {"name": 1}, batch_size=BATCH) if kids else []
         return sorted((d["_id"], d["name"]) for d in found)
+
+    def compact_lookup_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """The menu of :meth:`lookup_menu` whose reply is one document: the children's ids and names as two arrays."""
+        pipeline = [{"$match": {"_id": node}},
+                    {"$lookup": {"from": self.collection.name, "localField": "children", "foreignField": "_id",
+                                 "as": "found"}},
+                    {"$project": {"_id": 0, "i": {"$map": {"input": "$found", "in": "$$this._id"}},
+                                  "n": {"$map": {"input": "$found", "in": "$$this.name"}}}}]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        return sorted(zip(out[0]["i"], out[0]["n"]))
 
     def lookup_menu(self, node: Any) -> list[tuple[Any, str]]:
         """The same menu from one aggregate: the node, its children's names joined by ``$lookup``."""
@@ -420,7 +468,10 @@ class AncestorsArray(_Pattern):
 
     pattern = "array of ancestors"
     indexes = (("parent", {}), ("ancestors", {}))
-    forms = {"breadcrumbs": {"one $lookup": "lookup_breadcrumbs", "two queries": "breadcrumbs"},
+    forms = {"breadcrumbs": {"one string ($lookup, $reduce)": "string_breadcrumbs", "one $lookup": "lookup_breadcrumbs",
+                             "two queries": "breadcrumbs"},
+             "descendants": {"one document ($group)": "compact_descendants", "a document a node": "descendants"},
+             "menu": {"one document ($group)": "compact_menu", "a document a child": "menu"},
              "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
 
@@ -492,6 +543,26 @@ class AncestorsArray(_Pattern):
             raise self._unknown(node)
         doc = out[0]
         return _in_order(node, doc["ancestors"], {d["_id"]: d["name"] for d in doc["found"]}) + [doc["name"]]
+
+    def string_breadcrumbs(self, node: Any) -> list[str]:
+        """The names of :meth:`lookup_breadcrumbs` from one aggregate whose reply is one string: each
+        id of ``ancestors`` mapped to its joined name in order, then ``$reduce``; split here."""
+        ids, names = {"$map": {"input": "$found", "in": "$$this._id"}}, {"$map": {"input": "$found", "in": "$$this.name"}}
+        at = {"$indexOfArray": [ids, "$$this"]}
+        ordered = {"$map": {"input": "$ancestors", "in": {"$cond": [{"$lt": [at, 0]}, None, {"$arrayElemAt": [names, at]}]}}}
+        pipeline = [{"$match": {"_id": node}},
+                    {"$lookup": {"from": self.collection.name, "localField": "ancestors", "foreignField": "_id",
+                                 "as": "found"}},
+                    {"$project": {"_id": 0, "c": _joined(ordered)}}]
+        return _split(self, node, list(self.collection.aggregate(pipeline, batchSize=BATCH)))
+
+    def compact_descendants(self, node: Any) -> list[Any]:
+        """The ids of :meth:`descendants` from one aggregate whose reply is one document (an array of ids)."""
+        return _in_one(self, node, {self.key: node}, names=False)
+
+    def compact_menu(self, node: Any) -> list[tuple[Any, str]]:
+        """The menu from one aggregate on ``parent`` whose reply is one document (two arrays)."""
+        return _in_one(self, node, {"parent": node}, names=True)
 
     def descendants(self, node: Any) -> list[Any]:
         """Sorted ids of the whole subtree: one query on the multikey ``ancestors`` index."""
@@ -576,6 +647,8 @@ class AncestorsWithNames(AncestorsArray):
     pattern = "array of ancestors with names"
     indexes = (("parent", {}), ("ancestors._id", {}))
     forms = {"breadcrumbs": {"one string ($reduce)": "string_breadcrumbs", "find_one, the names": "breadcrumbs"},
+             "descendants": {"one document ($group)": "compact_descendants", "a document a node": "descendants"},
+             "menu": {"one document ($group)": "compact_menu", "a document a child": "menu"},
              "add": {"one aggregate, $merge": "add", "read the parent, then insert": "add_reading_parent"},
              "move": {"one bulk_write": "move", "one command a write": "move_in_steps"},
              "rename": {"one bulk_write, no transaction": "rename_without_transaction",
@@ -668,6 +741,46 @@ class AncestorsWithNames(AncestorsArray):
             return [("one", {"_id": node}, {"$set": {"name": intent["name"]}}),
                     ("many", {"ancestors._id": node}, {"$set": {"ancestors.$.name": intent["name"]}})]
         return super().writes(node, intent)
+
+
+class AncestorsWithNamesByParent(AncestorsWithNames):
+    """:class:`AncestorsWithNames` without the multikey ``ancestors._id`` index: the same documents,
+    indexed on ``parent`` alone. Breadcrumbs still read one document; a category page walks down
+    from the children with ``$graphLookup`` over ``parent``; a move or rename finds the copies to
+    rewrite with no index (a collection scan, on any server), for a fraction of the index keys a
+    write changes. Notebook 03 (3.12)."""
+
+    pattern = "array of ancestors with names, indexed on parent only"
+    indexes = (("parent", {}),)
+    forms = {**AncestorsWithNames.forms,
+             "descendants": {"the children, then $graphLookup, one document": "compact_descendants",
+                             "the children, then $graphLookup": "graph_descendants"}}
+
+    def graph_descendants(self, node: Any, *, one: bool = False) -> list[Any]:
+        """Sorted ids of the whole subtree, one round trip: the children (``parent`` index), each
+        child's subtree by ``$graphLookup`` over ``parent``, returned as one ``{_id}`` per node (with
+        ``one``, all of them in one document's array)."""
+        walk = {"from": self.collection.name, "startWith": "$_id", "connectFromField": "_id",
+                "connectToField": "parent", "as": "found"}
+        pipeline = [{"$match": {"parent": node}}, {"$graphLookup": walk},
+                    {"$project": {"i": {"$concatArrays": [["$_id"], {"$map": {"input": "$found", "in": "$$this._id"}}]}}},
+                    {"$unwind": "$i"},
+                    *([{"$group": {"_id": None, "i": {"$push": "$i"}}}, {"$project": {"_id": 0}}] if one
+                      else [{"$project": {"_id": "$i"}}])]
+        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
+        found = sorted(out[0]["i"] if out else []) if one else sorted(d["_id"] for d in out)
+        cap = engine_limits(self.collection.database)[0]
+        if cap is not None and len(found) > cap:  # the engine may have stopped the walk at its depth cap
+            return AncestorsWithNames.descendants(self, node)  # the same answer, from a collection scan
+        if not found:
+            self._require(node)
+        return found
+
+    descendants = graph_descendants
+
+    def compact_descendants(self, node: Any) -> list[Any]:
+        """:meth:`graph_descendants` whose reply is one document."""
+        return self.graph_descendants(node, one=True)
 
 
 class GraphLookup:
