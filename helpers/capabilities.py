@@ -150,6 +150,25 @@ def _covered_query(p: Probe) -> bool:
     return stats.get("totalKeysExamined") == 10 and stats.get("totalDocsExamined") == 0
 
 
+def _indexed_with_residual(p: Probe) -> bool:
+    """An indexed equality with a predicate on another field: an index scan of 1 key, 1 document fetched."""
+    if not p.found["explain"]:
+        return False
+    plan = p.coll.find({"v": 7, "x": "y"}).explain()
+    stats = plan.get("executionStats", {})
+    return "IXSCAN" in str(plan.get("queryPlanner", {}).get("winningPlan")) and \
+        stats.get("totalKeysExamined") == 1 and stats.get("totalDocsExamined") == 1
+
+
+def _residual_examined(p: Probe) -> bool:
+    """A hinted index range with a filter on another field counts what it examines: 10 keys, 10 documents
+    for its 1 match."""
+    if not p.found["explain"]:
+        return False
+    stats = p.coll.find({"v": {"$gte": 10, "$lt": 20}, "s": "s015"}).hint([("v", 1)]).explain().get("executionStats", {})
+    return stats.get("totalKeysExamined") in (10, 11) and stats.get("totalDocsExamined") == 10
+
+
 def _bare_regex_indexed(p: Probe) -> bool:
     """A bare regex value on an indexed field matches like {"$regex": ...} (10 documents)."""
     return p.coll.count_documents({"s": re.compile("^s01")}) == 10 and \
@@ -437,6 +456,20 @@ CAPABILITIES: tuple[Capability, ...] = (
         embedded=(False, "**no: fetches each matching document** (FETCH after the IXSCAN)"), mock=(False, _NO_INDEXES),
         label="a covered query: here the engine fetches each matching document; a real MongoDB reads the "
               "index alone"),
+    Capability(
+        "indexed_with_residual", _indexed_with_residual, shown_if=lambda c: c.explain,
+        meaning="an indexed equality with a predicate on another field: the index scan, then that field tested",
+        mongodb="yes (IXSCAN, 1 key, 1 document)",
+        embedded=(False, "**no: scans the collection** (COLLSCAN, every document examined)"), mock=(False, _NO_INDEXES),
+        label="an indexed equality with a predicate on another field: here a collection scan (every document "
+              "examined); a real MongoDB scans the index and fetches the matches"),
+    Capability(
+        "residual_examined", _residual_examined, shown_if=lambda c: c.explain,
+        meaning="a hinted index range with a filter on another field counts every key and document it examines",
+        mongodb="yes (10 keys, 10 documents for 1 match)",
+        embedded=(False, "**no: counts only what passes the filter** (1 key, 1 document)"), mock=(False, _NO_INDEXES),
+        label="an index range with a filter on another field: here explain counts only the keys and documents "
+              "that pass the filter; a real MongoDB counts every one it examines"),
     Capability(
         "bare_regex_indexed", _bare_regex_indexed,
         meaning="a bare regex value (`re.compile`, `bson.Regex`) on an indexed field",

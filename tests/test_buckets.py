@@ -484,6 +484,46 @@ def test_the_writer_and_the_upserts_store_a_batch_in_one_round_trip_and_the_writ
     assert sum(b["count"] for b in ups.find({}, {"count": 1})) == len(reports) + 30
 
 
+def test_read_then_bulk_stores_a_batch_in_two_round_trips_from_any_writer(backend, db):
+    """read_then_bulk: a read and one bulk a batch, the same buckets as bucket_reports, a re-send not stored
+    again, a late report stored, and after another writer wrote between (its read stale) nothing lost
+    or stored twice."""
+    import helpers.buckets.write as write
+
+    reports = sorted(_stream(23), key=lambda r: r["time"])
+    mine, theirs = db["buckets_read_then_bulk"], db["buckets_reference"]
+    bk.ensure_bucket_index(mine)
+    for batch in (reports[i:i + 40] for i in range(0, len(reports), 40)):
+        with count_commands() as cost:
+            assert bk.read_then_bulk(mine, batch, max_reports=50) == len(batch)
+        assert cost.round_trips == 2, cost.commands
+        bucket_reports(theirs, batch, max_reports=50)
+    want = {(r["icao24"], r["time"]): dict(r) for r in reports}
+    _check_invariants(mine, want, 50)
+    assert [(b["icao24"], b["start"], b["n"], b["count"]) for b in _buckets(mine)] == \
+        [(b["icao24"], b["start"], b["n"], b["count"]) for b in _buckets(theirs)]
+    assert bk.read_then_bulk(mine, random.Random(23).sample(reports, 30), max_reports=50) == 0  # re-sends
+    late = dict(reports[0], time=reports[0]["time"] + dt.timedelta(milliseconds=1))
+    assert bk.read_then_bulk(mine, [late], max_reports=50) == 1
+    want[(late["icao24"], late["time"])] = late
+    newer = [dict(r, time=r["time"] + dt.timedelta(seconds=1, milliseconds=k)) for k, r in enumerate(reports[-5:])]
+
+    def stale(coll, keys, times):  # another writer wrote after this read: the read is stale
+        found = bk.window_state(coll, keys, times)
+        bucket_reports(coll, newer[:2], max_reports=50)
+        return found
+    original = write.window_state
+    write.window_state = stale
+    try:
+        with count_commands() as cost:
+            assert bk.read_then_bulk(mine, newer, max_reports=50) == 3  # the other writer's 2 are not stored again
+        assert "update" in cost.commands and cost.commands.count("aggregate") >= 3  # ours, the other writer's, the read path after the duplicate key
+    finally:
+        write.window_state = original
+    want.update({(r["icao24"], r["time"]): r for r in newer})
+    _check_invariants(mine, want, 50)
+
+
 def test_the_map_is_one_aggregate_with_every_aircrafts_latest_report(backend, db):
     reports = _stream(22)
     colls, _ = _three_designs(db, backend, reports)

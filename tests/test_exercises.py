@@ -535,6 +535,59 @@ def test_checks_of_notebook_08_run_the_function_and_enforce_its_round_trips_and_
     assert list(theirs.find({})) == [{"_id": "mine"}]
 
 
+def test_checks_of_notebook_08_refuse_answers_that_hold_only_where_each_hour_is_one_bucket(db):
+    """Every aircraft-hour one bucket (as in the notebook): the check's copy splits the hour it tests, so
+    reading one bucket an hour, an array's last element or bucket 0 is wrong there."""
+    import datetime as dt
+
+    from helpers import buckets as bk
+
+    t0 = dt.datetime(2018, 8, 1, 5)
+    reports = [{"icao24": a, "time": t0 + dt.timedelta(minutes=3 * i + k), "altitude": float(1000 + 7 * i + k)}
+               for i in range(60) for k, a in enumerate(("abc123", "def456", "0a0b0c"))]
+    coll = db["buckets_one_per_hour"]
+    bk.bucket_reports(coll, reports, max_reports=200)
+    assert coll.count_documents({"n": {"$gt": 0}}) == 0  # the case the checks must not be fooled by
+    since = reports[-1]["time"] - dt.timedelta(hours=1)
+    late = {"icao24": "def456", "time": t0 + dt.timedelta(seconds=30)}
+    bk.bucket_reports(coll, [late], max_reports=200)
+
+    def no_sum(c, icao24):  # one bucket's summary per hour: the last bucket of an hour wins
+        return {b["start"]: (b["count"], b["minAltitude"], b["maxAltitude"]) for b in c.find(
+            {"icao24": icao24}, {"_id": 0, "start": 1, "count": 1, "minAltitude": 1, "maxAltitude": 1}, batch_size=100)}
+
+    def last_element(order):  # the newest bucket's last array element, not the report of greatest time
+        return lambda c, s: {g["_id"]: g["r"] for g in c.aggregate([
+            {"$match": {"last": {"$gte": s}}}, {"$sort": {"icao24": 1, **order}},
+            {"$group": {"_id": "$icao24", "reports": {"$first": "$reports"}}},
+            {"$project": {"r": {"$arrayElemAt": ["$reports", -1]}}}], batchSize=100)}
+
+    def bounded(c, s):  # the solution: start bounds the scan
+        return {g["_id"]: g["r"] for g in c.aggregate([
+            {"$match": {"start": {"$gt": s - bk.SPAN}, "last": {"$gte": s}}}, {"$sort": {"icao24": 1, "last": -1}},
+            {"$group": {"_id": "$icao24", "last": {"$first": "$last"}, "reports": {"$first": "$reports"}}},
+            {"$project": {"r": {"$arrayElemAt": [{"$filter": {"input": "$reports",
+                                                              "cond": {"$eq": ["$$this.time", "$last"]}}}, 0]}}}],
+            batchSize=100)}
+
+    def of_hour(sort):  # a bucket of the report's hour, without reports.time
+        return lambda c, r: (lambda b: (b["start"], b["n"]))(c.find_one(
+            {"icao24": r["icao24"], "start": bk.window_start(r["time"])}, {"_id": 0, "start": 1, "n": 1}, sort=sort))
+
+    computed = lambda c, r: (c.find_one({}, {"_id": 1}), (bk.window_start(r["time"]), 0))[1]  # noqa: E731
+    find_home = lambda c, r: (lambda b: (b["start"], b["n"]))(c.find_one(  # noqa: E731
+        {"icao24": r["icao24"], "reports.time": r["time"]}, {"_id": 0, "start": 1, "n": 1}))
+    for _ in range(3):  # the check's additions are random: every run refuses them
+        assert evaluate("8.1", no_sum, buckets=coll, icao24="abc123")[0] == "not right yet"
+        for order in ({"last": -1}, {"start": -1, "n": -1}):
+            assert evaluate("8.2", last_element(order), buckets=coll, since=since)[0] == "not right yet", order
+        assert evaluate("8.2", bounded, buckets=coll, since=since)[0] == "correct"
+        for form in (of_hour([("n", 1)]), of_hour([("n", -1)]), computed):
+            assert evaluate("8.3", form, buckets=coll, report=late)[0] == "not right yet"
+        assert evaluate("8.3", find_home, buckets=coll, report=late)[0] == "correct"
+    assert not [n for n in db.list_collection_names() if n.startswith("exercise_8_buckets")]  # every copy dropped
+
+
 def _rt(round_trips, written=0):
     return {"round trips": round_trips, "docs returned": 0, "bytes returned": 0, "docs written": written}
 

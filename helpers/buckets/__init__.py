@@ -35,7 +35,7 @@ from .pattern import (
     window_start,
     window_state,
 )
-from .write import UPSERT_KEY, BucketWriter, upsert_reports
+from .write import UPSERT_KEY, BucketWriter, read_then_bulk, upsert_reports
 
 __all__ = [
     "SPAN",
@@ -58,6 +58,7 @@ __all__ = [
     "latest",
     "latest_positions",
     "BucketWriter",
+    "read_then_bulk",
     "upsert_reports",
     "UPSERT_KEY",
     "hourly_summary",

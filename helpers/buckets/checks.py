@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 from ..counting import count_commands
 from ..exercises import exercise, shown
 from ..safety import forget, is_workbook_collection, workbook_collection
-from .pattern import BATCH_SIZE, SPAN, bucket_reports, window_start
+from .pattern import BATCH_SIZE, SPAN, _new_bucket, bucket_reports, window_start
 
 #: at most this many bytes returned per bucket: room for its summary fields, none for a report body
 _SUMMARY_BYTES = 200
@@ -29,10 +29,14 @@ def _trips(cost: Any) -> str:
 
 
 @contextlib.contextmanager
-def _copy_with(buckets: Any, new_report: Callable[[list, random.Random], dict]) -> Iterator[tuple[Any, dict]]:
+def _copy_with(buckets: Any, new_report: Callable[[list, random.Random], dict],
+               busy: Callable[[list, dict], tuple[str, Any]]) -> Iterator[tuple[Any, dict]]:
     """A fresh copy of ``buckets`` (its documents and indexes) under a random name, with the report
-    ``new_report(buckets' documents, rng)`` stored in it; yields ``(copy, that report)``. A collection
-    of that name that the workbook did not create is refused before anything is written or dropped."""
+    ``new_report(buckets' documents, rng)`` stored in it; yields ``(copy, that report)``. The window
+    ``busy(documents, report)`` (an ``(icao24, start)``) holds two buckets or more in the copy: if it
+    holds one, every window is stored again, in time order, at the cap that splits it in two with room
+    left in the second (a function that reads one bucket an hour is then wrong). A collection of that name that the
+    workbook did not create is refused before anything is written or dropped."""
     db = buckets.database
     name = f"{_COPY}_{uuid.uuid4().hex[:8]}"  # one per call: two kernels never share (or drop) it
     workbook_collection(db, name, create=False)  # somebody else's collection is refused, never dropped
@@ -43,15 +47,48 @@ def _copy_with(buckets: Any, new_report: Callable[[list, random.Random], dict]) 
                 copy.create_index(list(dict(index["key"]).items()), name=index["name"],
                                   unique=bool(index.get("unique")))
         docs = list(buckets.find({}, batch_size=BATCH_SIZE))
+        rng = random.Random()
+        report = new_report(docs, rng)
+        cap = max([b.get("cap", 200) for b in docs] or [200])
+        key = busy(docs, report)
+        window = [b for b in docs if (b["icao24"], b["start"]) == key]
+        if len(window) == 1 and window[0]["count"] >= 2:  # one bucket: every window again, at about half its count
+            cap = window[0]["count"] // 2 + (window[0]["count"] > 2)  # its last bucket keeps room from 3 reports
+            docs = _rebucketed(docs, cap)
         if docs:
             copy.insert_many(docs)
-        report = new_report(docs, random.Random())
-        bucket_reports(copy, [report], max_reports=max([b.get("cap", 200) for b in docs] or [200]))
+        bucket_reports(copy, [report], max_reports=cap)
         yield copy, report
     finally:
         if is_workbook_collection(db, name):  # only the copy this call made
             db.drop_collection(name)
         forget(db, [name])
+
+
+def _rebucketed(docs: list, cap: int) -> list:
+    """``docs``' reports stored again: each window's in time order, in buckets of at most ``cap``."""
+    windows: dict[tuple[str, Any], list] = {}
+    for b in docs:
+        windows.setdefault((b["icao24"], b["start"]), []).extend(b["reports"])
+    out = []
+    for (icao24, start), held in sorted(windows.items()):
+        held.sort(key=lambda r: r["time"])
+        out += [_new_bucket(icao24, start, n, cap, held[i:i + cap]) for n, i in enumerate(range(0, len(held), cap))]
+    return out
+
+
+def _add(copy: Any, report: dict) -> None:
+    """Store ``report`` in the check's copy, at the copy's cap."""
+    bucket_reports(copy, [report], max_reports=copy.find_one({}, {"cap": 1}).get("cap", 200))
+
+
+def _busiest(docs: list, icao24s: Any) -> tuple[str, Any]:
+    """The window of one of ``icao24s`` with the most reports."""
+    counts: dict[tuple[str, Any], int] = {}
+    for b in docs:
+        if b["icao24"] in icao24s:
+            counts[(b["icao24"], b["start"])] = counts.get((b["icao24"], b["start"]), 0) + b["count"]
+    return max(sorted(counts), key=lambda k: counts[k])
 
 
 @exercise("8.1", hint="def hourly(buckets, icao24): one aggregate on buckets: $match the aircraft, $group by $start "
@@ -71,7 +108,7 @@ def hourly_from_summaries(answer: Any, *, buckets: Any, icao24: str) -> str | No
         t = last + rng.randint(1, 5) * SPAN + _dt.timedelta(milliseconds=rng.randrange(3_600_000))
         return {"icao24": icao24, "time": t, "altitude": float(rng.randint(100, 45_000))}
 
-    with _copy_with(buckets, added) as (copy, _):
+    with _copy_with(buckets, added, lambda docs, _: _busiest(docs, {icao24})) as (copy, _):  # an hour of 2+ buckets
         want: dict[Any, list] = {}
         n_buckets = 0
         for b in copy.find({"icao24": icao24}, {"reports": 1}, batch_size=BATCH_SIZE):
@@ -100,11 +137,12 @@ def hourly_from_summaries(answer: Any, *, buckets: Any, icao24: str) -> str | No
 
 
 @exercise("8.2", hint="def recent_map(buckets, since): one aggregate on buckets: $match the buckets whose last is at "
-                      "or after since, then $sort on (icao24, last) newest first and $group with $first, as "
+                      "or after since (and start after since minus an hour), then $sort on (icao24, last) newest first and $group with $first, as "
                       "bk.latest_positions does")
 def recent_map(answer: Any, *, buckets: Any, since: Any) -> str | None:
     """The learner's ``recent_map(buckets, since)``, run on the check's copy (an aircraft of the map heard
-    once more, after every stored report), counting its commands: ``{icao24: latest report}`` of every
+    once more, after every stored report; another's newest hour in two buckets or more, the newest with a
+    late report appended, so its last element is not its latest), counting its commands: ``{icao24: latest report}`` of every
     aircraft heard at or after ``since`` (the report as stored in its bucket, ``icao24`` optional), in
     one round trip, with one document returned per such aircraft at most. Any form that does so is right."""
     if not callable(answer):
@@ -117,7 +155,30 @@ def recent_map(answer: Any, *, buckets: Any, since: Any) -> str | None:
         return {"icao24": rng.choice(sorted({b["icao24"] for b in docs if b["last"] >= since})), "time": t,
                 "altitude": float(rng.randint(100, 45_000))}
 
-    with _copy_with(buckets, added) as (copy, _):
+    chosen: list = []
+
+    def newest_of_another(docs: list, report: dict) -> tuple[str, Any]:  # a mapped aircraft's newest hour
+        newest: dict[str, Any] = {}
+        for b in docs:
+            if b["last"] >= since and b["icao24"] != report["icao24"]:
+                newest[b["icao24"]] = max(newest.get(b["icao24"], b["start"]), b["start"])
+        if not newest:
+            return report["icao24"], window_start(report["time"])
+        chosen.append(_busiest([b for b in docs if newest.get(b["icao24"]) == b["start"]], set(newest)))
+        return chosen[-1]
+
+    with _copy_with(buckets, added, newest_of_another) as (copy, _):
+        if chosen:  # a late report, not its newest, appended to that aircraft's newest bucket
+            tail = copy.find_one({"icao24": chosen[0][0], "start": chosen[0][1]}, {"reports.time": 1, "last": 1},
+                                 sort=[("n", -1)])
+            held = {r["time"] for b in copy.find({"icao24": chosen[0][0], "start": chosen[0][1]}, {"reports.time": 1})
+                    for r in b["reports"]}
+            rng, t = random.Random(), None
+            while t is None or t in held:
+                t = chosen[0][1] + _dt.timedelta(milliseconds=rng.randrange(
+                    max(1, int((tail["last"] - chosen[0][1]).total_seconds() * 1000))))
+            if t < tail["last"]:
+                _add(copy, {"icao24": chosen[0][0], "time": t, "altitude": float(rng.randint(100, 45_000))})
         want: dict[str, dict] = {}
         for b in copy.find({"last": {"$gte": since}}, {"icao24": 1, "reports": 1}, batch_size=BATCH_SIZE):
             for r in b["reports"]:
@@ -146,7 +207,8 @@ def recent_map(answer: Any, *, buckets: Any, since: Any) -> str | None:
                       "holds its time, projecting start and n only; return (start, n)")
 def straggler_home(answer: Any, *, buckets: Any, report: Any) -> str | None:
     """The learner's ``home(buckets, report)``, run on the check's copy counting its commands, for the
-    late ``report`` (stored by the learner) and for a late report the check adds in another stored hour:
+    late ``report`` (stored by the learner), for a late report the check adds in another stored hour (of
+    two buckets or more in the copy) and for a report of that hour's bucket 0:
     ``(start, n)`` of the bucket that holds it (the bucket of its hour), in one round trip, one
     document, no report sent."""
     if not callable(answer):
@@ -158,15 +220,19 @@ def straggler_home(answer: Any, *, buckets: Any, report: Any) -> str | None:
         return f"it is in the bucket of {found['start']:%H:%M}, not of its own hour: something is wrong with the store"
 
     def added(docs: list, rng: random.Random) -> dict:  # late, in another stored hour: another (start, n)
-        b = rng.choice([b for b in docs if b["start"] != found["start"]] or docs)
+        others = [b for b in docs if b["start"] != found["start"]] or docs
+        b = rng.choice([b for b in others if b["count"] >= 10] or [max(others, key=lambda b: b["count"])])
         held = {r["time"] for d in docs if (d["icao24"], d["start"]) == (b["icao24"], b["start"]) for r in d["reports"]}
         t = None
         while t is None or t in held:  # a time of its hour that the aircraft has not reported
             t = b["start"] + _dt.timedelta(milliseconds=rng.randrange(3_600_000))
         return {"icao24": b["icao24"], "time": t, "altitude": float(rng.randint(100, 45_000))}
 
-    with _copy_with(buckets, added) as (copy, late):
-        for r in (report, late):
+    with _copy_with(buckets, added, lambda _, r: (r["icao24"], window_start(r["time"]))) as (copy, late):
+        first = copy.find_one({"icao24": late["icao24"], "start": window_start(late["time"])}, {"reports": 1},
+                              sort=[("n", 1)])  # a report of bucket 0 of the late report's hour of 2+ buckets
+        early = {"icao24": late["icao24"], **random.Random().choice(first["reports"])}
+        for r in (report, late, early):
             there = copy.find_one({"icao24": r["icao24"], "reports.time": r["time"]}, {"start": 1, "n": 1})
             with count_commands() as cost:
                 got = answer(copy, r)

@@ -11,6 +11,9 @@
   way; on a duplicate key it stores the batch with ``bucket_reports`` (which reads first and stores
   nothing twice) and reads what it needs to remember. The same guarantees as
   ``bucket_reports``; the read only when something surprised it.
+* :func:`read_then_bulk`: any writer, two round trips a batch: ``bucket_reports``' one read, then the
+  updates ``BucketWriter`` would send, built from what was read, in one ordered ``bulk_write``; on a
+  duplicate key (another writer wrote first) ``bucket_reports`` stores the batch.
 * :func:`upsert_reports`: the form most often shown, one ``UpdateOne(..., upsert=True)`` per bucket's
   share of the batch, filtered on the bucket's key and ``count`` with room, in one ordered
   ``bulk_write``. It needs no unique index (its buckets have no ``n``: :data:`UPSERT_KEY`), and it
@@ -32,12 +35,13 @@ from .pattern import (
     _ensure_bucket_index_once,
     _new_bucket,
     _push_with_summaries,
+    _refuse_buckets_of_another_cap,
     bucket_reports,
     placement,
     window_state,
 )
 
-__all__ = ["BucketWriter", "upsert_reports", "UPSERT_KEY"]
+__all__ = ["BucketWriter", "read_then_bulk", "upsert_reports", "UPSERT_KEY"]
 
 UPSERT_KEY = [("icao24", 1), ("start", 1)]  #: the upserted buckets' index (not unique: a window's buckets share it)
 
@@ -158,6 +162,45 @@ def _learned(collection: Any, windows: list[tuple[str, _dt.datetime]]) -> dict[s
             out[icao24] = {"start": start, "_id": tail["_id"], "n": tail["n"], "count": tail["count"],
                            "times": {t for b in buckets for t in b["held"]}}
     return out
+
+
+def read_then_bulk(collection: Any, reports: Iterable[Mapping[str, Any]], *, max_reports: int = 200) -> int:
+    """Store a batch in buckets from any writer, in two round trips: the one read of
+    :func:`helpers.buckets.bucket_reports` (each window's buckets, ``n``, ``count`` and the times it may
+    repeat), then each window's update-if-current and new buckets, placed by ``placement``, in one
+    ordered ``bulk_write`` (the updates of ``BucketWriter``: each fails with a duplicate key where the
+    bucket is no longer as read). On a duplicate key, ``bucket_reports`` stores the batch (it reads first
+    and stores nothing twice). Returns how many reports were newly stored; the same guarantees."""
+    reports = list(reports)
+    docs, times = _by_window_in_time_order(_checked(reports, max_reports))
+    if not docs:
+        return 0
+    _ensure_bucket_index_once(collection)
+    state = window_state(collection, sorted(docs), times)
+    _refuse_buckets_of_another_cap(collection, sorted(docs), state, max_reports)  # before writing anything
+    ops, sizes = [], []
+    for (icao24, start), window in sorted(docs.items()):
+        buckets = state.get((icao24, start), [])
+        held = {t for b in buckets for t in (b.get("held") or [])}
+        tail = buckets[-1] if buckets else None
+        to_tail, opened = placement(tail, [d for d in window if d["time"] not in held], max_reports)
+        if to_tail:  # update if current: its upsert collides on _id where someone wrote the bucket since the read
+            ops.append(UpdateOne({"_id": tail["_id"], "count": tail["count"]}, _push_with_summaries(to_tail), upsert=True))
+            sizes.append(len(to_tail))
+        for n, part in opened:  # inserted only where the window has no bucket n (the unique index)
+            ops.append(UpdateOne({"icao24": icao24, "start": start, "n": n, "count": {"$exists": False}},
+                                 {"$setOnInsert": _new_bucket(icao24, start, n, max_reports, part)}, upsert=True))
+            sizes.append(len(part))
+    if not ops:
+        return 0
+    try:  # one update command: one round trip
+        collection.bulk_write(ops, ordered=True)
+    except BulkWriteError as e:
+        if not only_duplicates(e):
+            raise
+        first = e.details["writeErrors"][0]["index"]  # ordered: the statements before it were applied
+        return sum(sizes[:first]) + bucket_reports(collection, reports, max_reports=max_reports)
+    return sum(sizes)
 
 
 def upsert_reports(collection: Any, reports: Iterable[Mapping[str, Any]], *, max_reports: int = 200) -> int:
