@@ -13,7 +13,7 @@ import uuid
 from typing import Any, Callable, Iterator
 
 from ..counting import count_commands
-from ..exercises import exercise, shown
+from ..exercises import PAUSED, exercise, shown
 from ..safety import forget, is_workbook_collection, workbook_collection
 from .pattern import BATCH_SIZE, SPAN, _new_bucket, bucket_reports, window_start
 
@@ -121,6 +121,8 @@ def hourly_from_summaries(answer: Any, *, buckets: Any, icao24: str) -> str | No
         want_rows = {h: (n, min(a) if a else None, max(a) if a else None) for h, (n, a) in want.items()}
         with count_commands() as cost:
             got = answer(copy, icao24)
+        if cost.paused_inside:
+            return PAUSED
     if not isinstance(got, dict):
         return f"hourly(buckets, '{icao24}') returned {shown(got)}: return a dict {{hour: (reports, lowest, highest)}}"
     if set(got) != set(want_rows):
@@ -186,6 +188,8 @@ def recent_map(answer: Any, *, buckets: Any, since: Any) -> str | None:
                     want[b["icao24"]] = r
         with count_commands() as cost:
             got = answer(copy, since)
+        if cost.paused_inside:
+            return PAUSED
     if not isinstance(got, dict):
         return f"recent_map(buckets, since) returned {shown(got)}: return a dict {{icao24: its latest report}}"
     if set(got) != set(want):
@@ -236,6 +240,8 @@ def straggler_home(answer: Any, *, buckets: Any, report: Any) -> str | None:
             there = copy.find_one({"icao24": r["icao24"], "reports.time": r["time"]}, {"start": 1, "n": 1})
             with count_commands() as cost:
                 got = answer(copy, r)
+            if cost.paused_inside:
+                return PAUSED
             if not isinstance(got, tuple) or tuple(got) != (there["start"], there["n"]):
                 which = "the straggler" if r is report else f"a report of {r['icao24']} at {r['time']:%H:%M:%S} ({_GIVEN})"
                 return f"home(buckets, ...) returned {shown(got)} for {which}: it is in another bucket, or give a pair (start, n)"
