@@ -338,7 +338,12 @@ class MockClient:
         return found
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        import mongomock_ng
+
+        value = getattr(self._inner, name)
+        if isinstance(value, mongomock_ng.Database):  # client.<name>: a database, counted like client[name]
+            return MockDatabase(value, self._database._counter)
+        return value
 
     def __getitem__(self, name: str) -> "MockDatabase":
         return MockDatabase(self._inner[name], self._database._counter)
@@ -670,6 +675,14 @@ class MockCollection:
     def rename(self, *args: Any, **kwargs: Any) -> Any:
         self._counter.record("renameCollection")
         return self._inner.rename(*args, **kwargs)
+
+    def list_indexes(self, *args: Any, **kwargs: Any) -> Any:
+        """The indexes, one document each, as the ``listIndexes`` command a server answers (counted)."""
+        info = self._inner.index_information()
+        docs = [{"v": spec.get("v", 2), "key": dict(spec["key"]), "name": name,
+                 **{k: v for k, v in spec.items() if k not in ("v", "key")}} for name, spec in info.items()]
+        self._counter.record("listIndexes", command=self._cmd("listIndexes"), docs=docs)
+        return iter(docs)
 
     def index_information(self) -> dict[str, Any]:
         info = self._inner.index_information()

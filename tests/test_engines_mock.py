@@ -268,6 +268,7 @@ def test_every_path_to_a_collection_is_counted(db):
         "database.with_options()[name]": lambda: db.with_options(read_concern=ReadConcern("local"))["a"],
         "client[db][name]": lambda: db.client[db.name]["a"],
         "client.get_database(db)[name]": lambda: db.client.get_database(db.name)["a"],
+        "getattr(client, db)[name]": lambda: getattr(db.client, db.name)["a"],
     }
     counted = {}
     for label, path in paths.items():
@@ -279,3 +280,6 @@ def test_every_path_to_a_collection_is_counted(db):
         counted[label] = c.commands
     assert counted == {label: ["find", "update", "aggregate"] for label in paths}
     assert db["a"].find_one({"_id": 1})["n"] == len(paths)
+    with count_commands() as c:  # list_indexes is a listIndexes command on a server
+        assert [d["name"] for d in db["a"].list_indexes()] == ["_id_"]
+    assert c.commands == ["listIndexes"]
