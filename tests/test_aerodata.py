@@ -746,6 +746,13 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
             {"$group": {"_id": "$icao24", **{f: {"$first": f"${f}"} for f in ("timestamp", "lat", "lon")}}}])}
     for right in (lookup, group):  # every right form in one round trip passes
         assert evaluate("4.1", right, **given)[0] == "correct", right.__name__
+
+    def no_sort(aircraft, reports, a, t="$last"):  # leans on the order stored (or scanned): $last without a $sort
+        return {d["_id"]: (d["t"], d["lat"], d["lon"]) for d in reports.aggregate([
+            {"$match": {"airline": a}},
+            {"$group": {"_id": "$icao24", "t": {t: "$timestamp"}, "lat": {"$last": "$lat"}, "lon": {"$last": "$lon"}}}])}
+    for wrong in (no_sort, lambda p, r, a: no_sort(p, r, a, "$max")):  # and $max of the time beside $last positions
+        assert "another position" in evaluate("4.1", wrong, **given)[1]
     assert set(db.list_collection_names()) == before  # the check's copies are gone
     kept = lookup(src["aircraft"], src["reports"], "EWG")  # computed before the call
     assert "a function" in evaluate("4.1", kept, **given)[1]
