@@ -30,6 +30,8 @@ from __future__ import annotations
 from .costs import (
     AIRLINE_UPSERTS,
     BULK,
+    COVERED_MAP,
+    COVERED_TRACK,
     DISTINCT,
     GROUP,
     IN_AIRLINE,
@@ -131,7 +133,7 @@ __all__ = [
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "batch_documents", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
     "latest_positions", "id_range", "fleet_latest_pipeline", "fleet_latest_group_pipeline", "subset_latest_pipeline",
-    "tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "bill_note",
+    "tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "COVERED_TRACK", "COVERED_MAP", "AIRLINE_UPSERTS", "NEW", "bill_note",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",
