@@ -24,7 +24,10 @@ def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) ->
     """Call the learner's ``last_positions(aircraft, reports, airline)`` on this check's own copy of the
     airline's aircraft and reports (fresh collections under a random name, with 4.4's indexes), into
     which it first adds a newer report of one aircraft, so that only an answer read inside the call
-    from the collections given can be right; counting its commands: the right ``{icao24: (timestamp,
+    from the collections given can be right, the reports inserted in shuffled order; and again on a
+    second copy, unindexed and shuffled again, comparing its answer only (an answer that leans on the
+    order documents are stored or scanned in, ``$last`` without a ``$sort``, fails on one of them);
+    counting its commands on the first: the right ``{icao24: (timestamp,
     lat, lon)}``, in one round trip, with no more documents returned than aircraft and a small reply (at
     most twice an aircraft and a report per aircraft, in bytes): any form that keeps one report per
     aircraft on the server (a ``$lookup`` sub-pipeline with ``$limit``, ``$group`` with ``$first``
@@ -37,7 +40,7 @@ def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) ->
     if not planes or not rows:
         return f"aircraft_c and reports_c hold no {airline} documents: run section 4.4 again"
     db, tag = reports.database, uuid.uuid4().hex[:8]  # one copy per call: two kernels never share (or drop) it
-    names = [f"exercise_4_1_{kind}_{tag}" for kind in ("aircraft", "reports")]
+    names = [f"exercise_4_1_{kind}_{tag}" for kind in ("aircraft", "reports", "aircraft_plain", "reports_plain")]
     for name in names:
         workbook_collection(db, name, create=False)  # a collection of somebody else's is refused, never dropped
     rng = random.Random(tag)
@@ -46,16 +49,24 @@ def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) ->
     when = last["timestamp"] + rng.randint(1, 600)
     moved = {**last, "_id": make_id(airline, plane, message_number(when)), "timestamp": when,
              "lat": round(last["lat"] + rng.uniform(-0.5, 0.5), 6), "lon": round(last["lon"] + rng.uniform(-0.5, 0.5), 6)}
+    answers = []
     try:
-        a_c, r_c = (workbook_collection(db, name) for name in names)
+        a_c, r_c, a_p, r_p = (workbook_collection(db, name) for name in names)
         for source, copy in ((aircraft, a_c), (reports, r_c)):
             for index in source.index_information().values():
                 if index["key"] != [("_id", 1)]:
                     copy.create_index(index["key"])
-        a_c.insert_many(planes)
-        r_c.insert_many(rows + [moved])
+        # the reports in shuffled order, so that no answer may lean on the order they were stored in
+        # ($last without a $sort); the second copy, without indexes and shuffled again, is read in a
+        # plain scan: its answer is compared, its cost is not
+        for a_x, r_x in ((a_c, r_c), (a_p, r_p)):
+            stored = rows + [moved]
+            rng.shuffle(stored)
+            a_x.insert_many([dict(p) for p in planes])
+            r_x.insert_many([dict(r) for r in stored])
         with count_commands() as cost:
-            got = answer(a_c, r_c, airline)
+            answers.append(answer(a_c, r_c, airline))
+        answers.append(answer(a_p, r_p, airline))
     finally:
         for name in names:
             if is_workbook_collection(db, name):  # only the copies this call made
@@ -65,18 +76,20 @@ def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) ->
     for r in rows + [moved]:
         want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))
     small = 2 * len(want) * (max(len(bson.encode(p)) for p in planes) + max(len(bson.encode(r)) for r in rows))
-    if not isinstance(got, dict):
-        return f"last_positions(aircraft, reports, '{airline}') returned {shown(got)}: return a dict {{icao24: (timestamp, lat, lon)}}"
-    if set(got) != set(want):
-        return f"expected the {len(want)} aircraft of {airline}'s fleet, got {len(got)} keys"
-    if isinstance(got[plane], (tuple, list)) and tuple(got[plane]) == (last["timestamp"], last["lat"], last["lon"]):
-        return (f"{plane} has a newer report in the collections the check passed: read the positions inside "
-                f"last_positions, from its aircraft and reports arguments (not aircraft_c, reports_c or an answer "
-                f"computed before)")
-    wrong = sorted(k for k in want if not isinstance(got[k], (tuple, list)) or tuple(got[k]) != want[k])
-    if wrong:
-        return (f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}: the latest report is the one with "
-                f"the greatest timestamp (sort newest first, then keep one per aircraft)")
+    for got in answers:
+        if not isinstance(got, dict):
+            return f"last_positions(aircraft, reports, '{airline}') returned {shown(got)}: return a dict {{icao24: (timestamp, lat, lon)}}"
+        if set(got) != set(want):
+            return f"expected the {len(want)} aircraft of {airline}'s fleet, got {len(got)} keys"
+        if isinstance(got[plane], (tuple, list)) and tuple(got[plane]) == (last["timestamp"], last["lat"], last["lon"]):
+            return (f"{plane} has a newer report in the collections the check passed: read the positions inside "
+                    f"last_positions, from its aircraft and reports arguments (not aircraft_c, reports_c or an answer "
+                    f"computed before)")
+        wrong = sorted(k for k in want if not isinstance(got[k], (tuple, list)) or tuple(got[k]) != want[k])
+        if wrong:
+            return (f"{len(wrong)} aircraft have another position, e.g. {wrong[0]}: the latest report is the one with "
+                    f"the greatest timestamp, whatever order the reports are stored in (sort newest first, then "
+                    f"keep one per aircraft, every field from the same report)")
     if cost.round_trips > 1:
         return (f"it took {cost.round_trips} round trips ({', '.join(sorted(set(cost.commands)))}); one aggregate is "
                 f"enough: the fleet with a $lookup whose pipeline sorts the aircraft's reports newest first and "
