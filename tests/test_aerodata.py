@@ -786,6 +786,21 @@ def test_checks_4_1_to_4_3_recompute_from_the_data(loaded_once):
         return out
     assert "documents for" in evaluate("4.1", everything, **given)[1]
 
+    def replay(aircraft, reports, a):  # no command: the kept answer, plus the newer report guessed from the copy's name
+        import random
+        rng = random.Random(reports.name.rsplit("_", 1)[1])
+        plane = rng.choice(sorted(kept))
+        return {**kept, plane: (kept[plane][0] + rng.randint(1, 600), 0.0, 0.0)}
+    assert evaluate("4.1", replay, **given)[0] == "not right yet"
+
+    def hidden(aircraft, reports, a):  # every report read with the counting paused, then one dummy round trip
+        from helpers.counting import paused
+        with paused():
+            got = everything(aircraft, reports, a)
+        reports.find_one({"_id": None})
+        return got
+    assert "paused the workbook's counting" in evaluate("4.1", hidden, **given)[1]
+
     def pushed(aircraft, reports, a):  # one round trip, a document per aircraft, but each with every report ($push)
         return {d["_id"]: max((r["timestamp"], r["lat"], r["lon"]) for r in d["all"]) for d in reports.aggregate([
             {"$match": {"airline": a}}, {"$group": {"_id": "$icao24", "all": {"$push": "$$ROOT"}}}], batchSize=10_000)}
