@@ -142,6 +142,15 @@ def _in_one(tree: Any, node: Any, match: Mapping[str, Any], names: bool) -> list
     return sorted(zip(out[0]["i"], out[0]["n"])) if names else sorted(out[0]["i"])
 
 
+def _pairs_in_one(tree: Any, node: Any, pipeline: list[dict]) -> list[tuple[Any, str]]:
+    """The sorted ``(id, name)`` pairs of a menu whose one reply document holds them as two arrays,
+    ``i`` and ``n`` (``pipeline`` starts with ``{"$match": {"_id": node}}``: no reply, an unknown node)."""
+    out = list(tree.collection.aggregate(pipeline, batchSize=BATCH))
+    if not out:
+        raise tree._unknown(node)
+    return sorted(zip(out[0]["i"], out[0]["n"]))
+
+
 def _joined(names: Any) -> dict:
     """``"/root/.../node"``: an expression joining the array ``names`` and the document's ``name``."""
     return {"$concat": [{"$reduce": {"input": names, "initialValue": "", "in": {"$concat": ["$$value", SEPARATOR, "$$this"]}}},

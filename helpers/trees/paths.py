@@ -22,7 +22,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from ..backends import engine_limits, info_of
 from ..writes import only_duplicates
-from .base import BATCH, SEPARATOR, Row, TreeError, _check_name, _in_one, _Pattern
+from .base import BATCH, SEPARATOR, Row, TreeError, _check_name, _in_one, _pairs_in_one, _Pattern
 from .patterns import AncestorsArray, AncestorsWithNames, ChildRefs, ParentRefs
 
 __all__ = ["MaterializedPaths", "PathInLink", "PATTERNS"]
@@ -147,10 +147,7 @@ class MaterializedPaths(_Pattern):
                                               {"$project": {"_id": 1, "name": 1}}]}},
                     {"$project": {"_id": 0, "i": {"$map": {"input": "$below", "in": "$$this._id"}},
                                   "n": {"$map": {"input": "$below", "in": "$$this.name"}}}}]
-        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
-        if not out:
-            raise self._unknown(node)
-        return sorted(zip(out[0]["i"], out[0]["n"]))
+        return _pairs_in_one(self, node, pipeline)
 
     def breadcrumbs(self, node: Any) -> list[str]:
         """Names from the root down to the node, its own last: one read of the node's path alone

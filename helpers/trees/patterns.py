@@ -56,6 +56,7 @@ from .base import (
     _check_name,
     _in_one,
     _joined,
+    _pairs_in_one,
     _Pattern,
     _split,
 )
@@ -368,10 +369,7 @@ class ChildRefs(_Graph):
                                  "as": "found"}},
                     {"$project": {"_id": 0, "i": {"$map": {"input": "$found", "in": "$$this._id"}},
                                   "n": {"$map": {"input": "$found", "in": "$$this.name"}}}}]
-        out = list(self.collection.aggregate(pipeline, batchSize=BATCH))
-        if not out:
-            raise self._unknown(node)
-        return sorted(zip(out[0]["i"], out[0]["n"]))
+        return _pairs_in_one(self, node, pipeline)
 
     def lookup_menu(self, node: Any) -> list[tuple[Any, str]]:
         """The same menu from one aggregate: the node, its children's names joined by ``$lookup``."""
