@@ -21,18 +21,29 @@ time is one engine's on one machine, and is labelled so wherever it is shown.
 
 **A contest, not a choice.** An operation of a design can be written several ways: the obvious one,
 the one a MongoDB engineer would write, any other a reviewer names. Give them all, as
-:class:`Forms` ``{form: cost}``: the bill (:meth:`Workload.weigh`) prices each design at the forms
-that make its day cheapest by the workload's own criterion (``Workload.by``: a form that costs the
-day a share of the margin more on a column ties, and the next column decides), and
-:meth:`Workload.contest` shows every form with what it costs, the others labelled as counter-examples.
-:meth:`Workload.pick` calls designs within ``Workload.margin`` (3 % unless stated) of the best a tie
-and lets the next criterion decide, and says so (a :class:`Pick`). A read measured with the driver's default first batch (101 documents)
+:class:`Forms` ``{form: cost}``; :meth:`Workload.contest` shows every form with what it costs, the
+ones not billed labelled as counter-examples. How a form is billed, column by column of the
+workload's criterion (``Workload.by``): each design's cheapest possible day on the column is
+compared, and designs within ``Workload.margin`` (3 % unless stated) of the cheapest stay level
+(a tie), the others are out. A design that stays may be billed at forms that cost it more on that
+column, to save on the next, while it stays within the margin of its best rival, so it never loses
+a column it could tie; the design in front keeps a lead beyond the margin over every design out.
+From the column that decides (for a design out, the column it went out on; for a design alone, the
+first), a design is billed at its own cheapest forms: a combination of forms whose day is within
+the margin of its cheapest on a column ties, and the next column decides. So the margin is applied
+once, between designs, and a form added to one of two designs never loses it the pick
+(``tests/test_workload.py``). With three designs or more a tie is not transitive (100 ties 103, 103
+ties 106, 100 does not tie 106), so a third design can change which of two wins: the
+:class:`Pick`'s sentence says which column decided. A read measured with the driver's default first batch (101 documents)
 pays a ``getMore`` nobody chose: the bill refuses it, so every billed read sets its batch size. A
 read that left a server cursor open (``CommandCounter.open_cursors``: a batch size equal to its
-answer) is refused too, not priced: see :func:`billable`.
+answer) is refused too, not priced: see :func:`billable`. Forms measured on layouts that cannot
+stand together (a clustered collection, a collection per day) say so (``Forms(layouts=...)``) and
+are never billed together.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
@@ -51,6 +62,8 @@ DEFAULT_BY = ("round trips / day", "docs examined / day", "keys examined / day",
               "index keys written / day")
 #: two designs this close (a fraction of the better) are a tie on that column
 DEFAULT_MARGIN = 0.03
+#: the most combinations of forms (one per operation) the bill weighs for one design
+_MAX_VARIANTS = 200_000
 _KINDS = ("read", "write")
 SECONDS_PER_DAY = 86_400
 
@@ -170,11 +183,17 @@ class Forms:
     """The forms of one operation of one design, each measured: ``{form label: cost}``.
 
     ``Forms({"one $lookup": m1, "two queries": m2})``, or ``Forms([m1, m2])`` with each
-    ``Measurement``'s label. The bill prices the design at the form that makes its day cheapest by
-    the workload's criterion (:meth:`Workload.billed`); the others are counter-examples, shown with
-    what they cost. ``teaching`` maps a form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``)."""
+    ``Measurement``'s label. The contest bills the design at the forms its day is cheapest at by the
+    workload's criterion (:meth:`Workload.billed`, the module's docstring says how); the others are
+    counter-examples, shown with what they cost. ``teaching`` maps a form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``).
+    ``layouts`` maps a form to the layout (or layouts) it was measured on and needs (``{"range scan":
+    "clustered"}``, ``{"drop a day": {"clustered", "plain"}}``): a design is billed only at forms whose
+    layouts stand together (one layout every form that names one names), so a form measured on a
+    clustered collection is never billed beside one that needs an ordinary one. A form with none
+    fits any."""
 
-    def __init__(self, forms: Any, *, teaching: Mapping[str, str] | None = None) -> None:
+    def __init__(self, forms: Any, *, teaching: Mapping[str, str] | None = None,
+                 layouts: Mapping[str, Any] | None = None) -> None:
         items = list(forms.items()) if isinstance(forms, Mapping) else [(getattr(m, "label", None), m) for m in forms]
         if not items:
             raise ValueError("Forms: give at least one measured form")
@@ -193,6 +212,14 @@ class Forms:
         unknown = [label for label in self.teaching if label not in self.forms]
         if unknown:
             raise ValueError(f"Forms: teaching names {unknown}, which are not among the forms {labels}")
+        self.layouts: dict[str, frozenset[str]] = {}
+        for label, lay in dict(layouts or {}).items():
+            if label not in self.forms:
+                raise ValueError(f"Forms: layouts names {label!r}, which is not among the forms {labels}")
+            names = (lay,) if isinstance(lay, str) else tuple(lay) if isinstance(lay, (set, frozenset, list, tuple)) else None
+            if not names or any(not isinstance(x, str) or not x.strip() for x in names):
+                raise ValueError(f"Forms: the layout of {label!r} is a name or a set of names, not {lay!r}")
+            self.layouts[label] = frozenset(names)
 
     def __repr__(self) -> str:
         return f"Forms({list(self.forms)})"
@@ -262,6 +289,20 @@ def _more(best: float, gap: float) -> str:
         return f" ({_pct(gap, best)} more)"
     times = (best + gap) / best
     return f" ({times:,.1f} times as much)" if times < 100 else f" ({times:,.0f} times as much)"
+
+
+def _no_better(forms: "Forms", labels: list[str], carried: list[str], a: str, b: str) -> bool:
+    """Form ``a`` can never be billed over ``b``: same layout, ``b`` no dearer on any metric, and
+    cheaper on one or given first."""
+    ca, cb = forms.forms[a], forms.forms[b]
+    if forms.layouts.get(a) != forms.layouts.get(b) or any(cb[m] > ca[m] for m in carried):
+        return False
+    return any(cb[m] < ca[m] for m in carried) or labels.index(b) < labels.index(a)
+
+
+def _within(value: float, limit: float) -> bool:
+    """``value <= limit``, but for the rounding of a sum of floats (a day summed in another order)."""
+    return value <= limit + 1e-9 * max(1.0, abs(limit))
 
 
 def _fmt(v: float) -> str:
@@ -345,58 +386,125 @@ class Workload:
             raise ValueError(f"margin is a fraction between 0 and 1 (0.03 is 3 %), not {margin!r}")
         return keys, float(margin)
 
-    def _best(self, per_op: Mapping[str, Forms], by: tuple[str, ...], margin: float) -> dict[str, str]:
-        """The form the bill prices for each operation of one design, ``{operation: form label}``: the
-        cheapest by ``by``, column by column, judged by what a form costs the design's day. On a
-        column, a form ties with the operation's cheapest when the extra it costs a day (the rate
-        times the per-run difference) is within the operation's share of the margin: ``margin`` times
-        the design's day on that column at each operation's cheapest form, divided among the
-        operations that carry the column (a day of 0: exact ties only), so the forms billed cost the
-        day at most ``margin`` more on it than the cheapest still in the running; the next column
-        decides among the tied forms. Then one the bill can price (:func:`billable`), then the fewest
-        round trips and bytes per run, then the order given. A once-a-day form may so cost a round trip more and save most of the day's index keys;
-        ``pick`` applies the margin again to the daily totals."""
-        allowance = {}
-        for column in by:
-            metric = _per_run(column)
-            carried = [(o.per_day, per_op[o.name].forms) for o in self.operations
-                       if all(metric in c for c in per_op[o.name].forms.values())]
-            day = sum(rate * min(c[metric] for c in forms.values()) for rate, forms in carried)
-            allowance[metric] = margin * day / len(carried) if carried else 0.0
-        out = {}
+    def _variants(self, design: str, per_op: Mapping[str, Forms], keys: tuple[str, ...]) -> list[tuple]:
+        """Every way the design can be built, one form per operation: ``(choice, day)``, where
+        ``choice`` is a tuple of form labels in the workload's order, ``day`` maps each metric of
+        ``keys`` (and round trips and bytes, the tie-breaks) that every operation carries to the
+        design's total a day, and ``part`` each metric some operation carries to its total over those. A form the bill cannot price (:func:`billable`) is left out while
+        the operation has another; a form no better than another of its operation on every column
+        (and the tie-breaks) is left out too (it can never be the cheaper), as is a combination of
+        forms measured on layouts that cannot stand together (``Forms(layouts=...)``)."""
+        metrics = list(dict.fromkeys([*(_per_run(k) for k in keys), "round trips", "bytes returned"]))
+        options = []
         for o in self.operations:
             forms = per_op[o.name]
-            labels = list(forms.forms)
-            for column in by:
-                metric = _per_run(column)
-                if not all(metric in forms.forms[x] for x in labels):
-                    continue  # every form carries the same columns (Forms checks): the engine did not measure it
-                best = min(forms.forms[x][metric] for x in labels)
-                labels = [x for x in labels if (forms.forms[x][metric] - best) * o.per_day <= allowance[metric]]
-                if len(labels) == 1:
-                    break
-            labels.sort(key=lambda x: (any(forms.forms[x].get(k) for k in _UNBILLABLE),  # a tie: the billable one
-                                       forms.forms[x]["round trips"], forms.forms[x]["bytes returned"]))
-            out[o.name] = labels[0]
+            labels = [x for x in forms.forms if not any(forms.forms[x].get(k) for k in _UNBILLABLE)] \
+                or list(forms.forms)  # only unpriceable forms: billed, and refused when priced (billable)
+            carried = [m for m in metrics if all(m in forms.forms[x] for x in labels)]
+
+            kept = [a for a in labels if not any(_no_better(forms, labels, carried, a, b) for b in labels if b != a)]
+            options.append([(x, forms.layouts.get(x)) for x in kept])
+        count = math.prod(len(x) for x in options)
+        if count > _MAX_VARIANTS:
+            raise ValueError(f"design {design!r}: {count:,} combinations of its operations' forms are more than the "
+                             f"bill weighs ({_MAX_VARIANTS:,}); drop forms that cannot win (a form cheaper nowhere)")
+        out = []
+        for combo in itertools.product(*options):
+            layouts = [set(lay) for _, lay in combo if lay is not None]
+            if layouts and not set.intersection(*layouts):
+                continue  # forms measured on layouts that cannot stand together
+            choice = tuple(x for x, _ in combo)
+            day, part = {}, {}
+            for m in metrics:
+                ops = [(o, per_op[o.name].forms[x]) for o, x in zip(self.operations, choice)
+                       if m in per_op[o.name].forms[x]]
+                if ops:
+                    part[m] = sum(o.per_day * c[m] for o, c in ops)
+                    if len(ops) == len(choice):
+                        day[m] = part[m]
+            out.append((choice, day, part))
+        if not out:
+            raise ValueError(f"design {design!r}: no combination of its forms stands on one layout (Forms(layouts=...)): "
+                             f"measure each operation on a layout the others were measured on")
         return out
+
+    def _settle(self, variants: list[tuple], metrics: Sequence[str], margin: float) -> tuple:
+        """One design on its own, from the column it was decided at: column by column, the ways of
+        building it whose day is within ``margin`` of its cheapest tie and the next column decides;
+        then the fewest round trips and bytes a day, then the forms in the order given."""
+        for m in metrics:
+            if len(variants) == 1 or not all(m in v[2] for v in variants):
+                continue  # decided, or a metric no operation of this design carries
+            low = min(v[2][m] for v in variants)
+            variants = [v for v in variants if _within(v[2][m], low * (1 + margin))]
+        return min(variants, key=lambda v: (v[1]["round trips"], v[1]["bytes returned"]))
+
+    def _contest(self, costs: Mapping[str, Mapping[str, Any]], keys: tuple[str, ...], margin: float) -> tuple:
+        """The contest behind :meth:`billed`, :meth:`weigh` and :meth:`pick`: ``(bills, steps, level)``.
+
+        Column by column (``keys``, those every design's every operation carries), each design's
+        cheapest day on the column over the ways of building it still in play is compared with the
+        cheapest of all: within ``margin`` of it, the design stays (a tie); beyond, it is out, and
+        billed at its own cheapest forms from that column on. A design that stays keeps the ways of
+        building it whose day on the column is within ``margin`` of its best rival's cheapest: a form
+        may cost it more on this column to save on the next, never so much that it would lose a
+        column it ties; and the cheapest design keeps only those beyond ``margin`` ahead of every
+        design out, so a design out is out against the bill as shown. When one design is left, it is
+        billed at its own cheapest forms from the deciding column on. So adding a form to one of two
+        designs never loses that design the pick, and the margin is applied once, between designs
+        (a form costs its design at most the margin more on a column than it needs to stay level).
+        ``steps`` is ``[(column, designs kept, designs out)]``; ``level`` the designs left at the end."""
+        per_design = self._forms(costs)
+        variants = {d: self._variants(d, per_op, keys) for d, per_op in per_design.items()}
+        metrics = [_per_run(k) for k in keys]
+        shared = [k for k in keys if all(_per_run(k) in v[1] for vs in variants.values() for v in vs)]
+        live, level, steps, settled = dict(variants), list(variants), [], {}
+        for k in shared if len(level) > 1 else ():
+            m = _per_run(k)
+            low = {d: min(v[1][m] for v in live[d]) for d in level}
+            best = min(low.values())
+            kept = [d for d in level if _within(low[d], best * (1 + margin))]
+            out = [d for d in level if d not in kept]
+            for d in out:
+                settled[d] = self._settle(live[d], metrics[keys.index(k):], margin)
+            floor = min((low[d] for d in out), default=math.inf)
+            cheapest = next(d for d in kept if low[d] == best)
+            for d in kept:
+                rivals = [low[e] for e in kept if e != d]
+                top = best * (1 + margin) if not rivals else min(rivals) * (1 + margin)
+                ways = [v for v in live[d] if _within(v[1][m], top)]
+                if d == cheapest and out:
+                    ways = [v for v in ways if v[1][m] * (1 + margin) < floor]
+                live[d] = ways
+            steps.append((k, kept, out))
+            level = kept
+            if len(level) == 1:
+                break
+        rest = (metrics[keys.index(steps[-1][0]):] if steps and len(level) == 1  # decided: from that column on
+                else [_per_run(k) for k in keys if k not in shared] if steps else metrics)  # a tie; one design
+        for d in level:
+            settled[d] = self._settle(live[d], rest, margin)
+        bills = {d: dict(zip(self.names, settled[d][0])) for d in variants}
+        return bills, steps, level
 
     def billed(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None, *,
                margin: float | None = None) -> dict[str, dict[str, str]]:
         """Which form the bill prices, for each design's each operation: ``{design: {operation: form}}``
-        (by the workload's ``by``, or the ``by`` given): the cheapest for the design's day, column by
-        column, a form within its share of the day's margin a tie (see :meth:`_best`)."""
+        (by the workload's ``by``, or the ``by`` given), as the contest among the designs given
+        decides it (see :meth:`_contest`): a design is billed at the forms that keep it level with its
+        best rival on each column it ties, and at its own cheapest from the column that decides."""
         keys, margin = self._criterion(by, margin)
-        return {design: self._best(per_op, keys, margin) for design, per_op in self._forms(costs).items()}
+        return self._contest(costs, keys, margin)[0]
 
     def _costs(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None,
                margin: float | None = None) -> dict[str, dict[str, dict[str, float]]]:
-        """Each design's each operation at its best form (the bill's prices)."""
-        keys, margin = self._criterion(by, margin)
+        """Each design's each operation at its billed form (the bill's prices)."""
+        bills = self.billed(costs, by, margin=margin)
         out: dict[str, dict[str, dict[str, float]]] = {}
         for design, per_op in self._forms(costs).items():
             out[design] = {}
             for op, forms in per_op.items():
-                label = self._best(per_op, keys, margin)[op]
+                label = bills[design][op]
                 cost = forms.forms[label]
                 billable(cost, f"design {design!r}, operation {op!r}, form {label!r}")
                 out[design][op] = cost
@@ -411,11 +519,12 @@ class Workload:
         import pandas as pd
 
         keys, margin = self._criterion(by, None)
+        bills = self._contest(costs, keys, margin)[0]
         rows = []
         for design, per_op in self._forms(costs).items():
             for o in self.operations:
                 forms = per_op[o.name]
-                best = self._best(per_op, keys, margin)[o.name]
+                best = bills[design][o.name]
                 b = forms.forms[best]
                 billable(b, f"design {design!r}, operation {o.name!r}, form {best!r}")
                 for label, c in forms.forms.items():
@@ -449,8 +558,8 @@ class Workload:
         one machine, a comparison between designs, not a capacity plan), and, when every cost
         carries the server's work, ``keys examined / day``, ``docs examined / day`` and ``index keys
         written / day`` (each only when every design's every operation has it: a missing one is never
-        counted as zero). An operation given as :class:`Forms` is priced at the form that makes the
-        day cheapest by the workload's ``by`` (or the ``by`` given; see :meth:`billed`).
+        counted as zero). An operation given as :class:`Forms` is priced at the form the contest
+        among the designs given bills, by the workload's ``by`` (or the ``by`` given; see :meth:`billed`).
         ``per_operation=True`` gives the rows by (design, operation) instead, with the ``billed form`` of each."""
         import pandas as pd
 
@@ -482,8 +591,8 @@ class Workload:
     def pick(self, costs: Mapping[str, Mapping[str, Any]], by: str | Sequence[str] | None = None, *,
              margin: float | None = None) -> Pick:
         """The design with the lowest daily cost by the columns ``by`` of :meth:`weigh`, in order (the
-        workload's ``by`` unless given; each design billed at the forms that make its day cheapest by
-        the same columns): designs within ``margin`` (the workload's, 3 % unless stated) of the best on a column tie on
+        workload's ``by`` unless given; each design billed at its forms as the contest decides, by the
+        same columns, :meth:`billed`): designs within ``margin`` (the workload's, 3 % unless stated) of the best on a column tie on
         it, and the next column decides among them. Returns a :class:`Pick`: the design's name, or
         ``"tie: A, B"`` when no column separates them, with a ``sentence`` that says which column
         decided and by how much. A column named explicitly must be in the table; the workload's own
@@ -496,30 +605,25 @@ class Workload:
             for k in keys:
                 if k not in daily.columns:
                     raise ValueError(f"pick by one of {list(daily.columns)}, not {k!r}")
+        _, trace, level = self._contest(costs, keys, margin)
         skipped = [k for k in keys if k not in daily.columns]
         keys = tuple(k for k in keys if k in daily.columns)
-        level = list(daily.index)
         steps: list[str] = []
         decided_by = None
-        if len(level) == 1:
+        if len(daily) == 1:
             steps.append("there is one design only: nothing to compare")
             decided_by = keys[0]
-        for k in keys if len(level) > 1 else ():
-            values = {d: float(daily.loc[d, k]) for d in level}
-            best = min(values.values())
-            kept = [d for d in level if values[d] <= best * (1 + margin)]
+        for k, kept, out in trace:
+            values = {d: float(daily.loc[d, k]) for d in (*kept, *out)}
             if len(kept) > 1:
-                worst = max(values[d] for d in kept)
-                steps.append(f"{k}: {', '.join(kept)} tie ({_fmt(best)} to {_fmt(worst)}, within {margin:.0%})")
+                low, high = min(values[d] for d in kept), max(values[d] for d in kept)
+                steps.append(f"{k}: {', '.join(kept)} tie ({_fmt(low)} to {_fmt(high)}, within {margin:.0%})")
             else:
-                runner = min((d for d in level if d != kept[0]), key=lambda d: values[d])
-                gap = values[runner] - best
+                runner = min(out, key=lambda d: values[d])
+                best, gap = values[kept[0]], values[runner] - values[kept[0]]
                 steps.append(f"{k}: {kept[0]} is cheapest, {_fmt(best)} against {_fmt(values[runner])} for "
                              f"{runner}{_more(best, gap)}")
                 decided_by = k
-            level = kept
-            if len(level) == 1:
-                break
         if len(level) > 1:
             level = sorted(level, key=lambda d: tuple(float(daily.loc[d, k]) for k in keys))
             steps.append("no column separates them")
