@@ -30,7 +30,7 @@ class Counter(Protocol):
 
     def is_counting(self) -> bool: ...
 
-    def cursor_closed(self, cursor_id: int) -> None: ...
+    def cursor_closed(self, cursor_id: int, command: dict[str, Any] | None = None) -> None: ...
 
 
 def install_listed_pipelines() -> None:
@@ -206,6 +206,21 @@ class MockCursor:
         self._counter.record("explain")
         return self._inner.explain(*args, **kwargs)
 
+    def clone(self) -> "MockCursor":
+        """A fresh cursor for the same query (pymongo's ``Cursor.clone``): nothing sent until it is read."""
+        return MockCursor(self._inner.clone(), self._command, self._counter, batch_size=self._batch_size,
+                          limit=self._limit, document=dict(self._document) if self._document is not None else None,
+                          batch_size_given=self._batch_size_given)
+
+    def distinct(self, key: str) -> Any:
+        """The cursor's query's distinct values of ``key``: one ``distinct`` command (pymongo's ``Cursor.distinct``)."""
+        out = self._inner.distinct(key)
+        doc = self._document or {}
+        self._counter.record("distinct", command={"distinct": doc.get(self._command), "key": key,
+                                                  "query": doc.get("filter") or {},
+                                                  **({"$db": doc["$db"]} if "$db" in doc else {})})
+        return out
+
     def __iter__(self) -> "MockCursor":
         return self
 
@@ -273,8 +288,10 @@ class MockCursor:
         return list(itertools.islice(self, length)) if length else list(self)
 
     def close(self) -> None:
-        if self._sent and not self._closed:  # the driver's killCursors (not counted, as on a server)
-            self._counter.cursor_closed(self._id)
+        if self._sent and not self._closed:  # the driver's killCursors: one round trip, as on a server
+            db = (self._document or {}).get("$db")
+            self._counter.cursor_closed(self._id, {"killCursors": (self._document or {}).get(self._command),
+                                                   "cursors": [self._id], **({"$db": db} if db else {})})
             self._closed = True
 
     def __enter__(self) -> "MockCursor":
@@ -316,8 +333,9 @@ class _Tally:
     def is_counting(self) -> bool:
         return self._counter.is_counting()
 
-    def cursor_closed(self, cursor_id: int) -> None:
-        self._counter.cursor_closed(cursor_id)
+    def cursor_closed(self, cursor_id: int, command: dict[str, Any] | None = None) -> None:
+        _SENT[0] += 1
+        self._counter.cursor_closed(cursor_id, command)
 
 
 class MockClient:

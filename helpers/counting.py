@@ -8,7 +8,11 @@ The mock has no wire protocol, so its adapter (``engines.mock.MockDatabase``) re
 :func:`record`, the same commands the driver would send for each call. The rules match pymongo's,
 so the same calls give the same counts on every backend.
 
-Not counted: connection handshakes and heartbeats, ``killCursors`` and ``endSessions`` cleanup.
+Not counted: connection handshakes and heartbeats, ``endSessions`` cleanup, and the ``killCursors``
+the driver's background thread sends for a cursor dropped unclosed (when it comes is the driver's
+choice, so the cursor stays open in the count, and a bill refuses the read: ``workload.billable``).
+A ``killCursors`` the application sends (``cursor.close()``, leaving a ``with`` block) is a round
+trip in its own thread, and counted.
 """
 from __future__ import annotations
 
@@ -222,6 +226,10 @@ def _explicit_batch(command: Mapping[str, Any]) -> bool:
     return "batchSize" in command or bool(command.get("singleBatch")) or 0 < abs(limit) <= 101
 
 
+#: the thread pymongo closes dropped cursors from (pymongo/synchronous/mongo_client.py)
+_DRIVER_KILL_THREAD = "pymongo_kill_cursors_thread"
+
+
 class _Listener(monitoring.CommandListener):
     def __init__(self) -> None:
         self._defaulted: dict[int, bool] = {}  # request id -> its find/aggregate left the batch to the driver
@@ -229,9 +237,13 @@ class _Listener(monitoring.CommandListener):
         self._getmores: dict[int, int] = {}  # request id -> the cursor its getMore reads
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if _ACTIVE and event.command_name == "killCursors":  # uncounted, but the cursors are closed
+        if _ACTIVE and event.command_name == "killCursors":
+            if threading.current_thread().name == _DRIVER_KILL_THREAD:
+                return  # the driver's, for a cursor dropped unclosed, when it chooses: the cursor stays open
             killed = set(event.command.get("cursors") or ())
-            _ACTIVE.each(lambda c: c.open_cursors.difference_update(killed))
+            command = {**event.command, "$db": event.database_name}
+            _ACTIVE.each(lambda c: (c.add_command("killCursors", command), c.open_cursors.difference_update(killed)))
+            return
         if _ACTIVE and event.command_name == "getMore":
             self._getmores[event.request_id] = event.command.get("getMore")
         if _ACTIVE and event.command_name.lower() not in IGNORED:
@@ -322,9 +334,9 @@ def record(name: str, docs: list[Any] | None = None, written: int = 0,
     _ACTIVE.each(f)
 
 
-def cursor_closed(cursor_id: int) -> None:
-    """A cursor the driver closed (its ``killCursors``, not counted, as on a server)."""
-    _ACTIVE.each(lambda c: c.open_cursors.discard(cursor_id))
+def cursor_closed(cursor_id: int, command: dict[str, Any] | None = None) -> None:
+    """A cursor the application closed: the driver's ``killCursors``, one round trip (as on a server)."""
+    _ACTIVE.each(lambda c: (c.add_command("killCursors", command), c.open_cursors.discard(cursor_id)))
 
 
 def is_counting() -> bool:

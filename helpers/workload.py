@@ -117,8 +117,8 @@ def billable(cost: Mapping[str, float], where: str) -> None:
     that ``killCursors`` when the cursor is closed, or, for a cursor dropped unclosed, later and from
     a background task that closes several in one command, so no per-run cost is right; and a
     MongoDB engineer writes the read so that its cursor ends with its answer (a batch size larger
-    than the answer, a ``limit``, a single batch) or reads it to the end (a ``getMore`` the count
-    then includes)."""
+    than the answer, a ``limit``, a single batch), reads it to the end (a ``getMore`` the count
+    then includes), or closes it inside the measured block (its ``killCursors``, then counted)."""
     if cost.get("default batch getMores"):
         raise ValueError(
             f"{where}: the read left its first batch to the driver's default (101 documents) and paid "
@@ -129,8 +129,8 @@ def billable(cost: Mapping[str, float], where: str) -> None:
         raise ValueError(
             f"{where}: the read left {n:.0f} server cursor{'s' if n != 1 else ''} open (e.g. a batch size equal to "
             f"its answer), so it owes a killCursors round trip that no count includes; ask a batch size larger "
-            f"than the answer (batch_size=n+1, or a limit), or exhaust the cursor (read it to the end), then "
-            f"measure it again")
+            f"than the answer (batch_size=n+1, or a limit), exhaust the cursor (read it to the end), or close "
+            f"it inside the measured block (cursor.close(): its killCursors is then counted), then measure it again")
 
 
 def cost_of(cost: Any) -> dict[str, float]:

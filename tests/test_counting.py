@@ -203,8 +203,49 @@ def test_a_read_whose_batch_equals_its_answer_leaves_its_cursor_open_and_the_cou
     with count_commands() as c:
         cursor = coll.find({}, batch_size=2)
         next(cursor)
-        cursor.close()  # its killCursors, sent inside the block, closes it
-    assert c.open_cursors == set()
+        cursor.close()  # its killCursors, sent inside the block, closes it: a round trip, counted
+    assert c.open_cursors == set() and c.commands == ["find", "killCursors"] and c.round_trips == 2
+    with count_commands() as c:
+        with coll.find({}, batch_size=2) as cursor:  # leaving the block closes it: the same round trip
+            next(cursor)
+    assert c.open_cursors == set() and c.commands == ["find", "killCursors"]
     with count_commands() as c:  # exhausted: the getMore that finds nothing left closes it, and is counted
         assert [d["_id"] for d in coll.find({"_id": {"$lt": 2}}, batch_size=2)] == [0, 1]
     assert c.commands == ["find", "getMore"] and c.open_cursors == set()
+
+
+def test_the_drivers_background_killcursors_is_not_counted_and_leaves_the_cursor_open_in_the_count():
+    # pymongo closes a cursor dropped unclosed from its own thread, when it chooses: the count cannot
+    # say when, so the cursor stays open in it (a bill refuses the read), and nothing is counted
+    import threading
+    from types import SimpleNamespace
+
+    from helpers import counting
+
+    def event(thread_name):
+        e = SimpleNamespace(command_name="killCursors", command={"killCursors": "c", "cursors": [42]},
+                            database_name="d", request_id=1)
+        t = threading.Thread(target=counting._LISTENER.started, args=(e,), name=thread_name)
+        t.start()
+        t.join()
+
+    with count_commands() as c:
+        c.open_cursors.add(42)
+        event("pymongo_kill_cursors_thread")
+    assert c.commands == [] and c.open_cursors == {42}
+    with count_commands() as c:  # the application's own close, from any other thread: one round trip
+        c.open_cursors.add(42)
+        event("worker")
+    assert c.commands == ["killCursors"] and c.open_cursors == set()
+
+
+def test_a_cursors_clone_and_distinct_are_counted_as_the_driver_sends_them(db):
+    coll = db["numbers_clone"]
+    coll.insert_many([{"_id": i, "k": i % 3} for i in range(6)])
+    cursor = coll.find({"_id": {"$lt": 4}}, batch_size=10)
+    with count_commands() as c:
+        assert sorted(cursor.distinct("k")) == [0, 1, 2]  # one distinct command over the cursor's filter
+    assert c.commands == ["distinct"] and c.round_trips == 1
+    with count_commands() as c:
+        assert [d["_id"] for d in cursor.clone()] == [0, 1, 2, 3]  # a fresh find, read to its end
+    assert c.commands == ["find"] and c.docs_returned == 4 and c.open_cursors == set()
