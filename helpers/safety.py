@@ -39,7 +39,8 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import uuid
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 __all__ = [
     "REGISTRY",
@@ -48,6 +49,7 @@ __all__ = [
     "workbook_collection",
     "fresh_collection",
     "drop_workbook_collection",
+    "check_copies",
     "note_created",
     "track_collection",
     "is_workbook_collection",
@@ -435,6 +437,25 @@ def drop_workbook_collection(db: Any, name: str) -> bool:
         return listed is not None
     finally:
         release_leases(db, [target], owner)
+
+
+@contextmanager
+def check_copies(db: Any, *prefixes: str) -> Iterator[list[str]]:
+    """Fresh names for the copies one call of a check makes, ``<prefix>_<8 random hex>`` each (two
+    kernels never share, or drop, one): yields the names, none created yet; a name that is somebody
+    else's collection is refused before anything is written. On leaving, every copy the workbook
+    created under them is dropped and its registry entry removed, whatever happened inside."""
+    tag = uuid.uuid4().hex[:8]
+    names = [f"{p}_{tag}" for p in prefixes]
+    for name in names:
+        workbook_collection(db, name, create=False)  # somebody else's collection is refused, never dropped
+    try:
+        yield names
+    finally:
+        for name in names:
+            if is_workbook_collection(db, name):  # only the copies this call made
+                db.drop_collection(name)
+        forget(db, names)
 
 
 def track_collection(db: Any, name: str) -> Any:

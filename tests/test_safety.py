@@ -263,3 +263,28 @@ def test_the_workbooks_own_drop_refuses_its_records_a_lease_and_a_name_that_is_n
     assert db[PROGRESS].count_documents({}) == 1 and "products" in db.list_collection_names()
     forget(db, ["$loading:products"])  # forget never deletes a lease, either
     assert holds_lease(db, "products", "kernel B")
+
+
+def test_a_checks_copies_are_fresh_names_dropped_on_leaving_and_never_somebody_elses(db):
+    from helpers.safety import check_copies
+
+    with check_copies(db, "exercise_x_a", "exercise_x_b") as names:
+        assert names[0].startswith("exercise_x_a_") and names[1].startswith("exercise_x_b_")
+        assert names[0].rsplit("_", 1)[1] == names[1].rsplit("_", 1)[1]  # one tag for one call
+        workbook_collection(db, names[0]).insert_one({"_id": 1})
+        workbook_collection(db, names[1]).insert_one({"_id": 1})
+    assert not set(names) & set(db.list_collection_names()) and not set(names) & recorded(db)
+    with pytest.raises(RuntimeError):
+        with check_copies(db, "exercise_x_a") as (name,):
+            workbook_collection(db, name).insert_one({"_id": 1})
+            raise RuntimeError("the learner's function failed")
+    assert name not in db.list_collection_names()  # dropped whatever happened inside
+    import uuid as _uuid
+    from unittest import mock
+
+    with mock.patch.object(_uuid, "uuid4", return_value=_uuid.UUID(int=0)):
+        db["exercise_x_d_00000000"].insert_one({"_id": 1})  # a foreign collection under the next name
+        with pytest.raises(ForeignCollectionError):
+            with check_copies(db, "exercise_x_d"):
+                pass  # pragma: no cover
+    assert db["exercise_x_d_00000000"].count_documents({}) == 1
