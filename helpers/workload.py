@@ -29,17 +29,19 @@ compared, and designs within ``Workload.margin`` (3 % unless stated) of the chea
 column, to save on the next, while it stays within the margin of its best rival, so it never loses
 a column it could tie; the design in front keeps a lead beyond the margin over every design out.
 From the column that decides (for a design out, the column it went out on; for a design alone, the
-first), a design is billed at its own cheapest forms: a combination of forms whose day is within
-the margin of its cheapest on a column ties, and the next column decides. So the margin is applied
-once, between designs, and a form added to one of two designs never loses it the pick
+first), a design is billed at its own cheapest forms: a form ties with its operation's cheapest when
+what it costs the day more is within the operation's share of the margin (the margin of the
+design's day on the column, divided among its operations), and the next column decides. So a
+design's bill can change with the rivals it is weighed against; the margin is applied once on a
+column; and a form added to one of two designs never loses it the pick
 (``tests/test_workload.py``). With three designs or more a tie is not transitive (100 ties 103, 103
 ties 106, 100 does not tie 106), so a third design can change which of two wins: the
 :class:`Pick`'s sentence says which column decided. A read measured with the driver's default first batch (101 documents)
 pays a ``getMore`` nobody chose: the bill refuses it, so every billed read sets its batch size. A
 read that left a server cursor open (``CommandCounter.open_cursors``: a batch size equal to its
 answer) is refused too, not priced: see :func:`billable`. Forms measured on layouts that cannot
-stand together (a clustered collection, a collection per day) say so (``Forms(layouts=...)``) and
-are never billed together.
+stand together (one collection whose old reports a ``delete_many`` removes, a collection per day
+that is dropped) say so (``Forms(layouts=...)``) and are never billed together.
 """
 from __future__ import annotations
 
@@ -186,11 +188,11 @@ class Forms:
     ``Measurement``'s label. The contest bills the design at the forms its day is cheapest at by the
     workload's criterion (:meth:`Workload.billed`, the module's docstring says how); the others are
     counter-examples, shown with what they cost. ``teaching`` maps a form to the reason a notebook keeps it in view (``{"two queries": "the obvious form, 1.6"}``).
-    ``layouts`` maps a form to the layout (or layouts) it was measured on and needs (``{"range scan":
-    "clustered"}``, ``{"drop a day": {"clustered", "plain"}}``): a design is billed only at forms whose
-    layouts stand together (one layout every form that names one names), so a form measured on a
-    clustered collection is never billed beside one that needs an ordinary one. A form with none
-    fits any."""
+    ``layouts`` maps a form to the layout (or layouts) it was measured on and needs (``{"drop
+    yesterday's collection": "a collection per day"}``, ``{"range scan": {"clustered", "clustered per
+    day"}}``): a design is billed only at forms whose layouts stand together (one layout every form
+    that names one names), so a form measured on one layout is never billed beside one that needs
+    another. A form with none fits any."""
 
     def __init__(self, forms: Any, *, teaching: Mapping[str, str] | None = None,
                  layouts: Mapping[str, Any] | None = None) -> None:
@@ -390,7 +392,7 @@ class Workload:
         """Every way the design can be built, one form per operation: ``(choice, day)``, where
         ``choice`` is a tuple of form labels in the workload's order, ``day`` maps each metric of
         ``keys`` (and round trips and bytes, the tie-breaks) that every operation carries to the
-        design's total a day, and ``part`` each metric some operation carries to its total over those. A form the bill cannot price (:func:`billable`) is left out while
+        design's total a day, and ``chosen`` holds the forms' costs, in the same order. A form the bill cannot price (:func:`billable`) is left out while
         the operation has another; a form no better than another of its operation on every column
         (and the tie-breaks) is left out too (it can never be the cheaper), as is a combination of
         forms measured on layouts that cannot stand together (``Forms(layouts=...)``)."""
@@ -407,37 +409,50 @@ class Workload:
         count = math.prod(len(x) for x in options)
         if count > _MAX_VARIANTS:
             raise ValueError(f"design {design!r}: {count:,} combinations of its operations' forms are more than the "
-                             f"bill weighs ({_MAX_VARIANTS:,}); drop forms that cannot win (a form cheaper nowhere)")
+                             f"bill weighs ({_MAX_VARIANTS:,}); measure fewer forms of an operation (each form "
+                             f"kept is already cheaper than the others somewhere)")
         out = []
         for combo in itertools.product(*options):
             layouts = [set(lay) for _, lay in combo if lay is not None]
             if layouts and not set.intersection(*layouts):
                 continue  # forms measured on layouts that cannot stand together
             choice = tuple(x for x, _ in combo)
-            day, part = {}, {}
+            chosen = tuple(per_op[o.name].forms[x] for o, x in zip(self.operations, choice))
+            day = {}
             for m in metrics:
-                ops = [(o, per_op[o.name].forms[x]) for o, x in zip(self.operations, choice)
-                       if m in per_op[o.name].forms[x]]
-                if ops:
-                    part[m] = sum(o.per_day * c[m] for o, c in ops)
-                    if len(ops) == len(choice):
-                        day[m] = part[m]
-            out.append((choice, day, part))
+                if all(m in c for c in chosen):
+                    day[m] = sum(o.per_day * c[m] for o, c in zip(self.operations, chosen))
+            out.append((choice, day, chosen))
         if not out:
             raise ValueError(f"design {design!r}: no combination of its forms stands on one layout (Forms(layouts=...)): "
                              f"measure each operation on a layout the others were measured on")
         return out
 
     def _settle(self, variants: list[tuple], metrics: Sequence[str], margin: float) -> tuple:
-        """One design on its own, from the column it was decided at: column by column, the ways of
-        building it whose day is within ``margin`` of its cheapest tie and the next column decides;
-        then the fewest round trips and bytes a day, then the forms in the order given."""
+        """One design on its own, from the column it was decided at: column by column, a form ties
+        with its operation's cheapest (among the ways of building the design still in play) when what
+        it costs the day more is within the operation's share of ``margin``: ``margin`` times the
+        design's cheapest day on the column, divided among the operations that carry it (a day of 0:
+        exact ties), so no one operation spends the whole margin; the next column decides. Then the
+        fewest round trips and bytes a day, then a run, then the forms in the order given."""
+        ops = self.operations
         for m in metrics:
-            if len(variants) == 1 or not all(m in v[2] for v in variants):
-                continue  # decided, or a metric no operation of this design carries
-            low = min(v[2][m] for v in variants)
-            variants = [v for v in variants if _within(v[2][m], low * (1 + margin))]
-        return min(variants, key=lambda v: (v[1]["round trips"], v[1]["bytes returned"]))
+            if len(variants) == 1:
+                break
+            carrying = [i for i in range(len(ops)) if all(m in v[2][i] for v in variants)]
+            if not carrying:
+                continue  # a metric no operation of this design carries (for every form)
+            low = {i: min(ops[i].per_day * v[2][i][m] for v in variants) for i in carrying}
+            share = margin * sum(low.values()) / len(carrying)
+            kept = [v for v in variants
+                    if all(_within(ops[i].per_day * v[2][i][m] - low[i], share) for i in carrying)]
+            if not kept:  # the cheapest forms of each operation do not stand together: the design's day decides
+                total = {id(v): sum(ops[i].per_day * v[2][i][m] for i in carrying) for v in variants}
+                best = min(total.values())
+                kept = [v for v in variants if _within(total[id(v)], best * (1 + margin))]
+            variants = kept
+        return min(variants, key=lambda v: (v[1]["round trips"], v[1]["bytes returned"],
+                                            sum(c["round trips"] for c in v[2]), sum(c["bytes returned"] for c in v[2])))
 
     def _contest(self, costs: Mapping[str, Mapping[str, Any]], keys: tuple[str, ...], margin: float) -> tuple:
         """The contest behind :meth:`billed`, :meth:`weigh` and :meth:`pick`: ``(bills, steps, level)``.
@@ -450,9 +465,10 @@ class Workload:
         may cost it more on this column to save on the next, never so much that it would lose a
         column it ties; and the cheapest design keeps only those beyond ``margin`` ahead of every
         design out, so a design out is out against the bill as shown. When one design is left, it is
-        billed at its own cheapest forms from the deciding column on. So adding a form to one of two
-        designs never loses that design the pick, and the margin is applied once, between designs
-        (a form costs its design at most the margin more on a column than it needs to stay level).
+        billed at its own cheapest forms from the deciding column on (:meth:`_settle`). So adding a
+        form to one of two designs never loses that design the pick, and the margin is applied once
+        on a column: between designs while they are level (a design's day on it at most the margin
+        above its best rival's cheapest), within one design from its deciding column on.
         ``steps`` is ``[(column, designs kept, designs out)]``; ``level`` the designs left at the end."""
         per_design = self._forms(costs)
         variants = {d: self._variants(d, per_op, keys) for d, per_op in per_design.items()}
@@ -497,9 +513,11 @@ class Workload:
         return self._contest(costs, keys, margin)[0]
 
     def _costs(self, costs: Mapping[str, Mapping[str, Any]], by: Any = None,
-               margin: float | None = None) -> dict[str, dict[str, dict[str, float]]]:
-        """Each design's each operation at its billed form (the bill's prices)."""
-        bills = self.billed(costs, by, margin=margin)
+               margin: float | None = None, bills: Mapping[str, Mapping[str, str]] | None = None
+               ) -> dict[str, dict[str, dict[str, float]]]:
+        """Each design's each operation at its billed form (the bill's prices; ``bills``: the
+        contest's, when the caller has them already)."""
+        bills = self.billed(costs, by, margin=margin) if bills is None else bills
         out: dict[str, dict[str, dict[str, float]]] = {}
         for design, per_op in self._forms(costs).items():
             out[design] = {}
@@ -534,7 +552,8 @@ class Workload:
                             metric = _per_run(column)
                             if metric in c and metric in b and c[metric] != b[metric]:
                                 d = _daily(metric, c[metric] - b[metric]) * o.per_day
-                                diffs.append(f"{'+' if d > 0 else '-'}{_fmt(abs(d))} {column}")
+                                if d:  # an operation run 0 times a day costs the day nothing either way
+                                    diffs.append(f"{'+' if d > 0 else '-'}{_fmt(abs(d))} {column}")
                     unpriced = (f"left {c['open cursors']:.0f} server cursor{'s' if c['open cursors'] != 1 else ''} "
                                 f"open: a killCursors not counted"
                                 if c.get("open cursors") else "")
@@ -561,10 +580,15 @@ class Workload:
         counted as zero). An operation given as :class:`Forms` is priced at the form the contest
         among the designs given bills, by the workload's ``by`` (or the ``by`` given; see :meth:`billed`).
         ``per_operation=True`` gives the rows by (design, operation) instead, with the ``billed form`` of each."""
+        return self._weigh(costs, per_operation, by, margin, None)
+
+    def _weigh(self, costs: Mapping[str, Mapping[str, Any]], per_operation: bool, by: Any, margin: float | None,
+               bills: Mapping[str, Mapping[str, str]] | None) -> Any:
         import pandas as pd
 
-        measured = self._costs(costs, by, margin)
-        forms = self.billed(costs, by, margin=margin) if per_operation else {}
+        bills = self.billed(costs, by, margin=margin) if bills is None else bills
+        measured = self._costs(costs, by, margin, bills)
+        forms = bills
         timed = all("median ms" in c for per_op in measured.values() for c in per_op.values())
         work = [k for k in WORK if all(k in c for per_op in measured.values() for c in per_op.values())]
         rows = []
@@ -600,12 +624,16 @@ class Workload:
         ``caps.explain``) or the costs do not carry (index keys written need ``index_keys=``), and the
         sentence says so."""
         keys, margin = self._criterion(by, margin)
-        daily = self.weigh(costs, by=keys, margin=margin)
+        bills, trace, level = self._contest(costs, keys, margin)
+        daily = self._weigh(costs, False, keys, margin, bills)
         if by is not None:
             for k in keys:
                 if k not in daily.columns:
                     raise ValueError(f"pick by one of {list(daily.columns)}, not {k!r}")
-        _, trace, level = self._contest(costs, keys, margin)
+        if not any(k in daily.columns for k in keys):
+            raise ValueError(f"pick: no column of {list(keys)} was measured for every operation of every design; "
+                             f"measure one of them (keys and documents examined need an explain: caps.explain), "
+                             f"or pick by one of {list(daily.columns)}")
         skipped = [k for k in keys if k not in daily.columns]
         keys = tuple(k for k in keys if k in daily.columns)
         steps: list[str] = []
