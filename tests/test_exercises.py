@@ -700,7 +700,7 @@ def test_checks_of_notebook_01_accept_every_right_form_and_refuse_wrong_evidence
     assert status == "correct" or "$count stage inside a $lookup" in line, line   # an engine's refusal explained
     status, line = evaluate("1.2", [join, count], authors=authors, books=books)  # stored in _id order only
     assert status == "not right yet" and "sorted by _id" in line
-    assert "exercise_1_2_authors_reordered" not in db.list_collection_names()
+    assert not [n for n in db.list_collection_names() if n.startswith("exercise_1_2_authors_reordered")]
     measured = {"product page docs examined, embedded": 1, "product page docs examined, referenced": 9,
                 "product page round trips, referenced": 1, "product page bytes, referenced": 918,
                 "largest product, bytes": 11_608, "median reviews per product": 4,

@@ -229,7 +229,7 @@ def test_the_geo_probe_says_what_the_engine_does(db, backend):
     # $near order and $centerSphere are the declared capabilities: the same answer as the connect probe
     assert (got["$near nearest-first"], got["$centerSphere runs"]) == (backend.info.caps.near_sorted,
                                                                          backend.info.caps.geo_center_sphere)
-    assert not [n for n in db.list_collection_names() if n == "kv_probe_geo" or n.startswith("workbook_probe_")]
+    assert not [n for n in db.list_collection_names() if n.startswith(("kv_probe_geo", "workbook_probe_"))]
 
 
 def test_same_says_where_the_answers_differ():
@@ -301,13 +301,26 @@ def test_the_exercise_checks_accept_right_answers_and_explain_wrong_ones(both, r
     assert "exactly the fields" in evaluate("7.3", pipeline[:1], db=db, keys=keys)[1]
 
 
-@pytest.mark.parametrize("name", [kv.REPORTS, kv.LATEST, kv.CACHE, kv.MINUTES, "kv_probe_geo"])
+@pytest.mark.parametrize("name", [kv.REPORTS, kv.LATEST, kv.CACHE, kv.MINUTES])
 def test_the_mongodb_side_never_drops_a_collection_the_workbook_did_not_create(db, name):
     """A collection of somebody else's under one of notebook 07's names is refused, never emptied."""
     from helpers.safety import ForeignCollectionError
 
     db[name].insert_one({"_id": "theirs"})
     with pytest.raises(ForeignCollectionError, match=name):
-        kv.probe_geo(db) if name == "kv_probe_geo" else kv.mongo_setup(db)
+        kv.mongo_setup(db)
     assert db[name].find_one({"_id": "theirs"}) is not None
     db.drop_collection(name)
+
+
+def test_the_geo_probe_works_on_a_copy_of_its_own_and_leaves_a_collection_under_its_name_alone(db):
+    """The probe's scratch collection has a random name per call: somebody's ``kv_probe_geo`` is never
+    written or dropped, and two kernels probing at once never share (or drop) one copy."""
+    db["kv_probe_geo"].insert_one({"_id": "theirs"})
+    try:
+        got = kv.probe_geo(db)
+        assert set(got) >= {"$near nearest-first", "$geoNear nearest-first", "$centerSphere runs"}
+        assert list(db["kv_probe_geo"].find()) == [{"_id": "theirs"}]
+        assert [n for n in db.list_collection_names() if n.startswith("kv_probe_geo")] == ["kv_probe_geo"]
+    finally:
+        db.drop_collection("kv_probe_geo")

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import random
-import uuid
 from typing import Any
 
 import bson
 
 from ..counting import count_commands
 from ..exercises import PAUSED, exercise, shown
-from ..safety import forget, is_workbook_collection, workbook_collection
+from ..safety import check_copies, workbook_collection
 from ..sizes import human_bytes
 from . import GEO_FIELD, IN_AIRLINE, airline_of_callsign, distance_km, make_id, message_number
 
@@ -39,10 +38,7 @@ def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) ->
     rows = list(reports.find({"airline": airline}, batch_size=100_000))
     if not planes or not rows:
         return f"aircraft_c and reports_c hold no {airline} documents: run section 4.4 again"
-    db, tag = reports.database, uuid.uuid4().hex[:8]  # one copy per call: two kernels never share (or drop) it
-    names = [f"exercise_4_1_{kind}_{tag}" for kind in ("aircraft", "reports", "aircraft_plain", "reports_plain")]
-    for name in names:
-        workbook_collection(db, name, create=False)  # a collection of somebody else's is refused, never dropped
+    db = reports.database
     rng = random.SystemRandom()  # never seeded from the name the learner's function is given
     plane = rng.choice(sorted({r["icao24"] for r in rows}))  # the aircraft the check moves
     last = max((r for r in rows if r["icao24"] == plane), key=lambda r: r["timestamp"])
@@ -50,7 +46,8 @@ def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) ->
     moved = {**last, "_id": make_id(airline, plane, message_number(when)), "timestamp": when,
              "lat": round(last["lat"] + rng.uniform(-0.5, 0.5), 6), "lon": round(last["lon"] + rng.uniform(-0.5, 0.5), 6)}
     answers = []
-    try:
+    prefixes = [f"exercise_4_1_{kind}" for kind in ("aircraft", "reports", "aircraft_plain", "reports_plain")]
+    with check_copies(db, *prefixes) as names:  # one set per call: two kernels never share (or drop) them
         a_c, r_c, a_p, r_p = (workbook_collection(db, name) for name in names)
         for source, copy in ((aircraft, a_c), (reports, r_c)):
             for index in source.index_information().values():
@@ -69,11 +66,6 @@ def last_positions(answer: Any, *, aircraft: Any, reports: Any, airline: str) ->
         if cost.paused_inside:
             return PAUSED
         answers.append(answer(a_p, r_p, airline))
-    finally:
-        for name in names:
-            if is_workbook_collection(db, name):  # only the copies this call made
-                db.drop_collection(name)
-        forget(db, names)
     want: dict[str, tuple] = {}
     for r in rows + [moved]:
         want[r["icao24"]] = max(want.get(r["icao24"], ()), (r["timestamp"], r["lat"], r["lon"]))

@@ -9,12 +9,11 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import random
-import uuid
 from typing import Any, Callable, Iterator
 
 from ..counting import count_commands
 from ..exercises import PAUSED, exercise, shown
-from ..safety import forget, is_workbook_collection, workbook_collection
+from ..safety import check_copies, workbook_collection
 from .pattern import BATCH_SIZE, SPAN, _new_bucket, bucket_reports, window_start
 
 #: at most this many bytes returned per bucket: room for its summary fields, none for a report body
@@ -38,9 +37,7 @@ def _copy_with(buckets: Any, new_report: Callable[[list, random.Random], dict],
     left in the second (a function that reads one bucket an hour is then wrong). A collection of that name that the
     workbook did not create is refused before anything is written or dropped."""
     db = buckets.database
-    name = f"{_COPY}_{uuid.uuid4().hex[:8]}"  # one per call: two kernels never share (or drop) it
-    workbook_collection(db, name, create=False)  # somebody else's collection is refused, never dropped
-    try:
+    with check_copies(db, _COPY) as (name,):  # one per call: two kernels never share (or drop) it
         copy = workbook_collection(db, name)
         for index in buckets.list_indexes():
             if index["name"] != "_id_":
@@ -59,10 +56,6 @@ def _copy_with(buckets: Any, new_report: Callable[[list, random.Random], dict],
             copy.insert_many(docs)
         bucket_reports(copy, [report], max_reports=cap)
         yield copy, report
-    finally:
-        if is_workbook_collection(db, name):  # only the copy this call made
-            db.drop_collection(name)
-        forget(db, [name])
 
 
 def _rebucketed(docs: list, cap: int) -> list:

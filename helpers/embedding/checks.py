@@ -1,7 +1,6 @@
 """Checkers of notebook 01 (embedding vs referencing)."""
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from typing import Any
 
@@ -9,7 +8,7 @@ import bson
 
 from ..datasets import load_dataset
 from ..exercises import exercise, shown
-from ..safety import forget, is_workbook_collection, workbook_collection
+from ..safety import check_copies, workbook_collection
 
 #: the prefix of exercise 1.1's fresh copy of the products (as section 1.1 stored them): one random name
 #: per check, dropped after it
@@ -34,16 +33,10 @@ def largest_product(answer: Any, *, products: Any) -> str | None:
     n = products.count_documents({})
     if n == 0:
         return "the products collection is empty: run the notebook's Setup cell again, then measure"
-    name = f"{_AS_STORED}_{uuid.uuid4().hex[:8]}"  # one per call: two kernels never share (or drop) it
-    workbook_collection(db, name, create=False)  # a collection of somebody else's is refused, never dropped
-    try:  # the dataset as 1.1 loaded it: as many products, reviews embedded
+    with check_copies(db, _AS_STORED) as (name,):  # the dataset as 1.1 loaded it: as many products, reviews embedded
         load_dataset("products", db, scale=n, collection=name)
         stored = workbook_collection(db, name)
         sizes = {p["_id"]: len(bson.encode(p)) for p in stored.find({}, batch_size=10_000)}
-    finally:
-        if is_workbook_collection(db, name):  # only the copy this call made
-            db.drop_collection(name)
-        forget(db, [name])
     largest = max(sizes.values())
     if size != largest:
         now = {p["_id"]: len(bson.encode(p)) for p in products.find({}, batch_size=10_000)}
@@ -89,21 +82,17 @@ def book_count_pipeline(answer: Any, *, authors: Any, books: Any) -> str | None:
             return f"author {shown(g['_id'])}: name {shown(g.get('name'))} is not their name"
         return f"author {shown(g['_id'])}: book_count {shown(g['book_count'])} is not their number of books"
     db = authors.database
-    reordered = workbook_collection(db, _REORDERED)
-    try:
-        reordered.delete_many({})
+    with check_copies(db, _REORDERED) as (name,):  # one per call: two kernels never share (or drop) it
+        reordered = workbook_collection(db, name)
         reordered.insert_many(list(authors.find({}).sort("_id", -1)))
         again = [d["_id"] for d in reordered.aggregate(answer)]
-    finally:
-        db.drop_collection(_REORDERED)
-        forget(db, [_REORDERED])
     if again != [d["_id"] for d in want]:
         return ("sorted by _id is expected: run on the authors stored in reverse order, your pipeline returns "
                 "them in another order, so its order comes from how they are stored")
     return None
 
 
-#: exercise 1.2's copy of the authors, stored in reverse _id order, dropped after each check
+#: exercise 1.2's copy of the authors, stored in reverse _id order (``_<8 random hex>`` added per call), dropped after each check
 _REORDERED = "exercise_1_2_authors_reordered"
 
 # workload -> (the better fit, the keys of `measured` whose figures support it)

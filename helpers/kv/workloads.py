@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from pymongo import UpdateOne
+from pymongo.errors import DuplicateKeyError
 
 from .. import counting
 from ..aerodata import airline_of_callsign, distance_km
 from ..capabilities import probe
 from ..datasets import datasets_dir, evenly_spaced, lesson_scale, read_rows, verify_file
-from ..safety import fresh_collection, workbook_collection
+from ..safety import check_copies, fresh_collection, workbook_collection
 from . import redis_backend
 
 __all__ = ["NOW", "SAMPLE_AIRCRAFT", "LAST_N", "WINDOW", "RECENT", "RADIUS_KM", "AIRPORT", "BATCH", "REPORTS", "LATEST", "CACHE", "MINUTES", "FIELDS", "report_id", "feed", "newest_per_aircraft", "airport", "distance_km", "mongo_setup", "mongo_store_reports", "mongo_store_latest", "mongo_store_busy", "redis_store_latest", "redis_store_last_n", "redis_store_busy", "redis_store_geo", "redis_evict_stale", "redis_store_records", "mongo_latest", "mongo_latest_sorted", "redis_latest", "mongo_last_n", "redis_last_n", "mongo_busiest", "mongo_busiest_precomputed", "redis_busiest", "minute_keys", "mongo_near", "redis_near", "probe_geo", "summary", "summary_precomputed", "redis_cached_summary", "mongo_cached_summary", "read_sequence", "staleness", "mongo_above", "redis_above", "same", "same_near", "Both", "run_both", "write_costs", "median_ms", "timing_columns", "redis_memory", "mongo_memory"]
@@ -487,10 +488,9 @@ def probe_geo(db: Any) -> dict[str, bool]:
     from pymongo.errors import OperationFailure
 
     declared = probe(db, is_mock=False, names=("near_sorted", "geo_center_sphere"))
-    name = "kv_probe_geo"
-    coll = fresh_collection(db, name)  # refused if somebody else's: it is dropped after
     out = {"$near nearest-first": bool(declared["near_sorted"])}
-    try:
+    with check_copies(db, "kv_probe_geo") as (name,):  # one per call, refused if somebody else's, dropped after
+        coll = fresh_collection(db, name)
         coll.insert_many([{"_id": i, "loc": {"type": "Point", "coordinates": [8.5 + 0.1 * d, 47.4]}}
                           for i, d in enumerate([2, 0, 1, 3])])
         coll.create_index([("loc", "2dsphere")])
@@ -500,8 +500,6 @@ def probe_geo(db: Any) -> dict[str, bool]:
                 "spherical": True}}])] == [1, 2, 0, 3]
         except (OperationFailure, NotImplementedError):
             out["$geoNear nearest-first"] = False
-    finally:
-        db.drop_collection(name)
     out["$centerSphere runs"] = bool(declared["geo_center_sphere"])
     return out
 
@@ -557,7 +555,16 @@ def mongo_cached_summary(db: Any, icao24: str, ttl_s: float) -> dict[str, Any]:
         return hit["value"]
     value = summary(db, icao24)
     expire = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=ttl_s)  # from the store, as SET ... PX
-    db[CACHE].replace_one({"_id": icao24}, {"value": value, "expireAt": expire}, upsert=True)
+    for attempt in (1, 2):
+        try:
+            db[CACHE].replace_one({"_id": icao24}, {"value": value, "expireAt": expire}, upsert=True)
+            break
+        except DuplicateKeyError:
+            # the upsert's insert raced another write of the key (here the TTL monitor's delete, on SecantusDB).
+            # MongoDB 4.2+ retries an upsert on an _id equality itself; the manual's advice to an application
+            # is to retry it once, and the retry then finds the key settled
+            if attempt == 2:
+                raise
     return value
 
 

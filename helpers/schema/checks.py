@@ -6,10 +6,10 @@ from typing import Any, Mapping
 
 from ..exercises import exercise, shown
 from ..plans import find_in_id_order
-from ..safety import workbook_collection
+from ..safety import check_copies, workbook_collection
 from . import SchemaError, infer_schema, read_report, schema_violations
 
-PROBE = "schema_exercise_probe"  # a scratch collection of the workbook's, emptied after each check
+PROBE = "schema_exercise_probe"  # a scratch copy of the workbook's per check (``_<8 random hex>`` added), dropped after it
 
 
 def _verdicts(db: Any, docs: list[dict[str, Any]], json_schema: Mapping[str, Any], server: bool) -> list[bool]:
@@ -17,14 +17,11 @@ def _verdicts(db: Any, docs: list[dict[str, Any]], json_schema: Mapping[str, Any
     (the ``$jsonSchema`` query operator, on a scratch copy), else checked client-side."""
     if not server:
         return [not schema_violations(d, json_schema) for d in docs]
-    probe = workbook_collection(db, PROBE)
-    try:
-        probe.delete_many({})
+    with check_copies(db, PROBE) as (name,):  # one per call: two kernels never share (or drop) it
+        probe = workbook_collection(db, name)
         probe.insert_many(docs)
-        ok = {d["_id"] for d in probe.find({"$jsonSchema": dict(json_schema)}, {"_id": 1})}
+        ok = {d["_id"] for d in probe.find({"$jsonSchema": dict(json_schema)}, {"_id": 1}, batch_size=len(docs) + 1)}
         return [d["_id"] in ok for d in docs]
-    finally:
-        db.drop_collection(PROBE)
 
 
 @exercise("5.1", hint="start from to_json_schema(...) and give properties.lat a minimum and a maximum "

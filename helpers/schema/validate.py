@@ -16,9 +16,9 @@ from pymongo.errors import BulkWriteError, OperationFailure
 from ..safety import (
     REGISTRY,
     ForeignCollectionError,
+    check_copies,
     fresh_collection,
     is_workbook_collection,
-    workbook_collection,
 )
 from .infer import InferredSchema, SchemaError, _Node, bson_type
 
@@ -128,10 +128,8 @@ def validation_rights(db: Any) -> dict[str, bool]:
     Introduced in notebook 05.
     """
 
-    name = "schema_rights_probe"
-    workbook_collection(db, name, create=False)  # refused if somebody else's, before the drop below
     rights = {"collMod": False, "bypassDocumentValidation": False}
-    try:
+    with check_copies(db, "schema_rights_probe") as (name,):  # one per call, refused if somebody else's
         fresh_collection(db, name, validator={"$jsonSchema": {"required": ["a"]}})
         try:
             db.command("collMod", name, validationLevel="strict")
@@ -143,8 +141,6 @@ def validation_rights(db: Any) -> dict[str, bool]:
             rights["bypassDocumentValidation"] = True
         except OperationFailure:
             pass
-    finally:
-        db.drop_collection(name)
     return rights
 
 
