@@ -680,3 +680,43 @@ def test_without_the_pair_index_the_per_report_design_keeps_its_layouts():
     daily = _bill_workload().weigh(fewer)
     assert daily.loc[DOCUMENTS, "index keys written / day"] == pytest.approx(2 * 2_500_000)
     assert fewer[BUCKETS] == costs[BUCKETS]
+
+
+def test_a_ttl_collection_keeps_replayed_reports_and_indexes_as_the_plain_collection(backend, db):
+    """Its time index is a TTL index whose retention is lengthened by the replayed data's age: the
+    mock, which removes an expired document at the next read, keeps the 2018 reports too; the indexes
+    are the plain collection's (an insert writes the same keys), and a bucket is kept an hour longer."""
+    from helpers.buckets import BUCKETS, DOCUMENTS, bucket_reports, insert_reports, ttl_collection
+
+    reports = _stream(5, aircraft=2, per_aircraft=30)
+    docs, seconds = ttl_collection(db, "ttl_docs", design=DOCUMENTS, retention_days=30, oldest=T0)
+    buckets, bucket_seconds = ttl_collection(db, "ttl_buckets", design=BUCKETS, retention_days=30, oldest=T0)
+    assert bucket_seconds == seconds + 3600 and seconds > 30 * 86_400
+    assert insert_reports(docs, reports) == len(reports) and bucket_reports(buckets, reports) == len(reports)
+    assert docs.count_documents({}) == len(reports)
+    assert sum(b["count"] for b in buckets.find({}, {"count": 1})) == len(reports)
+    info = docs.index_information()
+    assert info["time_1"]["expireAfterSeconds"] == seconds and "expireAfterSeconds" not in info["icao24_1_time_1"]
+    assert buckets.index_information()["start_1"]["expireAfterSeconds"] == bucket_seconds
+    assert buckets.index_information()["icao24_start_n"]["unique"]
+    with pytest.raises(ValueError, match="time series"):
+        ttl_collection(db, "ttl_ts", design="time series collection")
+
+
+def test_the_ttl_form_is_the_measured_delete_without_its_round_trip_and_never_beats_a_collection_per_day():
+    from helpers.buckets import BUCKETS, DOCUMENTS, TTL, Feed, daily_costs
+
+    feed = Feed(batch=289, batches=13, windows=52, in_range=31.25, reports_per_day=2_500_000, retention_days=30)
+    costs = daily_costs((DOCUMENTS, BUCKETS), feed, ttl=(DOCUMENTS, BUCKETS), **_measured_bill_inputs())
+    for d, keys in ((DOCUMENTS, 3 * 2_500_000), (BUCKETS, 3 * 40 / 3535 * 2_500_000)):
+        drop = costs[d]["drop a day"]
+        form, delete = drop.forms["a TTL index"], drop.forms["delete_many by time"]
+        assert drop.layouts["a TTL index"] == {TTL} and TTL in costs[d]["store a report"].layouts[
+            "insert_many a batch" if d == DOCUMENTS else "the writer, no read"]
+        assert form["round trips"] == 0 and delete["round trips"] == 1
+        assert form["index keys written"] == delete["index keys written"] == pytest.approx(keys)
+        assert form["docs written"] == delete["docs written"]
+    workload = _bill_workload()
+    billed = workload.billed(costs)
+    assert billed[DOCUMENTS]["drop a day"] == billed[BUCKETS]["drop a day"] == "a collection per day"
+    assert workload.pick(costs) == BUCKETS

@@ -29,7 +29,7 @@ from ..workload import Forms, cost_of
 from .pattern import BATCH_SIZE, BUCKETS, DESIGNS, window_start
 
 __all__ = ["batch_filter", "index_keys_of", "measured_read", "read_plan", "write_work", "Feed", "PLAIN", "CLUSTERED",
-           "PER_DAY", "LAYOUTS", "per_stored", "at_workload", "drop_a_day", "by_collection", "daily_costs",
+           "PER_DAY", "TTL", "LAYOUTS", "per_stored", "at_workload", "drop_a_day", "by_collection", "daily_costs",
            "without_pair_index"]
 
 
@@ -209,10 +209,12 @@ def write_work(collection: Any, commands: Iterable[Mapping[str, Any]]) -> dict[s
 #: the layouts the bill's forms are measured on: a form needs its layout, and forms of one design are
 #: billed together only where their layouts stand together (``Forms(layouts=...)``). A plain
 #: collection's writes are also a day's collection's writes (each day's collection is a plain one with
-#: the same indexes); a clustered collection's are its own, and so is its delete.
-PLAIN, CLUSTERED, PER_DAY = "a plain collection", "a clustered collection", "a collection per day"
-LAYOUTS = (PLAIN, CLUSTERED, PER_DAY)
-_PLAIN_WRITES = frozenset({PLAIN, PER_DAY})
+#: the same indexes) and a TTL-indexed collection's (its time index carries ``expireAfterSeconds``: an
+#: insert writes the same keys; ``ttl_collection``); a clustered collection's are its own, and so is its
+#: delete.
+PLAIN, CLUSTERED, PER_DAY, TTL = "a plain collection", "a clustered collection", "a collection per day", "a TTL index"
+LAYOUTS = (PLAIN, CLUSTERED, PER_DAY, TTL)
+_PLAIN_WRITES = frozenset({PLAIN, PER_DAY, TTL})
 #: what a batched write of the bucket design costs per bucket it touches (its share of a batch)
 PER_BUCKET = ("docs written", "docs returned", "bytes returned", "keys examined", "docs examined")
 _PER_RUN = ("round trips", "docs returned", "bytes returned", "docs written", "index keys written", "keys examined",
@@ -262,13 +264,16 @@ def at_workload(w: Mapping[str, Any], feed: Feed, per_window: Iterable[str] = ()
 
 
 def drop_a_day(drop: Mapping[str, Any], docs_per_report: float, feed: Feed,
-               plan: Mapping[str, Any] | None = None) -> dict[str, float]:
+               plan: Mapping[str, Any] | None = None, *, by_server: bool = False) -> dict[str, float]:
     """One ``delete_many`` of a day's documents (``docs_per_report`` times the day's reports), with the
     index keys each deleted document held in the measured ``drop`` (``round trips``, ``docs deleted``,
     ``index keys written``), and, given its ``plan`` (``drop_plan``'s), the server's work: per
-    document deleted for an index scan, per document held (``retention_days`` of them) for a scan."""
+    document deleted for an index scan, per document held (``retention_days`` of them) for a scan.
+    ``by_server``: the same documents deleted by the server's TTL task (a TTL index on the time the
+    delete's filter reads): what it deletes, document by document, with each document's index keys,
+    and no round trip from the application."""
     docs, keys = docs_per_report * feed.reports_per_day, drop["index keys written"]
-    out = {"round trips": drop["round trips"], "docs returned": 0, "bytes returned": 0, "docs written": docs,
+    out = {"round trips": 0 if by_server else drop["round trips"], "docs returned": 0, "bytes returned": 0, "docs written": docs,
            "index keys written": None if keys is None else keys / drop["docs deleted"] * docs}
     if plan is not None:
         per, n = (plan["would delete"], docs) if "IXSCAN" in plan["plan"] else (plan["documents held"],
@@ -295,7 +300,7 @@ def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any]
                 default_batch: Mapping[str, Any], map_loop: Mapping[str, Any], every_kept: Mapping[str, Any],
                 docs_per_report: Mapping[str, float], drops: Mapping[str, Any],
                 drop_plans: Mapping[str, Any] | None, by_day: Mapping[str, Any], across: Mapping[str, Any],
-                across_a_day: float) -> dict[str, dict[str, Any]]:
+                across_a_day: float, ttl: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
     """``{design: {operation: cost or Forms}}`` for notebook 08's workload, every form measured:
 
     * storing a report: ``writes[design]`` (one ``insert`` a batch; the bucket writer), the bucket
@@ -308,10 +313,14 @@ def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any]
       ``$match`` on time (``every_kept``);
     * dropping a day: one ``delete_many`` (:func:`drop_a_day`, from ``drops`` and ``drop_plans``),
       the day's collection dropped (:func:`by_collection`, from ``by_day`` and ``across``), and the
-      clustered collection's delete (``clustered[design]["drop"]``, ``["plan"]``).
+      clustered collection's delete (``clustered[design]["drop"]``, ``["plan"]``), and, for the designs
+      of ``ttl`` (their store measured on a ``ttl_collection`` as on the plain one), the TTL task's
+      deletes (:func:`drop_a_day` ``by_server``), not run: priced from the measured delete.
 
-    Each store and drop form names its layout: the plain collection's store stands with its delete and
-    with a collection per day, the clustered collection's store only with its own delete."""
+    Each store and drop form names its layout: the plain collection's store stands with its delete,
+    with a collection per day and with a TTL index, the clustered collection's store only with its own
+    delete."""
+    ttl = set(ttl)
     costs: dict[str, dict[str, Any]] = {}
     for d in designs:
         per = PER_BUCKET if d == BUCKETS else ()
@@ -341,6 +350,12 @@ def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any]
         drop_teaching = {"a collection per day": "drop + createIndexes: no document or index key removed one by one; "
                                                  f"{across_a_day:g} maps a day read two collections (included)"}
         drop_layouts = {"delete_many by time": PLAIN, "a collection per day": PER_DAY}
+        if d in ttl:
+            drop["a TTL index"] = drop_a_day(drops[d], docs_per_report[d], feed, drop_plans[d] if drop_plans else None,
+                                             by_server=True)
+            drop_teaching["a TTL index"] = ("the server's TTL task deletes each expired document, as delete_many does, "
+                                            "with no round trip (priced from the measured delete, not run)")
+            drop_layouts["a TTL index"] = TTL
         if d in clustered:
             c = clustered[d]
             drop["clustered"] = drop_a_day(c["drop"], docs_per_report[d], feed, c["plan"] if drop_plans else None)
