@@ -277,6 +277,19 @@ def _clustered_collection(p: Probe) -> bool:
     return [i["name"] for i in coll.list_indexes() if i.get("clustered")] == ["_id_"]
 
 
+def _ttl_task(p: Probe) -> bool:
+    """A document already expired under a TTL index (``expireAfterSeconds`` 0, a time of 2000) is still
+    there just after its insert: a background task removes it later (a real MongoDB's TTL task runs
+    every 60 s), not the next read."""
+    import datetime as _dt
+
+    coll = p.scratch("ttl")
+    coll.create_index("t", expireAfterSeconds=0)
+    coll.insert_one({"_id": "ttl", "t": _dt.datetime(2000, 1, 1)})
+    listed = [i.get("expireAfterSeconds") for i in coll.list_indexes() if i["name"] == "t_1"] == [0]
+    return listed and coll.count_documents({"_id": "ttl"}) == 1
+
+
 def _transaction_isolation(p: Probe) -> bool:
     """A document inserted in an open transaction is not seen by a read outside it, and abort undoes it."""
     if not p.found["transactions"]:
@@ -548,6 +561,13 @@ CAPABILITIES: tuple[Capability, ...] = (
         mongodb="yes (5.3+)", embedded=(True, "yes (`listIndexes` marks `_id_` clustered)"),
         mock=(False, "**no**: refused (`NotImplementedError`)"),
         label="clustered collections: the clusteredIndex option is refused"),
+    Capability(
+        "ttl_task", _ttl_task,
+        meaning="a TTL index (`expireAfterSeconds`): expired documents removed by a background task",
+        mongodb="yes (every 60 s)", embedded=(True, "yes (a sweeper every 60 s by default)"),
+        mock=(False, "**no task**: an expired document vanishes at the next read"),
+        label="a TTL index's background task: an expired document vanishes at the next read, where a real "
+              "MongoDB's TTL task removes it up to a minute later"),
     Capability(
         "graph_restrict", _graph_restrict,
         meaning="`$graphLookup` `restrictSearchWithMatch`", mongodb="yes", embedded=(False, "**ignored**"),

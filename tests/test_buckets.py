@@ -591,3 +591,132 @@ def test_placement_is_the_one_rule_of_both_writers():
     assert placement({"n": 3, "count": 1}, docs[:3], 2) == (docs[:1], [(4, docs[1:3])])
     assert placement({"n": 0, "count": 2}, docs[:1], 2) == ([], [(1, docs[:1])])  # a full tail never changes
     assert placement({"n": 0, "count": 0}, docs[:2], 2) == (docs[:2], [])
+
+
+def _measured_bill_inputs():
+    """What notebook 08 measured on the 20-aircraft sample (embedded, 13 batches of 289 reports), as the
+    mappings its cells hand to ``daily_costs``: deterministic counts only (no keys or documents examined)."""
+    from helpers.buckets import BUCKETS, DOCUMENTS
+
+    def stored(rt, read_rt, docs, keys, returned=0, nbytes=0):
+        return {"reports stored": 3535, "round trips": rt, "read round trips": read_rt, "docs written": docs,
+                "index keys written": keys, "docs returned": returned, "bytes returned": nbytes,
+                "keys examined": None, "docs examined": None}
+
+    def read(rt, docs, nbytes):
+        return {"round trips": rt, "docs returned": docs, "bytes returned": nbytes, "docs written": 0}
+
+    live = {DOCUMENTS: read(1, 1, 162), BUCKETS: read(1, 1, 162)}
+    return dict(
+        writes={DOCUMENTS: stored(13, 0, 3535, 10605), BUCKETS: stored(13, 0, 56, 120)},
+        bucket_forms={"read, then write": stored(26, 13, 56, 120, 16, 1548),
+                      "bucket_reports": stored(69, 13, 56, 120, 16, 1548), "upserts": stored(13, 0, 56, 120)},
+        clustered={DOCUMENTS: {"write": stored(13, 0, 3535, 7070), "plan": None,
+                               "drop": {"round trips": 1, "docs deleted": 50, "index keys written": 100}},
+                   BUCKETS: {"write": stored(13, 0, 56, 80), "plan": None,
+                             "drop": {"round trips": 1, "docs deleted": 1, "index keys written": 2}}},
+        reads={d: {"track for an hour": read(1, 122 if d == DOCUMENTS else 1, 17568 if d == DOCUMENTS else 18087),
+                   "the live map": live[d], "hourly summary": read(1, 9, 657)} for d in (DOCUMENTS, BUCKETS)},
+        default_batch={DOCUMENTS: read(2, 122, 17568)},
+        map_loop={d: read(20, 20, 3249) for d in (DOCUMENTS, BUCKETS)},
+        every_kept={d: read(1, 20, 3249) for d in (DOCUMENTS, BUCKETS)},
+        docs_per_report={DOCUMENTS: 1.0, BUCKETS: 40 / 3535},
+        drops={DOCUMENTS: {"round trips": 1, "docs deleted": 50, "index keys written": 150},
+               BUCKETS: {"round trips": 1, "docs deleted": 1, "index keys written": 3}},
+        drop_plans=None, by_day={d: {"round trips": 2, "docs written": 0} for d in (DOCUMENTS, BUCKETS)},
+        across=live, across_a_day=6)
+
+
+def _bill_workload():
+    from helpers.workload import Operation, Workload
+    return Workload("a receiver's position reports", (
+        Operation("store a report", "write", 2_500_000, "keep up", "nothing", "aerodata article"),
+        Operation("track for an hour", "read", 3_000, "< 100 ms", "a track", "assumption"),
+        Operation("the live map", "read", 8_640, "< 500 ms", "the map", "assumption"),
+        Operation("hourly summary", "read", 3_000, "< 200 ms", "a day by hour", "assumption"),
+        Operation("drop a day", "write", 1, "background", "nothing", "assumption"),
+    ), by=("round trips / day", "index keys written / day", "MB returned / day"))
+
+
+def test_the_daily_bill_never_joins_a_clustered_store_to_a_collection_per_day_and_picks_buckets():
+    """The bill of notebook 08 from its measured counts: the clustered collection's store (fewer index keys)
+    and a collection per day (no key deleted) are measured on layouts that cannot stand together, so each
+    design is billed at its plain store and a collection per day (its cheapest on one layout); the round
+    trips tie and the index keys written pick the buckets."""
+    from helpers.buckets import BUCKETS, CLUSTERED, DOCUMENTS, PER_DAY, Feed, daily_costs
+
+    feed = Feed(batch=289, batches=13, windows=52, in_range=3_000 * 15 / 1440, reports_per_day=2_500_000,
+                retention_days=30)
+    costs = daily_costs((DOCUMENTS, BUCKETS), feed, **_measured_bill_inputs())
+    workload = _bill_workload()
+    billed = workload.billed(costs)
+    for d in (DOCUMENTS, BUCKETS):
+        store, drop = costs[d]["store a report"], costs[d]["drop a day"]
+        assert store.layouts["clustered"] == {CLUSTERED} and drop.layouts["a collection per day"] == {PER_DAY}
+        assert not store.layouts["clustered"] & drop.layouts[billed[d]["drop a day"]] or \
+            billed[d]["store a report"] != "clustered"
+    assert billed[DOCUMENTS]["store a report"] == "insert_many a batch"
+    assert billed[BUCKETS]["store a report"] == "the writer, no read"
+    assert billed[DOCUMENTS]["drop a day"] == billed[BUCKETS]["drop a day"] == "a collection per day"
+    daily = workload.weigh(costs)
+    assert daily.loc[DOCUMENTS, "round trips / day"] == pytest.approx(13 / 13 / 289 * 2_500_000 + 3_000 + 8_640 + 3_000 + 2)
+    assert daily.loc[DOCUMENTS, "index keys written / day"] == pytest.approx(3 * 2_500_000)
+    assert daily.loc[BUCKETS, "index keys written / day"] == pytest.approx(120 / 3535 * 2_500_000)
+    pick = workload.pick(costs)
+    assert pick == BUCKETS and pick.decided_by == "index keys written / day"
+    # a bucket form's documents written a batch are per aircraft-hour, at the workload's aircraft a batch
+    store = costs[BUCKETS]["store a report"].forms["bucket_reports"]
+    assert store["docs written"] == pytest.approx(56 / 52 * feed.in_range / 289)
+    assert store["round trips"] == pytest.approx(13 / 13 / 289 + (69 - 13) / 52 * feed.in_range / 289)
+
+
+def test_without_the_pair_index_the_per_report_design_keeps_its_layouts():
+    from helpers.buckets import BUCKETS, DOCUMENTS, Feed, daily_costs, without_pair_index
+
+    feed = Feed(batch=289, batches=13, windows=52, in_range=31.25, reports_per_day=2_500_000, retention_days=30)
+    costs = daily_costs((DOCUMENTS, BUCKETS), feed, **_measured_bill_inputs())
+    fewer = without_pair_index(costs, DOCUMENTS)
+    assert fewer[DOCUMENTS]["store a report"].layouts == costs[DOCUMENTS]["store a report"].layouts
+    daily = _bill_workload().weigh(fewer)
+    assert daily.loc[DOCUMENTS, "index keys written / day"] == pytest.approx(2 * 2_500_000)
+    assert fewer[BUCKETS] == costs[BUCKETS]
+
+
+def test_a_ttl_collection_keeps_replayed_reports_and_indexes_as_the_plain_collection(backend, db):
+    """Its time index is a TTL index whose retention is lengthened by the replayed data's age: the
+    mock, which removes an expired document at the next read, keeps the 2018 reports too; the indexes
+    are the plain collection's (an insert writes the same keys), and a bucket is kept an hour longer."""
+    from helpers.buckets import BUCKETS, DOCUMENTS, bucket_reports, insert_reports, ttl_collection
+
+    reports = _stream(5, aircraft=2, per_aircraft=30)
+    docs, seconds = ttl_collection(db, "ttl_docs", design=DOCUMENTS, retention_days=30, oldest=T0)
+    buckets, bucket_seconds = ttl_collection(db, "ttl_buckets", design=BUCKETS, retention_days=30, oldest=T0)
+    assert bucket_seconds == seconds + 3600 and seconds > 30 * 86_400
+    assert insert_reports(docs, reports) == len(reports) and bucket_reports(buckets, reports) == len(reports)
+    assert docs.count_documents({}) == len(reports)
+    assert sum(b["count"] for b in buckets.find({}, {"count": 1})) == len(reports)
+    info = docs.index_information()
+    assert info["time_1"]["expireAfterSeconds"] == seconds and "expireAfterSeconds" not in info["icao24_1_time_1"]
+    assert buckets.index_information()["start_1"]["expireAfterSeconds"] == bucket_seconds
+    assert buckets.index_information()["icao24_start_n"]["unique"]
+    with pytest.raises(ValueError, match="time series"):
+        ttl_collection(db, "ttl_ts", design="time series collection")
+
+
+def test_the_ttl_form_is_the_measured_delete_without_its_round_trip_and_never_beats_a_collection_per_day():
+    from helpers.buckets import BUCKETS, DOCUMENTS, TTL, Feed, daily_costs
+
+    feed = Feed(batch=289, batches=13, windows=52, in_range=31.25, reports_per_day=2_500_000, retention_days=30)
+    costs = daily_costs((DOCUMENTS, BUCKETS), feed, ttl=(DOCUMENTS, BUCKETS), **_measured_bill_inputs())
+    for d, keys in ((DOCUMENTS, 3 * 2_500_000), (BUCKETS, 3 * 40 / 3535 * 2_500_000)):
+        drop = costs[d]["drop a day"]
+        form, delete = drop.forms["a TTL index"], drop.forms["delete_many by time"]
+        assert drop.layouts["a TTL index"] == {TTL} and TTL in costs[d]["store a report"].layouts[
+            "insert_many a batch" if d == DOCUMENTS else "the writer, no read"]
+        assert form["round trips"] == 0 and delete["round trips"] == 1
+        assert form["index keys written"] == delete["index keys written"] == pytest.approx(keys)
+        assert form["docs written"] == delete["docs written"]
+    workload = _bill_workload()
+    billed = workload.billed(costs)
+    assert billed[DOCUMENTS]["drop a day"] == billed[BUCKETS]["drop a day"] == "a collection per day"
+    assert workload.pick(costs) == BUCKETS

@@ -1,10 +1,28 @@
 """Position reports over time: one document per report, capped buckets, a time series collection (notebook 08).
 
-The lesson's face: every name notebook 08 uses, imported from its parts: ``pattern`` (the three designs' writes, reads and drops), ``write`` (the bucket write in one round trip a batch: a writer that remembers its buckets, the upsert form), ``costs`` (the server's work in the bill: index keys written, keys and documents examined); ``checks`` holds the exercises' checkers.
+The lesson's face: every name notebook 08 uses, imported from its parts: ``pattern`` (the three designs' writes, reads and drops), ``write`` (the bucket write in one round trip a batch: a writer that remembers its buckets, the upsert form), ``costs`` (the server's work in the bill: index keys written, keys and documents examined; and the daily bill: every form of every operation, each on its layout); ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations
 
-from .costs import batch_filter, index_keys_of, measured_read, read_plan, write_work
+from .costs import (
+    CLUSTERED,
+    LAYOUTS,
+    PER_DAY,
+    PLAIN,
+    TTL,
+    Feed,
+    at_workload,
+    batch_filter,
+    by_collection,
+    daily_costs,
+    drop_a_day,
+    index_keys_of,
+    measured_read,
+    per_stored,
+    read_plan,
+    without_pair_index,
+    write_work,
+)
 from .pattern import (
     BATCH_SIZE,
     BUCKETS,
@@ -32,6 +50,7 @@ from .pattern import (
     timeseries_collection,
     track,
     track_documents,
+    ttl_collection,
     window_start,
     window_state,
 )
@@ -52,6 +71,7 @@ __all__ = [
     "TIME_KEY",
     "START_KEY",
     "timeseries_collection",
+    "ttl_collection",
     "report_id",
     "insert_reports",
     "track_documents",
@@ -75,4 +95,16 @@ __all__ = [
     "measured_read",
     "read_plan",
     "write_work",
+    "Feed",
+    "PLAIN",
+    "CLUSTERED",
+    "PER_DAY",
+    "TTL",
+    "LAYOUTS",
+    "per_stored",
+    "at_workload",
+    "drop_a_day",
+    "by_collection",
+    "daily_costs",
+    "without_pair_index",
 ]

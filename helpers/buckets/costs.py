@@ -9,18 +9,28 @@
   documents the server examined, from the explain of the very commands the read sent, where the
   engine explains faithfully (``caps.explain``). Those counts are one engine's plans: where the
   engine sorts in memory what one of the collection's indexes already holds in order, the plan note
-  says so and says what a real MongoDB reads instead.
+  says so and says what a real MongoDB reads instead;
+* the daily bill (section 8.7): :class:`Feed` (how the sample's batches relate to the workload's),
+  :func:`at_workload` (a batched write's costs at the workload's batch), :func:`drop_a_day` and
+  :func:`by_collection` (a day's retention), and :func:`daily_costs`, every measured form of every
+  operation of each design as ``helpers.workload.Forms``, each form's layout declared (:data:`PLAIN`,
+  :data:`CLUSTERED`, :data:`PER_DAY`), so that forms measured on layouts that cannot stand together
+  are never billed together.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from ..backends import backend_info, info_of
 from ..counting import count_commands, paused
 from ..measure import Measurement, benchmark
-from .pattern import BUCKETS, DESIGNS, window_start
+from ..workload import Forms, cost_of
+from .pattern import BATCH_SIZE, BUCKETS, DESIGNS, window_start
 
-__all__ = ["batch_filter", "index_keys_of", "measured_read", "read_plan", "write_work"]
+__all__ = ["batch_filter", "index_keys_of", "measured_read", "read_plan", "write_work", "Feed", "PLAIN", "CLUSTERED",
+           "PER_DAY", "TTL", "LAYOUTS", "per_stored", "at_workload", "drop_a_day", "by_collection", "daily_costs",
+           "without_pair_index"]
 
 
 def batch_filter(reports: Iterable[Mapping[str, Any]], *, design: str) -> dict[str, Any]:
@@ -194,3 +204,193 @@ def write_work(collection: Any, commands: Iterable[Mapping[str, Any]]) -> dict[s
                 _, k, d = _stats(collection.database.command("explain", cmd, verbosity="executionStats"))
                 keys, docs = keys + k, docs + d
     return {"keys examined": keys, "docs examined": docs}
+
+
+#: the layouts the bill's forms are measured on: a form needs its layout, and forms of one design are
+#: billed together only where their layouts stand together (``Forms(layouts=...)``). A plain
+#: collection's writes are also a day's collection's writes (each day's collection is a plain one with
+#: the same indexes) and a TTL-indexed collection's (its time index carries ``expireAfterSeconds``: an
+#: insert writes the same keys; ``ttl_collection``); a clustered collection's are its own, and so is its
+#: delete.
+PLAIN, CLUSTERED, PER_DAY, TTL = "a plain collection", "a clustered collection", "a collection per day", "a TTL index"
+LAYOUTS = (PLAIN, CLUSTERED, PER_DAY, TTL)
+_PLAIN_WRITES = frozenset({PLAIN, PER_DAY, TTL})
+#: what a batched write of the bucket design costs per bucket it touches (its share of a batch)
+PER_BUCKET = ("docs written", "docs returned", "bytes returned", "keys examined", "docs examined")
+_PER_RUN = ("round trips", "docs returned", "bytes returned", "docs written", "index keys written", "keys examined",
+            "docs examined")
+
+
+@dataclass(frozen=True)
+class Feed:
+    """The feed a write was measured on, and the workload's: ``batch`` reports a batch at the
+    workload's rate (the map's freshness), the sample stored in ``batches`` batches that touched
+    ``windows`` aircraft-hours in all (summed batch by batch), and ``in_range`` aircraft a batch at the
+    workload; ``reports_per_day`` and ``retention_days`` the workload's."""
+
+    batch: int
+    batches: int
+    windows: int
+    in_range: float
+    reports_per_day: float
+    retention_days: int
+
+    def __post_init__(self) -> None:
+        for name in ("batch", "batches", "windows", "in_range", "reports_per_day", "retention_days"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"Feed: {name} is a number above 0, not {v!r}")
+
+
+def per_stored(w: Mapping[str, Any]) -> dict[str, float]:
+    """A stored feed's costs (notebook 08's ``store_feed``) per report stored; a metric the engine
+    could not count (``None``) is left out, not zero."""
+    return {m: w[m] / w["reports stored"] for m in _PER_RUN if w.get(m) is not None}
+
+
+def at_workload(w: Mapping[str, Any], feed: Feed, per_window: Iterable[str] = ()) -> dict[str, float]:
+    """A batched write's costs per report at the workload's batch: its round trips a batch over
+    ``feed.batch`` reports (the sample's last batch is short: a batch, not a report, is what costs a
+    round trip), and each metric of ``per_window`` per aircraft-hour it touched, at ``feed.in_range``
+    aircraft a batch, not the sample's few. ``"round trips"`` in ``per_window``: the read round trips
+    a batch, plus the others per aircraft-hour (``bucket_reports``' writes)."""
+    per_window = tuple(per_window)
+    rt = w["read round trips"] if "round trips" in per_window else w["round trips"]
+    out = per_stored(w) | {"round trips": rt / feed.batches / feed.batch}
+    for m in (k for k in per_window if w.get(k) is not None):
+        v = (w[m] - (w["read round trips"] if m == "round trips" else 0)) / feed.windows
+        out[m] = (out[m] if m == "round trips" else 0) + v * feed.in_range / feed.batch
+    return out
+
+
+def drop_a_day(drop: Mapping[str, Any], docs_per_report: float, feed: Feed,
+               plan: Mapping[str, Any] | None = None, *, by_server: bool = False) -> dict[str, float]:
+    """One ``delete_many`` of a day's documents (``docs_per_report`` times the day's reports), with the
+    index keys each deleted document held in the measured ``drop`` (``round trips``, ``docs deleted``,
+    ``index keys written``), and, given its ``plan`` (``drop_plan``'s), the server's work: per
+    document deleted for an index scan, per document held (``retention_days`` of them) for a scan.
+    ``by_server``: the same documents deleted by the server's TTL task (a TTL index on the time the
+    delete's filter reads): what it deletes, document by document, with each document's index keys,
+    and no round trip from the application."""
+    docs, keys = docs_per_report * feed.reports_per_day, drop["index keys written"]
+    out = {"round trips": 0 if by_server else drop["round trips"], "docs returned": 0, "bytes returned": 0, "docs written": docs,
+           "index keys written": None if keys is None else keys / drop["docs deleted"] * docs}
+    if plan is not None:
+        per, n = (plan["would delete"], docs) if "IXSCAN" in plan["plan"] else (plan["documents held"],
+                                                                                  docs * feed.retention_days)
+        out |= {m: plan[m] / per * n for m in ("keys examined", "docs examined")}
+    return {m: v for m, v in out.items() if v is not None}
+
+
+def by_collection(by_day: Mapping[str, Any], live_map: Any, across: Any, *, across_a_day: float) -> dict[str, float]:
+    """A day's collection dropped and the next one's indexes created (``by_day``: their ``round
+    trips``, ``docs written``), with what the map pays more on the ``across_a_day`` refreshes a day
+    whose minute spans two days' collections (``across``, measured against ``live_map``)."""
+    out = {"round trips": by_day["round trips"], "docs returned": 0, "bytes returned": 0,
+           "docs written": by_day["docs written"], "index keys written": 0}
+    one, two = cost_of(live_map), cost_of(across)
+    extra = {m: max(0, v - one.get(m, 0)) for m, v in two.items()
+             if m in ("round trips", "docs returned", "bytes returned", "keys examined", "docs examined")}
+    return {m: out.get(m, 0) + across_a_day * v for m, v in extra.items()} | {m: v for m, v in out.items()
+                                                                             if m not in extra}
+
+
+def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any], bucket_forms: Mapping[str, Any],
+                clustered: Mapping[str, Mapping[str, Any]], reads: Mapping[str, Mapping[str, Any]],
+                default_batch: Mapping[str, Any], map_loop: Mapping[str, Any], every_kept: Mapping[str, Any],
+                docs_per_report: Mapping[str, float], drops: Mapping[str, Any],
+                drop_plans: Mapping[str, Any] | None, by_day: Mapping[str, Any], across: Mapping[str, Any],
+                across_a_day: float, ttl: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+    """``{design: {operation: cost or Forms}}`` for notebook 08's workload, every form measured:
+
+    * storing a report: ``writes[design]`` (one ``insert`` a batch; the bucket writer), the bucket
+      design's other forms (``bucket_forms``: ``"read, then write"``, ``"bucket_reports"``,
+      ``"upserts"``), and the design in a clustered collection where one was measured
+      (``clustered[design]["write"]``), each at the workload's batch (:func:`at_workload`; the bucket
+      forms' documents and bytes per aircraft-hour a batch touches);
+    * the reads of ``reads[design]``, with their counter-examples: the track at the driver's default
+      batch (``default_batch``), the map as one read per aircraft (``map_loop``) and without its
+      ``$match`` on time (``every_kept``);
+    * dropping a day: one ``delete_many`` (:func:`drop_a_day`, from ``drops`` and ``drop_plans``),
+      the day's collection dropped (:func:`by_collection`, from ``by_day`` and ``across``), and the
+      clustered collection's delete (``clustered[design]["drop"]``, ``["plan"]``), and, for the designs
+      of ``ttl`` (their store measured on a ``ttl_collection`` as on the plain one), the TTL task's
+      deletes (:func:`drop_a_day` ``by_server``), not run: priced from the measured delete.
+
+    Each store and drop form names its layout: the plain collection's store stands with its delete,
+    with a collection per day and with a TTL index, the clustered collection's store only with its own
+    delete."""
+    ttl = set(ttl)
+    costs: dict[str, dict[str, Any]] = {}
+    for d in designs:
+        per = PER_BUCKET if d == BUCKETS else ()
+        first = "the writer, no read" if d == BUCKETS else "insert_many a batch"
+        store, teaching, layouts = {first: at_workload(writes[d], feed, per)}, {}, {first: _PLAIN_WRITES}
+        if d in clustered:
+            store["clustered"] = at_workload(clustered[d]["write"], feed, per)
+            teaching[first] = "a plain collection: a separate _id index"
+            teaching["clustered"] = "a clustered collection: billed only with its own delete_many"
+            layouts["clustered"] = CLUSTERED
+        if d == BUCKETS:
+            b = bucket_forms["bucket_reports"]
+            writes_per_window = (b["round trips"] - b["read round trips"]) / feed.windows
+            store |= {"read, then write": at_workload(bucket_forms["read, then write"], feed, PER_BUCKET),
+                      "bucket_reports": at_workload(b, feed, ("round trips",) + PER_BUCKET),
+                      "upserts": at_workload(bucket_forms["upserts"], feed, PER_BUCKET)}
+            teaching |= {"read, then write": "any writer: bk.read_then_bulk, a read and one bulk_write a batch",
+                         "bucket_reports": f"the teaching form, any writer: a read a batch, then {writes_per_window:.2f} "
+                                           f"writes per aircraft-hour (measured), at ~{feed.in_range:.0f} aircraft a "
+                                           f"batch (the sample's {feed.windows / feed.batches:.1f} aircraft-hours scaled)",
+                         "upserts": "stores a re-send again (8.5)"}
+            layouts |= {f: _PLAIN_WRITES for f in ("read, then write", "bucket_reports", "upserts")}
+        drop = {"delete_many by time": drop_a_day(drops[d], docs_per_report[d], feed,
+                                                  drop_plans[d] if drop_plans else None),
+                "a collection per day": by_collection(by_day[d], reads[d]["the live map"], across[d],
+                                                      across_a_day=across_a_day)}
+        drop_teaching = {"a collection per day": "drop + createIndexes: no document or index key removed one by one; "
+                                                 f"{across_a_day:g} maps a day read two collections (included)"}
+        drop_layouts = {"delete_many by time": PLAIN, "a collection per day": PER_DAY}
+        if d in ttl:
+            drop["a TTL index"] = drop_a_day(drops[d], docs_per_report[d], feed, drop_plans[d] if drop_plans else None,
+                                             by_server=True)
+            drop_teaching["a TTL index"] = ("the server's TTL task deletes each expired document, as delete_many does, "
+                                            "with no round trip (priced from the measured delete, not run)")
+            drop_layouts["a TTL index"] = TTL
+        if d in clustered:
+            c = clustered[d]
+            drop["clustered"] = drop_a_day(c["drop"], docs_per_report[d], feed, c["plan"] if drop_plans else None)
+            drop_teaching["delete_many by time"] = "a plain collection: a separate _id index"
+            drop_teaching["clustered"] = "a clustered collection's delete_many: billed only with its own store"
+            drop_layouts["clustered"] = CLUSTERED
+        track = reads[d]["track for an hour"]
+        if d != BUCKETS:  # the buckets' track returns a few buckets: no batch to cut
+            track = Forms({f"batch_size={BATCH_SIZE:,}": track, "default batch": default_batch[d]},
+                          teaching={"default batch": "the obvious form: 101 documents, then a getMore"})
+        costs[d] = {
+            "store a report": Forms(store, teaching=teaching, layouts=layouts),
+            "track for an hour": track,
+            "the live map": Forms({"one aggregate": reads[d]["the live map"], "one read per aircraft": map_loop[d],
+                                   "every aircraft kept": every_kept[d]},
+                                  teaching={"one read per aircraft": "the obvious form: a round trip per aircraft",
+                                            "every aircraft kept": "no $match on time: 30 days of aircraft"}),
+            "hourly summary": reads[d]["hourly summary"],
+            "drop a day": Forms(drop, teaching=drop_teaching, layouts=drop_layouts)}
+    return costs
+
+
+def without_pair_index(costs: Mapping[str, Mapping[str, Any]], design: str) -> dict[str, dict[str, Any]]:
+    """``costs`` (:func:`daily_costs`') with ``design``'s store and drop forms writing one index key
+    fewer per document written: the per-report design without its ``(icao24, time)`` index, which a
+    real MongoDB does not need for a track written as an ``_id`` range (``report_id`` bounds). Every
+    form keeps its teaching note and its layout."""
+    def fewer(c: Any) -> dict[str, float]:
+        c = cost_of(c)
+        return {**c, "index keys written": c["index keys written"] - c["docs written"]}
+
+    out = {d: dict(ops) for d, ops in costs.items()}
+    for op in ("store a report", "drop a day"):
+        forms = costs[design][op]
+        forms = forms if isinstance(forms, Forms) else Forms({"as measured": forms})
+        out[design][op] = Forms({f: fewer(c) for f, c in forms.forms.items()}, teaching=forms.teaching,
+                                layouts={f: set(lay) for f, lay in forms.layouts.items()})
+    return out

@@ -41,7 +41,7 @@ from ..plans import explain_find
 from ..safety import fresh_collection
 from ..writes import only_duplicates
 
-__all__ = ["SPAN", "KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window", "placement"]
+__all__ = ["SPAN", "KEY", "BATCH_SIZE", "bucket_reports", "track", "latest_positions", "window_start", "ensure_bucket_index", "DESIGNS", "DOCUMENTS", "BUCKETS", "TIMESERIES", "REPORT_KEY", "timeseries_collection", "ttl_collection", "report_id", "insert_reports", "track_documents", "latest", "hourly_summary", "drop_filter", "drop_range", "drop_plan", "storage", "window_state", "store_in_window", "placement"]
 
 SPAN = _dt.timedelta(hours=1)  #: the time window one bucket covers
 KEY = [("icao24", 1), ("start", 1), ("n", 1)]  #: the buckets' unique index (also serves tracks)
@@ -347,6 +347,39 @@ START_KEY = [("start", 1)]  #: buckets: the recent buckets (the map) and a day's
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
+def _age_days(oldest: _dt.datetime | None) -> int:
+    """Whole days since ``oldest`` (the oldest time replayed), plus a day's margin for a long session;
+    0 without one: what a TTL's retention is lengthened by so that the server keeps replayed data."""
+    if oldest is None:
+        return 0
+    age = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None) - oldest
+    return max(0, math.ceil(age / _dt.timedelta(days=1)) + 1)
+
+
+def ttl_collection(db: Any, name: str, *, design: str, retention_days: int = 30,
+                   oldest: _dt.datetime | None = None) -> tuple[Any, int]:
+    """A fresh collection of one by-hand design whose time index is a TTL index, and its
+    ``expireAfterSeconds``: one document per report keeps :data:`REPORT_KEY` and :data:`TIME_KEY`
+    with ``expireAfterSeconds`` the retention (the server's TTL task, every 60 s on a real MongoDB,
+    deletes a report once its ``time`` is older); buckets keep the unique :data:`KEY` and
+    :data:`START_KEY` with the retention plus an hour (a bucket's reports are at most an hour past its
+    ``start``, so each is kept the whole retention). ``oldest`` lengthens the retention by replayed
+    data's age, as :func:`timeseries_collection` does. The same indexes as the plain collection's, one
+    with an option: an insert writes the same index keys."""
+    if design not in (DOCUMENTS, BUCKETS):
+        raise ValueError(f"ttl_collection is for the by-hand designs ({DOCUMENTS!r}, {BUCKETS!r}), not {design!r}: "
+                         f"a time series collection takes expireAfterSeconds as a collection option")
+    seconds = (retention_days + _age_days(oldest)) * 86_400 + (int(SPAN.total_seconds()) if design == BUCKETS else 0)
+    coll = fresh_collection(db, name)  # never somebody else's
+    if design == BUCKETS:
+        ensure_bucket_index(coll)
+        coll.create_index(START_KEY, expireAfterSeconds=seconds)
+    else:
+        coll.create_index(REPORT_KEY)
+        coll.create_index(TIME_KEY, expireAfterSeconds=seconds)
+    return coll, seconds
+
+
 def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int = 30,
                           oldest: _dt.datetime | None = None) -> tuple[Any, str]:
     """A time series collection for reports (``timeField`` ``time``, ``metaField`` ``icao24``,
@@ -362,10 +395,7 @@ def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int 
     documents one by one, the ``(icao24, time)`` index a real MongoDB (6.3+) creates by itself for
     ``metaField`` and ``timeField`` is created by hand. Either way the note says so."""
 
-    age_days = 0
-    if oldest is not None:
-        age = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None) - oldest
-        age_days = max(0, math.ceil(age / _dt.timedelta(days=1)) + 1)  # a day's margin for a long session
+    age_days = _age_days(oldest)
     options = {"timeseries": {"timeField": "time", "metaField": "icao24", "granularity": "seconds"},
                "expireAfterSeconds": (retention_days + age_days) * 86_400}
     coll = fresh_collection(db, name, **(options if caps.timeseries_option else {}))  # never somebody else's
