@@ -22,7 +22,16 @@ from ..safety import fresh_collection, track_collection, workbook_collection
 from ..workload import Forms, cost_of
 from ..writes import only_duplicates
 from .geo import GEO_FIELD, geo_point
-from .keys import AIRCRAFT, AIRLINE, QUERY_BATCH, REPORT, _airline_doc, airline_of_callsign, make_id
+from .keys import (
+    AIRCRAFT,
+    AIRLINE,
+    QUERY_BATCH,
+    REPORT,
+    _airline_doc,
+    airline_of_callsign,
+    make_id,
+    prefix_bounds,
+)
 from .messages import IngestResult, message_number, validate_message
 from .queries import (
     airline_all,
@@ -35,7 +44,7 @@ from .queries import (
 )
 from .store import _push_last_reports, batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -74,6 +83,15 @@ REPORTS_AN_HOUR = 2_500_000 / 24  #: the workload's reports an hour (2.5 M a day
 HOURLY = "one insert of reports a batch, new parents flushed once an hour"
 #: what one flight's track draws of each report: an inclusion projection
 TRACK = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1, "altitude": 1}
+#: the layouts of the subset in the airline, whose map and everything-for-an-airline read only the _id index: that
+#: index alone (the track an _id range, a document per report), or beside a second index (one more key a report)
+ID_ONLY = "the _id index alone"
+ID_TRACK = "the _id index and {recordType, _id}, or it widened with the track's fields (the same keys written)"
+#: a store form measured on ID_ONLY, the label's suffix
+ON_ID_ONLY = ", on the _id index alone"
+ID_RANGE_TRACK = "{_id range}, the track's fields (the _id index alone)"
+_ID_RANGE = ("{engine} scans the collection for an _id range (docs/ENGINES.md); counted as a real MongoDB "
+             "reads it: the range of the _id index, one key and one document per match")
 _WHOLE = "counter-example: every field of every report, where the track draws four"
 _ID_PREFIX = ("{engine} scans the collection for an _id prefix (docs/ENGINES.md); counted as a real MongoDB "
               "reads it: the prefix's range of the _id index, one key and one document per match")
@@ -382,7 +400,7 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         batches = [docs[i:i + batch_size] for i in range(cut, len(docs), batch_size)]
     batches = [[clean for clean, _ in map(validate_message, b) if clean is not None] for b in batches]
     names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset", "in_airline", "wide",
-                                           "cover")}
+                                           "cover", "id_only")}
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
         workbook_collection(db, name, create=False)
     work = _Work(db)
@@ -390,11 +408,11 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     planes = [p for p in every_parent if p["recordType"] == AIRCRAFT]  # the one heard first last is new to the tracker
     new = max(planes, key=lambda p: (p["first_seen"], p["_id"]))["_id"] if len(planes) > 1 else None
 
-    def indexed(name: str) -> Any:  # the design's second index: the fleet's fields for WIDE
+    def indexed(name: str) -> Any:  # the design's second index: the fleet's fields for WIDE, none on ID_ONLY
         coll = fresh_collection(db, name)
         if name == names["wide"]:
             coll.create_index(WIDE_INDEX)
-        else:
+        elif name != names["id_only"]:
             ensure_indexes(db, name)
         return coll
 
@@ -441,6 +459,10 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
             for label, make, updates in forms:
                 coll = fresh(name)
                 stores[design][label] = _store(make(coll), batches, [coll], work, updated=coll if updates else None)
+                if design == IN_AIRLINE:  # its reads need no second index: each form on the _id index alone too
+                    coll = fresh(names["id_only"])
+                    stores[design][label + ON_ID_ONLY] = _store(make(coll), batches, [coll], work,
+                                                                updated=coll if updates else None)
         return stores
 
     # the measured batches hold one aircraft new to the tracker; the day's share, where given, weighs it
@@ -467,7 +489,10 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         latest[design], reads = (_wide_reads(db[reads_from], airline, icao24, work) if design == WIDE else
                                  _single_reads(db[reads_from], airline, icao24, bool(keep), work,
                                                in_airline=design == IN_AIRLINE))
-        out[design] = {"store a report": Forms(measured[design]), **reads}
+        store = measured[design]
+        out[design] = {"store a report": Forms(store, layouts={label: ID_ONLY if label.endswith(ON_ID_ONLY) else ID_TRACK
+                                                               for label in store} if design == IN_AIRLINE else None),
+                       **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
 
@@ -499,6 +524,7 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
     if in_airline:
         by_id = [("recordType", 1), ("_id", 1)]
         reports = _with(reports, *(lambda m, n: (m["one aircraft's reports"], n))(*_covered_forms(coll, by_id + WIDER, ranged, by_id, work)))
+        reports = _id_only_track(coll, airline, icao24, reports, work)
 
         def map_read() -> dict[str, tuple]:
             doc = coll.find_one({"_id": make_id(airline)}, {"_id": 0, "fleet": 1}) or {}
@@ -518,6 +544,23 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
                     "everything for an airline": Forms({"one find on the _id prefix": {**cost_of(c), **prefix}},
                                                        teaching={"one find on the _id prefix": work.note(_ID_PREFIX)}
                                                        if modelled else None)}
+
+
+def _id_only_track(coll: Any, airline: str, icao24: str, reports: Forms, work: _Work) -> Forms:
+    """The subset in the airline's track read on a copy of ``coll`` with the ``_id`` index alone
+    (:data:`ID_ONLY`): the aircraft's ``_id`` range (the trailing ``_`` leaves its aircraft document out),
+    the track's fields, a key and a document a report; added to ``reports``, each form with its layout
+    (the ``_id`` range reads on either, every other form needs the second index: :data:`ID_TRACK`)."""
+    copy = fresh_collection(coll.database, "aero_cost_id_only")
+    insert_new(copy, list(coll.find({}, sort=[("_id", 1)], batch_size=QUERY_BATCH)))
+    lo, hi = prefix_bounds(make_id(airline, icao24) + "_")
+    ranged = {"_id": {"$gte": lo, "$lt": hi}}
+    answer = list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH))
+    w, modelled = work.id_prefix(copy, ranged, len(answer))
+    cost, _ = _read(lambda: list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH)), w)
+    teaching = {**(reports.teaching or {}), **({ID_RANGE_TRACK: work.note(_ID_RANGE)} if modelled else {})}
+    return Forms({**reports.forms, ID_RANGE_TRACK: cost}, teaching=teaching,
+                 layouts={**{label: ID_TRACK for label in reports.forms}, ID_RANGE_TRACK: {ID_ONLY, ID_TRACK}})
 
 
 def _uses_index(db: Any, coll: Any, pipeline: list, name: str) -> bool:
