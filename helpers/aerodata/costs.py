@@ -42,7 +42,7 @@ from .queries import (
     prefix_regex,
     subset_latest_pipeline,
 )
-from .store import _push_last_reports, batch_documents, ensure_indexes, ingest_batch, insert_new
+from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
 __all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
@@ -231,14 +231,7 @@ def _ingest_writer(coll: Any, keep_last: int, airlines: Collection[str] | None =
     ``airlines`` only where given) as a store form: each batch's ``(None, refused)``, the inserts the
     ``_id`` index refused (parents already stored, re-sent reports)."""
     def write(part: list[dict[str, Any]]) -> tuple[None, int]:
-        batch = list(enumerate(part))
-        parents, reports = batch_documents(batch, IngestResult())
-        docs = [parents[k] for k in sorted(parents)] + [reports[k] for k in sorted(reports)]
-        stored, refused = insert_new(coll, docs)
-        pushed = [d for d in stored if d["recordType"] == REPORT and (airlines is None or d["airline"] in airlines)]
-        if keep_last and pushed:
-            _push_last_reports(coll, pushed, keep_last)
-        return None, refused
+        return None, ingest_batch(coll, list(enumerate(part)), IngestResult(), keep_last, airlines)
     return write
 
 
