@@ -345,6 +345,13 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     # without client bulkWrite: the reports alone each batch, the new parents once an hour (the same documents)
     assert 1 <= three[ad.HOURLY]["round trips"] * 40 < 1.001
     assert three[ad.HOURLY]["docs written"] == pytest.approx(three["parents only when new to the writer"]["docs written"])
+    # the map is 10 s fresh: the hourly flush is never billed beside a map read from the aircraft collection
+    # (an aircraft heard within the hour missing from it), only beside one read from the reports alone
+    assert costs["three collections"]["store a report"].layouts == {
+        k: {ad.PARENTS_HOURLY if k == ad.HOURLY else ad.PARENTS_EACH_BATCH} for k in three}
+    maps = costs["three collections"]["latest position of a fleet"].layouts
+    assert all(maps[k] == ({ad.PARENTS_EACH_BATCH} if k in (ad.LOOKUP, ad.LOOP) else {ad.PARENTS_EACH_BATCH, ad.PARENTS_HOURLY})
+               for k in _forms(costs, "three collections", "latest position of a fleet")), maps
     # MongoDB 8.0's client bulkWrite, where the engine has it: one command a batch for every design
     bulk = backend.info.caps.client_bulk_write
     subset_store = store["one collection + subset"]

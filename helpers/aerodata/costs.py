@@ -44,7 +44,7 @@ from .queries import (
 )
 from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "PARENTS_EACH_BATCH", "PARENTS_HOURLY", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -81,6 +81,11 @@ NEW = ", parents only when new to the writer"
 REPORTS_AN_HOUR = 2_500_000 / 24  #: the workload's reports an hour (2.5 M a day)
 #: three collections without client bulkWrite: the reports each batch, parents new to the writer once an hour
 HOURLY = "one insert of reports a batch, new parents flushed once an hour"
+#: the three collections' layouts of freshness: every batch's new parents stored with it (the aircraft collection as
+#: fresh as the reports, a map read from it current to the batch), or new aircraft stored once an hour (HOURLY: the
+#: aircraft collection up to an hour behind, so only a map read from the reports alone is as fresh as the batch)
+PARENTS_EACH_BATCH = "new parents stored with their batch"
+PARENTS_HOURLY = "new aircraft stored once an hour"
 #: what one flight's track draws of each report: an inclusion projection
 TRACK = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1, "altitude": 1}
 #: the layouts of the subset in the airline, whose map and everything-for-an-airline read only the _id index: that
@@ -464,8 +469,8 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         none = measure(None)
         measured = {d: {label: {k: none[d][label][k] + new_aircraft * (v - none[d][label][k]) for k, v in cost.items()}
                         for label, cost in forms.items()} for d, forms in measured.items()}
-    out = {"three collections": {"store a report": Forms(measured["three collections"]),
-                                 **_three_collections(db, airline, docs, batches, icao24, names, three, work, new)}}
+    out = {"three collections": _fresh_alike(measured["three collections"],
+                                             _three_collections(db, airline, docs, batches, icao24, names, three, work, new))}
     latest: dict[str, dict] = {}
     load = max(map(len, batches), default=1)  # read copies are stored in the measured batches' size
     for design, keep, reads_from in (("one collection", 0, single), (WIDE, 0, None),
@@ -488,6 +493,21 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
                        **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
+
+
+def _fresh_alike(store: Mapping[str, Mapping[str, float]], reads: dict[str, Forms]) -> dict[str, Forms]:
+    """The three collections' forms, each with the freshness it stands on: the store that flushes new aircraft
+    once an hour (:data:`HOURLY`) is never billed beside a map read from the aircraft collection (the
+    ``$lookup`` from the fleet, the loop), which would miss an aircraft heard within the hour for up to an
+    hour, where the map is asked to be 10 s fresh; a map read from the reports alone fits either store."""
+    latest = reads["latest position of a fleet"]
+    from_fleet = (LOOKUP, LOOP)
+    return {"store a report": Forms(store, layouts={label: PARENTS_HOURLY if label == HOURLY else PARENTS_EACH_BATCH
+                                                    for label in store}),
+            **reads,
+            "latest position of a fleet": Forms(latest.forms, teaching=latest.teaching, layouts={
+                label: PARENTS_EACH_BATCH if label in from_fleet else {PARENTS_EACH_BATCH, PARENTS_HOURLY}
+                for label in latest.forms})}
 
 
 def _latest_notes(work: _Work, modelled: bool, covered: bool = False) -> dict[str, str]:
