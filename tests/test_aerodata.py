@@ -282,9 +282,10 @@ def test_the_subset_statements_give_the_same_documents_in_any_order(db):
 
 def test_the_receiver_batch_is_one_number_the_bill_measures():
     """The batch the notebook prints is the batch the bill measures: the aircraft in range, 10 s each."""
-    from helpers.aerodata.costs import RECEIVER_BATCH
+    from helpers.aerodata.costs import RECEIVER_BATCH as billed
+    from helpers.aerodata.messages import RECEIVER_BATCH
 
-    assert ad.receiver_batch(2_500_000 / 86_400, 10) == (29, 290) and RECEIVER_BATCH == 290
+    assert ad.receiver_batch(2_500_000 / 86_400, 10) == (29, 290) and RECEIVER_BATCH == billed == 290
     aircraft, size = ad.receiver_batch(4, 10)
     batches = ad.receiver_batches(SAMPLE, aircraft=aircraft, reports=size // aircraft, count=2)
     assert [len(b) for b in batches] == [size, size]

@@ -19,7 +19,7 @@ registrations as callsigns, operators missing from OpenFlights) are filed under 
 keeps every ``_id`` the same shape.
 
 The lesson's parts, each imported from here: ``keys`` (the ``_id``, the airline table, index bounds),
-``messages`` (validation, message number, the Stratux feed), ``store`` (ingest), ``queries`` (the
+``messages`` (validation, message number, the Stratux feed, a receiver's batches), ``store`` (ingest), ``queries`` (the
 five queries, the fleet's latest positions, Python objects), ``rekey`` (re-keying, sharding), ``validation`` (the ``$jsonSchema``),
 ``geo`` (GeoJSON points, distance, the geo queries), ``costs`` (the tracker workload's measured
 costs, every form of every operation: :func:`tracker_costs`) and ``probe`` (what an engine can show, from the probe made on
@@ -48,8 +48,6 @@ from .costs import (
     UPSERTS,
     WIDE,
     WIDE_INDEX,
-    receiver_batch,
-    receiver_batches,
     subset_statements,
     tracker_costs,
 )
@@ -83,6 +81,8 @@ from .messages import (
     Rejected,
     message_number,
     parse_stratux,
+    receiver_batch,
+    receiver_batches,
     to_stratux_json,
     validate_message,
 )

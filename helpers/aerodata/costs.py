@@ -32,7 +32,12 @@ from .keys import (
     make_id,
     prefix_bounds,
 )
-from .messages import IngestResult, message_number, validate_message
+from .messages import (
+    RECEIVER_BATCH,
+    IngestResult,
+    message_number,
+    validate_message,
+)
 from .queries import (
     airline_all,
     fleet_latest_group_pipeline,
@@ -44,7 +49,7 @@ from .queries import (
 )
 from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "PARENTS_EACH_BATCH", "PARENTS_HOURLY", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "PARENTS_EACH_BATCH", "PARENTS_HOURLY", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -58,16 +63,6 @@ BULK = "one bulkWrite a batch (MongoDB 8.0+)"
 UPSERTS = "one update command a batch (an upsert per document)"
 
 
-def receiver_batch(per_second: float, refresh_s: int, reports_per_second: int = 1) -> tuple[int, int]:
-    """One refresh of a receiver's traffic, as the bill batches it: ``(aircraft, messages)``, the
-    aircraft heard at once (``per_second`` reports a second, ``reports_per_second`` each) and the
-    ``refresh_s`` seconds of reports they send (what :func:`receiver_batches` takes of each). Notebook 04 (4.12)."""
-    aircraft = round(per_second / reports_per_second)
-    return aircraft, aircraft * refresh_s * reports_per_second
-
-
-#: the default batch stored: the workload's 2.5 M reports a day over the map's 10 s freshness (29 aircraft, 290 messages)
-RECEIVER_BATCH = receiver_batch(2_500_000 / 86_400, 10)[1]
 #: the subset held by the airline: one document for the whole fleet's map
 IN_AIRLINE = "one collection + subset in the airline"
 #: one collection whose second index is {recordType, airline, icao24, _id} (the fleet's fields) in place of
@@ -332,24 +327,6 @@ def _statements_writer(db: Any, coll: Any, statements: Callable[[list], list[tup
                   for kind, doc, update in kept]
         return coll.bulk_write(models, ordered=False).matched_count, 0  # nothing refused: each an upsert
     return write
-
-
-def receiver_batches(messages: Sequence[Mapping[str, Any]], *, aircraft: int, reports: int,
-                     count: int = 3) -> list[list[dict[str, Any]]]:
-    """``count`` batches of a receiver's traffic at the workload's rate: each ``reports`` consecutive
-    reports of each of ``aircraft`` aircraft (those of ``messages`` with the most reports, ties by
-    address), the next ones in the next batch, each batch in arrival order. ``messages``: validated or
-    raw position messages of the whole receiver. Notebook 04 (4.12)."""
-    docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
-    tracks: dict[str, list[dict[str, Any]]] = {}
-    for d in sorted(docs, key=lambda d: (d["timestamp"], d["icao24"])):
-        tracks.setdefault(d["icao24"], []).append(d)
-    chosen = sorted((t for t in tracks.values() if len(t) >= reports * count), key=lambda t: (-len(t), t[0]["icao24"]))
-    if len(chosen) < aircraft:
-        raise ValueError(f"receiver_batches: only {len(chosen)} aircraft have {reports * count} reports; "
-                         f"{aircraft} were asked for")
-    return [sorted((m for t in chosen[:aircraft] for m in t[b * reports:(b + 1) * reports]),
-                   key=lambda d: (d["timestamp"], d["icao24"])) for b in range(count)]
 
 
 def _parents(docs: Sequence[Mapping[str, Any]]) -> tuple[set[str], set[tuple[str, str]]]:
