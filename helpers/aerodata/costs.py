@@ -368,7 +368,10 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     map the workload reads (another airline's aircraft and airline are plain inserts). ``new_aircraft``:
     how many aircraft new to the tracker the batches hold at the day's rate (e.g. the day's airframes
     over its flights, a fraction); each store form is then measured with that aircraft new and with
-    none, and weighed between (the default: the one new aircraft as measured). Notebook 04."""
+    none, and weighed between (the default: the one new aircraft as measured). The subset in the airline,
+    whose reads need no index but ``_id``, has each store form measured on the ``_id`` index alone too
+    (:data:`ID_ONLY`) and its track read as an ``_id`` range; the three collections' hourly flush of new
+    aircraft is billed only beside a map read from the reports (:data:`PARENTS_HOURLY`). Notebook 04."""
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
     if batches is None:
         cut = max(len(docs) - counted * batch_size, 0)
