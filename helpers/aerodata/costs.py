@@ -1,8 +1,8 @@
 """The measured cost of notebook 04's tracker workload: every design's every operation, in each form a
 competent engineer could write (notebook 04).
 
-Four designs: three collections (airlines, aircraft, reports), the single collection (``ingest``),
-the single collection with the subset pattern in each aircraft (``ingest(..., keep_last=n)``), and
+Five designs: three collections (airlines, aircraft, reports), the single collection (``ingest``), it
+with the fleet's fields in its second index (:data:`WIDE`), the single collection with the subset pattern in each aircraft (``ingest(..., keep_last=n)``), and
 with the subset in the airline (:data:`IN_AIRLINE`: its fleet's latest positions, one document for the map). :func:`tracker_costs`
 gives ``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`, ``contest`` and
 ``pick``: the bill prices each design at its cheapest form, and shows the others as counter-examples.
