@@ -383,6 +383,7 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
         assert f["docs written"] == pytest.approx(in_airline[k]["docs written"])
     store_forms, track_forms = costs[ad.IN_AIRLINE]["store a report"], costs[ad.IN_AIRLINE]["one aircraft's reports"]
     assert all(store_forms.layouts[k] == {ad.ID_ONLY if k.endswith(ad.ON_ID_ONLY) else ad.ID_TRACK} for k in store_forms.forms)
+    assert sorted(store_forms.teaching) == sorted(k + ad.ON_ID_ONLY for k in alone)  # each says why it may lose
     assert track_forms.layouts[ad.ID_RANGE_TRACK] == {ad.ID_ONLY, ad.ID_TRACK}
     assert all(track_forms.layouts[k] == {ad.ID_TRACK} for k in track_forms.forms if k != ad.ID_RANGE_TRACK)
     id_track = track_forms.forms[ad.ID_RANGE_TRACK]

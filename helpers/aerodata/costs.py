@@ -90,6 +90,8 @@ ID_TRACK = "the _id index and {recordType, _id}, or it widened with the track's 
 #: a store form measured on ID_ONLY, the label's suffix
 ON_ID_ONLY = ", on the _id index alone"
 ID_RANGE_TRACK = "{_id range}, the track's fields (the _id index alone)"
+_ALONE = ("no second index: a key a report fewer, billed only beside the track read as an _id range "
+          "(a document a report, where the covered track reads none)")
 _ID_RANGE = ("{engine} scans the collection for an _id range (docs/ENGINES.md); counted as a real MongoDB "
              "reads it: the range of the _id index, one key and one document per match")
 _WHOLE = "counter-example: every field of every report, where the track draws four"
@@ -468,8 +470,10 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
                                  _single_reads(db[reads_from], airline, icao24, bool(keep), work,
                                                in_airline=design == IN_AIRLINE))
         store = measured[design]
-        out[design] = {"store a report": Forms(store, layouts={label: ID_ONLY if label.endswith(ON_ID_ONLY) else ID_TRACK
-                                                               for label in store} if design == IN_AIRLINE else None),
+        alone = [label for label in store if label.endswith(ON_ID_ONLY)]
+        out[design] = {"store a report": Forms(store, layouts={label: ID_ONLY if label in alone else ID_TRACK
+                                                               for label in store} if design == IN_AIRLINE else None,
+                                               teaching={label: _ALONE for label in alone}),
                        **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
