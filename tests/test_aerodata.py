@@ -282,9 +282,10 @@ def test_the_subset_statements_give_the_same_documents_in_any_order(db):
 
 def test_the_receiver_batch_is_one_number_the_bill_measures():
     """The batch the notebook prints is the batch the bill measures: the aircraft in range, 10 s each."""
-    from helpers.aerodata.costs import RECEIVER_BATCH
+    from helpers.aerodata.costs import RECEIVER_BATCH as billed
+    from helpers.aerodata.messages import RECEIVER_BATCH
 
-    assert ad.receiver_batch(2_500_000 / 86_400, 10) == (29, 290) and RECEIVER_BATCH == 290
+    assert ad.receiver_batch(2_500_000 / 86_400, 10) == (29, 290) and RECEIVER_BATCH == billed == 290
     aircraft, size = ad.receiver_batch(4, 10)
     batches = ad.receiver_batches(SAMPLE, aircraft=aircraft, reports=size // aircraft, count=2)
     assert [len(b) for b in batches] == [size, size]
@@ -345,6 +346,13 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     # without client bulkWrite: the reports alone each batch, the new parents once an hour (the same documents)
     assert 1 <= three[ad.HOURLY]["round trips"] * 40 < 1.001
     assert three[ad.HOURLY]["docs written"] == pytest.approx(three["parents only when new to the writer"]["docs written"])
+    # the map is 10 s fresh: the hourly flush is never billed beside a map read from the aircraft collection
+    # (an aircraft heard within the hour missing from it), only beside one read from the reports alone
+    assert costs["three collections"]["store a report"].layouts == {
+        k: {ad.PARENTS_HOURLY if k == ad.HOURLY else ad.PARENTS_EACH_BATCH} for k in three}
+    maps = costs["three collections"]["latest position of a fleet"].layouts
+    assert all(maps[k] == ({ad.PARENTS_EACH_BATCH} if k in (ad.LOOKUP, ad.LOOP) else {ad.PARENTS_EACH_BATCH, ad.PARENTS_HOURLY})
+               for k in _forms(costs, "three collections", "latest position of a fleet")), maps
     # MongoDB 8.0's client bulkWrite, where the engine has it: one command a batch for every design
     bulk = backend.info.caps.client_bulk_write
     subset_store = store["one collection + subset"]
@@ -364,7 +372,23 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
     airline_map = next(iter(_forms(costs, ad.IN_AIRLINE, "latest position of a fleet").values()))
     assert (airline_map["round trips"], airline_map["docs returned"]) == (1, 1)
     for d in costs:  # each report writes a key in each of its collection's two indexes, and a few parents
-        assert all(2 <= f["index keys written"] < 2.5 for f in store[d].values()), d
+        assert all(2 <= f["index keys written"] < 2.5 for k, f in store[d].items() if not k.endswith(ad.ON_ID_ONLY)), d
+    # the subset in the airline reads no second index: each store form on the _id index alone too, a key a report
+    # fewer, the same documents; its track then an _id range, and never billed beside the second index's forms
+    alone = {k.removesuffix(ad.ON_ID_ONLY): f for k, f in in_airline.items() if k.endswith(ad.ON_ID_ONLY)}
+    assert alone and sorted(alone) == sorted(k for k in in_airline if not k.endswith(ad.ON_ID_ONLY))
+    for k, f in alone.items():  # a report's key in the second index, and each new parent's, not written
+        assert 1 <= f["index keys written"] < 1.5
+        assert in_airline[k]["index keys written"] - f["index keys written"] >= 1
+        assert f["docs written"] == pytest.approx(in_airline[k]["docs written"])
+    store_forms, track_forms = costs[ad.IN_AIRLINE]["store a report"], costs[ad.IN_AIRLINE]["one aircraft's reports"]
+    assert all(store_forms.layouts[k] == {ad.ID_ONLY if k.endswith(ad.ON_ID_ONLY) else ad.ID_TRACK} for k in store_forms.forms)
+    assert sorted(store_forms.teaching) == sorted(k + ad.ON_ID_ONLY for k in alone)  # each says why it may lose
+    assert track_forms.layouts[ad.ID_RANGE_TRACK] == {ad.ID_ONLY, ad.ID_TRACK}
+    assert all(track_forms.layouts[k] == {ad.ID_TRACK} for k in track_forms.forms if k != ad.ID_RANGE_TRACK)
+    id_track = track_forms.forms[ad.ID_RANGE_TRACK]
+    assert id_track["round trips"] == 1 and id_track["bytes returned"] == \
+        track_forms.forms["{recordType: 3, _id range}, the track's fields"]["bytes returned"]
     latest = _forms(costs, "one collection", "latest position of a fleet")
     assert latest[ad.LOOP]["round trips"] == 1 + fleet
     assert latest[ad.LOOKUP]["round trips"] == latest[ad.GROUP]["round trips"] == 1
@@ -417,12 +441,22 @@ def test_tracker_costs_measure_every_form_of_each_design(db, backend):
         for d in (ad.WIDE, "three collections", ad.IN_AIRLINE):
             cover = _forms(costs, d, "one aircraft's reports")[ad.COVERED_TRACK]
             assert (cover["keys examined"], cover["docs examined"]) == (n, 0), d
+        # the _id range: a key and a document a report (a real MongoDB's bounds; modelled where the engine scans)
+        assert (id_track["keys examined"], id_track["docs examined"]) == (n, n)
+        assert (ad.ID_RANGE_TRACK in track_forms.teaching) != backend.info.caps.id_range_index
         for d in (ad.WIDE, "three collections"):
             cover = _forms(costs, d, "latest position of a fleet")[ad.COVERED_MAP]
             assert (cover["keys examined"], cover["docs examined"], cover["docs returned"]) == (fleet, 0, fleet), d
     day = Workload("t", tuple(Operation(op, "write" if op == "store a report" else "read", 1, "-", "-", "-")
                               for op in costs["one collection"]))
     assert day.billed(costs)["one collection"]["latest position of a fleet"] != ad.LOOP
+    # billed by the index keys it writes, the subset in the airline drops its second index: stored and read on
+    # the _id index alone; by the documents it examines (where the engine explains), its covered track keeps it
+    bill = day.billed({ad.IN_AIRLINE: costs[ad.IN_AIRLINE]}, ("index keys written / day",))[ad.IN_AIRLINE]
+    assert bill["store a report"].endswith(ad.ON_ID_ONLY) and bill["one aircraft's reports"] == ad.ID_RANGE_TRACK
+    if explained:
+        bill = day.billed({ad.IN_AIRLINE: costs[ad.IN_AIRLINE]}, ("docs examined / day",))[ad.IN_AIRLINE]
+        assert not bill["store a report"].endswith(ad.ON_ID_ONLY) and bill["one aircraft's reports"] == ad.COVERED_TRACK
     # the day's share of new aircraft weighs the one measured: none new, only the reports are written
     remembering, new = "one insert a batch" + ad.NEW, len({m["icao24"] for m in msgs[-80:]}) > 1
     assert store["one collection"][remembering]["docs written"] * 80 == pytest.approx(80 + new)

@@ -95,3 +95,22 @@ def test_ingest_pauses_the_cycle_collector_only_while_it_runs(db):
     finally:
         ad.store.ingest_batch = real
         gc.enable()
+
+
+def test_ingest_batch_returns_the_inserts_refused_and_keeps_the_subset_for_the_airlines_given(db):
+    """``ingest_batch`` returns how many inserts the ``_id`` index refused (a parent already stored, a
+    re-sent report), and with ``airlines`` pushes onto those airlines' aircraft alone (the map read)."""
+    other = [{**m, "icao24": "3c6444", "callsign": "DLH4AB"} for m in GOOD]  # Lufthansa: not followed
+    coll = db[ad.COLLECTION]
+    ad.ensure_indexes(db)
+    result = ad.IngestResult()
+    batch = list(enumerate(GOOD[:2] + other[:2]))
+    assert ad.ingest_batch(coll, batch, result, 1, airlines={"SWR"}) == 0  # all new
+    # again, plus one new report each: 2 airlines + 2 aircraft + 4 reports refused, the new ones stored
+    again = list(enumerate(GOOD + other))
+    assert ad.ingest_batch(coll, again, result, 1, airlines={"SWR"}) == 8
+    assert (result.inserted, result.duplicates) == (6, 4)
+    swr, dlh = coll.find_one({"_id": "SWR_4b1805"}), coll.find_one({"_id": "DLH_3c6444"})
+    assert [r["timestamp"] for r in swr["last_reports"]] == [GOOD[2]["timestamp"]]
+    assert "last_reports" not in dlh
+    assert ad.ingest_batch(coll, [(0, {"icao24": "nope"})], result) == 0  # nothing valid: nothing sent

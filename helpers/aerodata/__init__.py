@@ -19,7 +19,7 @@ registrations as callsigns, operators missing from OpenFlights) are filed under 
 keeps every ``_id`` the same shape.
 
 The lesson's parts, each imported from here: ``keys`` (the ``_id``, the airline table, index bounds),
-``messages`` (validation, message number, the Stratux feed), ``store`` (ingest), ``queries`` (the
+``messages`` (validation, message number, the Stratux feed, a receiver's batches), ``store`` (ingest), ``queries`` (the
 five queries, the fleet's latest positions, Python objects), ``rekey`` (re-keying, sharding), ``validation`` (the ``$jsonSchema``),
 ``geo`` (GeoJSON points, distance, the geo queries), ``costs`` (the tracker workload's measured
 costs, every form of every operation: :func:`tracker_costs`) and ``probe`` (what an engine can show, from the probe made on
@@ -35,15 +35,19 @@ from .costs import (
     DISTINCT,
     GROUP,
     HOURLY,
+    ID_ONLY,
+    ID_RANGE_TRACK,
+    ID_TRACK,
     IN_AIRLINE,
     LOOKUP,
     LOOP,
     NEW,
+    ON_ID_ONLY,
+    PARENTS_EACH_BATCH,
+    PARENTS_HOURLY,
     UPSERTS,
     WIDE,
     WIDE_INDEX,
-    receiver_batch,
-    receiver_batches,
     subset_statements,
     tracker_costs,
 )
@@ -77,6 +81,8 @@ from .messages import (
     Rejected,
     message_number,
     parse_stratux,
+    receiver_batch,
+    receiver_batches,
     to_stratux_json,
     validate_message,
 )
@@ -134,7 +140,7 @@ __all__ = [
     "Rejected", "IngestResult", "validate_message", "ingest", "ingest_batch", "batch_documents", "insert_new", "ensure_indexes",
     "prefix_regex", "airline_all", "airline", "fleet", "aircraft", "reports", "latest_report",
     "latest_positions", "id_range", "fleet_latest_pipeline", "fleet_latest_group_pipeline", "subset_latest_pipeline",
-    "tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "COVERED_TRACK", "COVERED_MAP", "HOURLY", "AIRLINE_UPSERTS", "NEW", "bill_note",
+    "tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS", "IN_AIRLINE", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "PARENTS_EACH_BATCH", "PARENTS_HOURLY", "WIDE", "WIDE_INDEX", "COVERED_TRACK", "COVERED_MAP", "HOURLY", "AIRLINE_UPSERTS", "NEW", "bill_note",
     "to_stratux_json", "parse_stratux",
     "Airline", "Aircraft", "Report", "from_document",
     "prefix_bounds", "keys_in_bounds", "rekey_aircraft", "shard_writes",

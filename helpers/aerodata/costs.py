@@ -1,8 +1,8 @@
 """The measured cost of notebook 04's tracker workload: every design's every operation, in each form a
 competent engineer could write (notebook 04).
 
-Four designs: three collections (airlines, aircraft, reports), the single collection (``ingest``),
-the single collection with the subset pattern in each aircraft (``ingest(..., keep_last=n)``), and
+Five designs: three collections (airlines, aircraft, reports), the single collection (``ingest``), it
+with the fleet's fields in its second index (:data:`WIDE`), the single collection with the subset pattern in each aircraft (``ingest(..., keep_last=n)``), and
 with the subset in the airline (:data:`IN_AIRLINE`: its fleet's latest positions, one document for the map). :func:`tracker_costs`
 gives ``{design: {operation: Forms}}`` for :meth:`helpers.workload.Workload.weigh`, ``contest`` and
 ``pick``: the bill prices each design at its cheapest form, and shows the others as counter-examples.
@@ -22,8 +22,22 @@ from ..safety import fresh_collection, track_collection, workbook_collection
 from ..workload import Forms, cost_of
 from ..writes import only_duplicates
 from .geo import GEO_FIELD, geo_point
-from .keys import AIRCRAFT, AIRLINE, QUERY_BATCH, REPORT, _airline_doc, airline_of_callsign, make_id
-from .messages import IngestResult, message_number, validate_message
+from .keys import (
+    AIRCRAFT,
+    AIRLINE,
+    QUERY_BATCH,
+    REPORT,
+    _airline_doc,
+    airline_of_callsign,
+    make_id,
+    prefix_bounds,
+)
+from .messages import (
+    RECEIVER_BATCH,
+    IngestResult,
+    message_number,
+    validate_message,
+)
 from .queries import (
     airline_all,
     fleet_latest_group_pipeline,
@@ -33,9 +47,9 @@ from .queries import (
     prefix_regex,
     subset_latest_pipeline,
 )
-from .store import _push_last_reports, batch_documents, ensure_indexes, ingest_batch, insert_new
+from .store import batch_documents, ensure_indexes, ingest_batch, insert_new
 
-__all__ = ["tracker_costs", "receiver_batch", "receiver_batches", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
+__all__ = ["tracker_costs", "subset_statements", "airline_fleet_statements", "IN_AIRLINE", "PARENTS_EACH_BATCH", "PARENTS_HOURLY", "ID_ONLY", "ID_TRACK", "ON_ID_ONLY", "ID_RANGE_TRACK", "WIDE", "WIDE_INDEX", "AIRLINE_UPSERTS", "NEW", "LOOP", "LOOKUP", "GROUP", "DISTINCT", "BULK", "UPSERTS"]
 
 #: the forms of "latest position of a fleet", as the bill labels them
 LOOP = "the fleet, then a find_one per aircraft"
@@ -49,16 +63,6 @@ BULK = "one bulkWrite a batch (MongoDB 8.0+)"
 UPSERTS = "one update command a batch (an upsert per document)"
 
 
-def receiver_batch(per_second: float, refresh_s: int, reports_per_second: int = 1) -> tuple[int, int]:
-    """One refresh of a receiver's traffic, as the bill batches it: ``(aircraft, messages)``, the
-    aircraft heard at once (``per_second`` reports a second, ``reports_per_second`` each) and the
-    ``refresh_s`` seconds of reports they send (what :func:`receiver_batches` takes of each). Notebook 04 (4.12)."""
-    aircraft = round(per_second / reports_per_second)
-    return aircraft, aircraft * refresh_s * reports_per_second
-
-
-#: the default batch stored: the workload's 2.5 M reports a day over the map's 10 s freshness (29 aircraft, 290 messages)
-RECEIVER_BATCH = receiver_batch(2_500_000 / 86_400, 10)[1]
 #: the subset held by the airline: one document for the whole fleet's map
 IN_AIRLINE = "one collection + subset in the airline"
 #: one collection whose second index is {recordType, airline, icao24, _id} (the fleet's fields) in place of
@@ -72,8 +76,24 @@ NEW = ", parents only when new to the writer"
 REPORTS_AN_HOUR = 2_500_000 / 24  #: the workload's reports an hour (2.5 M a day)
 #: three collections without client bulkWrite: the reports each batch, parents new to the writer once an hour
 HOURLY = "one insert of reports a batch, new parents flushed once an hour"
+#: the three collections' layouts of freshness: every batch's new parents stored with it (the aircraft collection as
+#: fresh as the reports, a map read from it current to the batch), or new aircraft stored once an hour (HOURLY: the
+#: aircraft collection up to an hour behind, so only a map read from the reports alone is as fresh as the batch)
+PARENTS_EACH_BATCH = "new parents stored with their batch"
+PARENTS_HOURLY = "new aircraft stored once an hour"
 #: what one flight's track draws of each report: an inclusion projection
 TRACK = {"_id": 0, "timestamp": 1, "lat": 1, "lon": 1, "altitude": 1}
+#: the layouts of the subset in the airline, whose map and everything-for-an-airline read only the _id index: that
+#: index alone (the track an _id range, a document per report), or beside a second index (one more key a report)
+ID_ONLY = "the _id index alone"
+ID_TRACK = "the _id index and {recordType, _id}, or it widened with the track's fields (the same keys written)"
+#: a store form measured on ID_ONLY, the label's suffix
+ON_ID_ONLY = ", on the _id index alone"
+ID_RANGE_TRACK = "{_id range}, the track's fields (the _id index alone)"
+_ALONE = ("no second index: a key a report fewer, billed only beside the track read as an _id range "
+          "(a document a report, where the covered track reads none)")
+_ID_RANGE = ("{engine} scans the collection for an _id range (docs/ENGINES.md); counted as a real MongoDB "
+             "reads it: the range of the _id index, one key and one document per match")
 _WHOLE = "counter-example: every field of every report, where the track draws four"
 _ID_PREFIX = ("{engine} scans the collection for an _id prefix (docs/ENGINES.md); counted as a real MongoDB "
               "reads it: the prefix's range of the _id index, one key and one document per match")
@@ -213,14 +233,7 @@ def _ingest_writer(coll: Any, keep_last: int, airlines: Collection[str] | None =
     ``airlines`` only where given) as a store form: each batch's ``(None, refused)``, the inserts the
     ``_id`` index refused (parents already stored, re-sent reports)."""
     def write(part: list[dict[str, Any]]) -> tuple[None, int]:
-        batch = list(enumerate(part))
-        parents, reports = batch_documents(batch, IngestResult())
-        docs = [parents[k] for k in sorted(parents)] + [reports[k] for k in sorted(reports)]
-        stored, refused = insert_new(coll, docs)
-        pushed = [d for d in stored if d["recordType"] == REPORT and (airlines is None or d["airline"] in airlines)]
-        if keep_last and pushed:
-            _push_last_reports(coll, pushed, keep_last)
-        return None, refused
+        return None, ingest_batch(coll, list(enumerate(part)), IngestResult(), keep_last, airlines)
     return write
 
 
@@ -318,24 +331,6 @@ def _statements_writer(db: Any, coll: Any, statements: Callable[[list], list[tup
     return write
 
 
-def receiver_batches(messages: Sequence[Mapping[str, Any]], *, aircraft: int, reports: int,
-                     count: int = 3) -> list[list[dict[str, Any]]]:
-    """``count`` batches of a receiver's traffic at the workload's rate: each ``reports`` consecutive
-    reports of each of ``aircraft`` aircraft (those of ``messages`` with the most reports, ties by
-    address), the next ones in the next batch, each batch in arrival order. ``messages``: validated or
-    raw position messages of the whole receiver. Notebook 04 (4.12)."""
-    docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
-    tracks: dict[str, list[dict[str, Any]]] = {}
-    for d in sorted(docs, key=lambda d: (d["timestamp"], d["icao24"])):
-        tracks.setdefault(d["icao24"], []).append(d)
-    chosen = sorted((t for t in tracks.values() if len(t) >= reports * count), key=lambda t: (-len(t), t[0]["icao24"]))
-    if len(chosen) < aircraft:
-        raise ValueError(f"receiver_batches: only {len(chosen)} aircraft have {reports * count} reports; "
-                         f"{aircraft} were asked for")
-    return [sorted((m for t in chosen[:aircraft] for m in t[b * reports:(b + 1) * reports]),
-                   key=lambda d: (d["timestamp"], d["icao24"])) for b in range(count)]
-
-
 def _parents(docs: Sequence[Mapping[str, Any]]) -> tuple[set[str], set[tuple[str, str]]]:
     """The airlines and (airline, icao24) aircraft that ``docs`` (validated messages) belong to."""
     planes = {(airline_of_callsign(d.get("callsign")), d["icao24"]) for d in docs}
@@ -375,14 +370,17 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     map the workload reads (another airline's aircraft and airline are plain inserts). ``new_aircraft``:
     how many aircraft new to the tracker the batches hold at the day's rate (e.g. the day's airframes
     over its flights, a fraction); each store form is then measured with that aircraft new and with
-    none, and weighed between (the default: the one new aircraft as measured). Notebook 04."""
+    none, and weighed between (the default: the one new aircraft as measured). The subset in the airline,
+    whose reads need no index but ``_id``, has each store form measured on the ``_id`` index alone too
+    (:data:`ID_ONLY`) and its track read as an ``_id`` range; the three collections' hourly flush of new
+    aircraft is billed only beside a map read from the reports (:data:`PARENTS_HOURLY`). Notebook 04."""
     docs = [clean for clean, _ in map(validate_message, messages) if clean is not None]
     if batches is None:
         cut = max(len(docs) - counted * batch_size, 0)
         batches = [docs[i:i + batch_size] for i in range(cut, len(docs), batch_size)]
     batches = [[clean for clean, _ in map(validate_message, b) if clean is not None] for b in batches]
     names = {k: f"aero_cost_{k}" for k in ("airlines", "aircraft", "reports", "single", "subset", "in_airline", "wide",
-                                           "cover")}
+                                           "cover", "id_only")}
     for name in names.values():  # the workbook's own names: refused if somebody else's, before any drop
         workbook_collection(db, name, create=False)
     work = _Work(db)
@@ -390,11 +388,11 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
     planes = [p for p in every_parent if p["recordType"] == AIRCRAFT]  # the one heard first last is new to the tracker
     new = max(planes, key=lambda p: (p["first_seen"], p["_id"]))["_id"] if len(planes) > 1 else None
 
-    def indexed(name: str) -> Any:  # the design's second index: the fleet's fields for WIDE
+    def indexed(name: str) -> Any:  # the design's second index: the fleet's fields for WIDE, none on ID_ONLY
         coll = fresh_collection(db, name)
         if name == names["wide"]:
             coll.create_index(WIDE_INDEX)
-        else:
+        elif name != names["id_only"]:
             ensure_indexes(db, name)
         return coll
 
@@ -441,6 +439,10 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
             for label, make, updates in forms:
                 coll = fresh(name)
                 stores[design][label] = _store(make(coll), batches, [coll], work, updated=coll if updates else None)
+                if design == IN_AIRLINE:  # its reads need no second index: each form on the _id index alone too
+                    coll = fresh(names["id_only"])
+                    stores[design][label + ON_ID_ONLY] = _store(make(coll), batches, [coll], work,
+                                                                updated=coll if updates else None)
         return stores
 
     # the measured batches hold one aircraft new to the tracker; the day's share, where given, weighs it
@@ -449,8 +451,8 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         none = measure(None)
         measured = {d: {label: {k: none[d][label][k] + new_aircraft * (v - none[d][label][k]) for k, v in cost.items()}
                         for label, cost in forms.items()} for d, forms in measured.items()}
-    out = {"three collections": {"store a report": Forms(measured["three collections"]),
-                                 **_three_collections(db, airline, docs, batches, icao24, names, three, work, new)}}
+    out = {"three collections": _fresh_alike(measured["three collections"],
+                                             _three_collections(db, airline, docs, batches, icao24, names, three, work, new))}
     latest: dict[str, dict] = {}
     load = max(map(len, batches), default=1)  # read copies are stored in the measured batches' size
     for design, keep, reads_from in (("one collection", 0, single), (WIDE, 0, None),
@@ -467,9 +469,29 @@ def tracker_costs(db: Any, airline: str, messages: Sequence[Mapping[str, Any]], 
         latest[design], reads = (_wide_reads(db[reads_from], airline, icao24, work) if design == WIDE else
                                  _single_reads(db[reads_from], airline, icao24, bool(keep), work,
                                                in_airline=design == IN_AIRLINE))
-        out[design] = {"store a report": Forms(measured[design]), **reads}
+        store = measured[design]
+        alone = [label for label in store if label.endswith(ON_ID_ONLY)]
+        out[design] = {"store a report": Forms(store, layouts={label: ID_ONLY if label in alone else ID_TRACK
+                                                               for label in store} if design == IN_AIRLINE else None,
+                                               teaching={label: _ALONE for label in alone}),
+                       **reads}
     _same(latest, "latest position of a fleet, one collection with and without the subset")
     return out
+
+
+def _fresh_alike(store: Mapping[str, Mapping[str, float]], reads: dict[str, Forms]) -> dict[str, Forms]:
+    """The three collections' forms, each with the freshness it stands on: the store that flushes new aircraft
+    once an hour (:data:`HOURLY`) is never billed beside a map read from the aircraft collection (the
+    ``$lookup`` from the fleet, the loop), which would miss an aircraft heard within the hour for up to an
+    hour, where the map is asked to be 10 s fresh; a map read from the reports alone fits either store."""
+    latest = reads["latest position of a fleet"]
+    from_fleet = (LOOKUP, LOOP)
+    return {"store a report": Forms(store, layouts={label: PARENTS_HOURLY if label == HOURLY else PARENTS_EACH_BATCH
+                                                    for label in store}),
+            **reads,
+            "latest position of a fleet": Forms(latest.forms, teaching=latest.teaching, layouts={
+                label: PARENTS_EACH_BATCH if label in from_fleet else {PARENTS_EACH_BATCH, PARENTS_HOURLY}
+                for label in latest.forms})}
 
 
 def _latest_notes(work: _Work, modelled: bool, covered: bool = False) -> dict[str, str]:
@@ -499,6 +521,7 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
     if in_airline:
         by_id = [("recordType", 1), ("_id", 1)]
         reports = _with(reports, *(lambda m, n: (m["one aircraft's reports"], n))(*_covered_forms(coll, by_id + WIDER, ranged, by_id, work)))
+        reports = _id_only_track(coll, airline, icao24, reports, work)
 
         def map_read() -> dict[str, tuple]:
             doc = coll.find_one({"_id": make_id(airline)}, {"_id": 0, "fleet": 1}) or {}
@@ -518,6 +541,23 @@ def _single_reads(coll: Any, airline: str, icao24: str, subset: bool, work: _Wor
                     "everything for an airline": Forms({"one find on the _id prefix": {**cost_of(c), **prefix}},
                                                        teaching={"one find on the _id prefix": work.note(_ID_PREFIX)}
                                                        if modelled else None)}
+
+
+def _id_only_track(coll: Any, airline: str, icao24: str, reports: Forms, work: _Work) -> Forms:
+    """The subset in the airline's track read on a copy of ``coll`` with the ``_id`` index alone
+    (:data:`ID_ONLY`): the aircraft's ``_id`` range (the trailing ``_`` leaves its aircraft document out),
+    the track's fields, a key and a document a report; added to ``reports``, each form with its layout
+    (the ``_id`` range reads on either, every other form needs the second index: :data:`ID_TRACK`)."""
+    copy = fresh_collection(coll.database, "aero_cost_id_only")
+    insert_new(copy, list(coll.find({}, sort=[("_id", 1)], batch_size=QUERY_BATCH)))
+    lo, hi = prefix_bounds(make_id(airline, icao24) + "_")
+    ranged = {"_id": {"$gte": lo, "$lt": hi}}
+    answer = list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH))
+    w, modelled = work.id_prefix(copy, ranged, len(answer))
+    cost, _ = _read(lambda: list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH)), w)
+    teaching = {**(reports.teaching or {}), **({ID_RANGE_TRACK: work.note(_ID_RANGE)} if modelled else {})}
+    return Forms({**reports.forms, ID_RANGE_TRACK: cost}, teaching=teaching,
+                 layouts={**{label: ID_TRACK for label in reports.forms}, ID_RANGE_TRACK: {ID_ONLY, ID_TRACK}})
 
 
 def _uses_index(db: Any, coll: Any, pipeline: list, name: str) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
 
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError
@@ -129,22 +129,27 @@ def _batches(messages: Iterable[Any], batch_size: int, bar: Any) -> Iterator[lis
             bar.update(len(batch))
 
 
-def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, keep_last: int = 0) -> None:
+def ingest_batch(coll: Any, batch: list[tuple[int, Any]], result: IngestResult, keep_last: int = 0,
+                 airlines: Collection[str] | None = None) -> int:
     """One batch of ``ingest``: validate, key, insert the batch's parents and reports (one command), and
-    with ``keep_last`` push the new reports onto their aircraft's ``last_reports`` (notebook 04)."""
+    with ``keep_last`` push the new reports onto their aircraft's ``last_reports`` (onto the aircraft of
+    ``airlines`` only, where given: the maps that are read). Returns how many inserts the ``_id`` index
+    refused (parents already stored, re-sent reports), counted in ``result`` as it goes (notebook 04)."""
     parents, reports = batch_documents(batch, result)
     if not reports:
-        return
+        return 0
     # one unordered insert of the parents the batch needs and its reports (one collection: one
     # command); the _id index refuses what is already stored (an earlier batch, another writer,
     # a re-sent message), so each document is created once, with no read first
-    stored, _ = insert_new(coll, [parents[pid] for pid in sorted(parents)] + [reports[rid] for rid in sorted(reports)])
+    stored, refused = insert_new(coll, [parents[pid] for pid in sorted(parents)] + [reports[rid] for rid in sorted(reports)])
     _count_created_parents(result, stored)
     inserted = [d for d in stored if d["recordType"] == REPORT]
     result.inserted += len(inserted)
     result.duplicates += len(reports) - len(inserted)
-    if keep_last and inserted:  # only new reports: a re-sent one is never pushed twice
-        _push_last_reports(coll, inserted, keep_last)
+    pushed = [d for d in inserted if airlines is None or d["airline"] in airlines]
+    if keep_last and pushed:  # only new reports: a re-sent one is never pushed twice
+        _push_last_reports(coll, pushed, keep_last)
+    return refused
 
 
 def batch_documents(batch: list[tuple[int, Any]], result: IngestResult) -> tuple[dict[str, dict], dict[str, dict]]:
