@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import bson
 import pytest
-from pymongo.errors import DocumentTooLarge, OperationFailure
+from pymongo.errors import DocumentTooLarge, DuplicateKeyError, OperationFailure
 
 from helpers import embedding as e
 from helpers import generators as g
@@ -735,3 +735,38 @@ def test_a_review_cannot_override_the_meta_fields(db):
                  for r in c.find({}))
     assert got == [("reviews_f", "1-0", 1, 0, "a"), ("reviews_f", "2-0", 2, 0, "a"), ("reviews_f", "2-1", 2, 1, "a"),
                    ("reviews_m", "1-0", 1, 0, "a"), ("reviews_m", "1-1", 1, 1, "a")]
+
+
+def test_keyed_reviews_a_page_is_one_range_of_id(backend, db):
+    """The keyed layout: a review's _id is {p: product, d: date, a: author}; the page is one
+    aggregate whose $lookup reads the product's _id range (the neighbours' reviews left out), in date
+    order, the same page as the product_id index gives; an insert writes one index key, not two.
+    Where the engine serves an _id range by the index (caps.id_range_index), the page's query is an
+    index scan of the product's reviews; where it does not, a scan of them all (its explain says so)."""
+    products, docs = _products(db, 10)
+    reviews = workbook_collection(db, "reviews")
+    e.migrate_reviews(products, reviews)
+    keyed = workbook_collection(db, "keyed_reviews")
+    keyed.insert_many([e.keyed_review(r["product_id"], r) for r in reviews.find({}, batch_size=10_000)])
+    pid = next(p["_id"] for p in docs if len(p["reviews"]) > 1 and p["_id"] not in (docs[0]["_id"], docs[-1]["_id"]))
+    by_index = e.product_page_lookup(products, reviews, pid)
+    with count_commands() as c:
+        page = e.product_page_keyed(products, keyed, pid)
+    assert (c.commands, c.docs_returned) == (["aggregate"], 1)
+    assert page == by_index and page["reviews"] == next(p for p in docs if p["_id"] == pid)["reviews"]
+    assert e.product_page_keyed(products, keyed, "no such product") is None
+    review = {"author": "user0", "rating": 5, "text": "new", "date": LATE}
+    with count_commands(index_keys={keyed: e.keyed_page_filter(pid)}) as c:
+        e.add_review_keyed(keyed, pid, review)
+    assert (c.round_trips, c.docs_written, c.index_keys_written) == (1, 1, 1)  # the _id index only
+    assert e.product_page_keyed(products, keyed, pid)["reviews"][-1] == review
+    with pytest.raises(DuplicateKeyError):  # the same review again: the same key, refused (a retry stores it once)
+        e.add_review_keyed(keyed, pid, review)
+    assert keyed.count_documents(e.keyed_page_filter(pid)) == len(by_index["reviews"]) + 1
+    if backend.info.caps.explain:
+        from helpers.plans import explain_find
+        stages, keys, examined = explain_find(keyed, e.keyed_page_filter(pid), [("_id", 1)])
+        if backend.info.caps.id_range_index:
+            assert "IXSCAN" in stages and examined == len(by_index["reviews"]) + 1
+        else:  # docs/ENGINES.md: it scans the whole collection for an _id range
+            assert "COLLSCAN" in stages and examined == keyed.count_documents({})
