@@ -770,3 +770,31 @@ def test_keyed_reviews_a_page_is_one_range_of_id(backend, db):
             assert "IXSCAN" in stages and examined == len(by_index["reviews"]) + 1
         else:  # docs/ENGINES.md: it scans the whole collection for an _id range
             assert "COLLSCAN" in stages and examined == keyed.count_documents({})
+
+
+@pytest.mark.parametrize("form, into_array, into_collection", [
+    (e.add_review, ["findAndModify"], ["findAndModify", "insert"]),
+    (e.add_review_push_first, ["update"], ["update", "findAndModify", "insert"])])
+def test_add_review_one_find_one_and_update_decides_on_the_product(db, form, into_array, into_collection):
+    """add_review is one findAndModify with an update pipeline (then the insert, once flagged): one
+    round trip into the array, two into the collection; the push-first form takes three there. Both
+    store the same: the review appended (a "$"-string kept as it is), or inserted at the next position."""
+    products, reviews = _catalogue(db)
+    products.update_one({"_id": 3}, {"$set": {"reviews_in": "collection", "review_count": 5}})  # flagged
+    products.update_one({"_id": 5}, {"$set": {"review_count": 2}, "$unset": {"reviews": ""}})  # moved earlier, no flag
+    review = {"t": "$not a field path", "date": LATE}
+    with count_commands() as c:
+        assert form(products, reviews, 1, review) == "array"
+    assert c.commands == into_array
+    assert products.find_one({"_id": 1})["reviews"][-1] == review
+    with count_commands() as c:
+        assert form(products, reviews, 3, review) == "collection"
+    assert c.commands == into_collection
+    assert reviews.find_one({"_id": "3-5"}, {"_id": 0}) == {**review, "product_id": 3, "n": 5}
+    assert products.find_one({"_id": 3}) == {"_id": 3, "reviews": [{"t": "3-0", "date": DAY0}, {"t": "3-1", "date": DAY0 + timedelta(days=1)},
+                                                               {"t": "3-2", "date": DAY0 + timedelta(days=2)}],
+                                             "reviews_in": "collection", "review_count": 6}  # its array left alone
+    assert form(products, reviews, 5, review) == "array"
+    assert products.find_one({"_id": 5}) == {"_id": 5, "review_count": 2, "reviews": [review]}
+    with pytest.raises(KeyError, match="no product"):
+        form(products, reviews, 99, review)

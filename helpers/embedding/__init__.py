@@ -8,6 +8,7 @@ from __future__ import annotations
 from .migrate import (
     MigrationReport,
     add_review,
+    add_review_push_first,
     drop_embedded_reviews,
     migrate_reviews,
     migrate_reviews_flagged,
@@ -113,6 +114,7 @@ __all__ = [
     "product_page",
     "reviews_query_plans",
     "add_review",
+    "add_review_push_first",
     "migrate_reviews_flagged",
     "product_reviews",
 ]
