@@ -318,14 +318,17 @@ def read_in_transaction(client: Any, read: Callable[[Any], Any]) -> Any:
 
 def author_copies_agree_one_read(authors: Any, books_named: Any, author_id: Any) -> bool:
     """:func:`author_copies_agree` in one command: an ``aggregate`` on the author, ``$lookup`` of the
-    books that copy the name (by the index on ``authors._id``), with read concern ``"snapshot"``,
-    which MongoDB 5.0+ accepts outside a transaction for ``find``, ``aggregate`` and ``distinct``:
-    the one command reads one point in time, no transaction and no commit needed."""
+    books that copy the name (its pipeline matches ``authors._id``, by the index on it), with read
+    concern ``"snapshot"``, which MongoDB 5.0+ accepts outside a transaction for ``find``,
+    ``aggregate`` and ``distinct``: on a real MongoDB the one command reads one point in time, no
+    transaction and no commit needed (an engine's aggregate may not: notebook 01 counts it). The
+    ``$lookup`` matches in its pipeline, not with ``foreignField: "authors._id"``: SecantusDB's
+    ``foreignField`` through an array of documents matches nothing unless that field is indexed."""
     from pymongo.read_concern import ReadConcern
 
     pipeline = [{"$match": {"_id": author_id}},
-                {"$lookup": {"from": books_named.name, "localField": "_id", "foreignField": "authors._id",
-                             "pipeline": [{"$project": {"_id": 0, "authors": 1}}], "as": "books"}}]
+                {"$lookup": {"from": books_named.name, "as": "books",
+                             "pipeline": [{"$match": {"authors._id": author_id}}, {"$project": {"_id": 0, "authors": 1}}]}}]
     author = next(iter(authors.with_options(read_concern=ReadConcern("snapshot")).aggregate(pipeline,
                                                                                              batchSize=BATCH)), None)
     if author is None:
