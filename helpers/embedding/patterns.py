@@ -222,6 +222,9 @@ def rename_author_bulk(client: Any, authors: Any, books_named: Any, author_id: A
     _check_collection(books_named, "books_named")
     if not isinstance(new_name, str) or not new_name.strip():
         raise ValueError(f"new_name must be a non-empty string, not {new_name!r}")
+    if not callable(getattr(type(client), "bulk_write", None)):  # the mock's client: an attribute is a database
+        raise TypeError(f"{type(client).__name__} has no bulk_write (MongoDB 8.0's bulkWrite command, pymongo 4.9+: "
+                        f"caps.client_bulk_write); rename with rename_author, two round trips")
     result = client.bulk_write([
         UpdateOne({"_id": author_id}, {"$set": {"name": new_name}}, namespace=authors.full_name),
         UpdateMany({"authors._id": author_id}, {"$set": {"authors.$[who].name": new_name}},
