@@ -328,7 +328,7 @@ def author_copies_agree_one_read(authors: Any, books_named: Any, author_id: Any)
     ``books_named``'s ``authors._id`` (the rename finds the copies by it too): without it SecantusDB's
     ``foreignField`` through an array of documents matches nothing, and the reader, reading no copy,
     always agrees (docs/ENGINES.md; a ``$match`` in the ``$lookup``'s pipeline matches there, but
-    SecantusDB scans the books for it, about 20 times slower)."""
+    took about 20 times as long, measured)."""
     from pymongo.read_concern import ReadConcern
 
     pipeline = [{"$match": {"_id": author_id}},
