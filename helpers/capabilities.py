@@ -306,6 +306,18 @@ def _transaction_isolation(p: Probe) -> bool:
     return seen_outside == 0 and left == 0
 
 
+def _snapshot_session(p: Probe) -> bool:
+    """A snapshot session (``start_session(snapshot=True)``, MongoDB 5.0+) reads the point in time of its
+    first read: a write made outside it after that read is not seen by its second read."""
+    coll = p.scratch("snap")
+    coll.insert_one({"_id": 1, "v": 0})
+    with p.db.client.start_session(snapshot=True) as session:
+        first = coll.find_one({"_id": 1}, session=session)
+        coll.update_one({"_id": 1}, {"$set": {"v": 1}})  # outside the session, after its first read
+        second = coll.find_one({"_id": 1}, session=session)
+    return bool(first and second) and first["v"] == second["v"] == 0
+
+
 def _client_bulk_write(p: Probe) -> bool:
     """MongoDB 8.0's ``bulkWrite`` command (pymongo's ``client.bulk_write``): one call updates two collections."""
     from pymongo import InsertOne, UpdateOne
@@ -526,6 +538,14 @@ CAPABILITIES: tuple[Capability, ...] = (
         mongodb="yes", embedded=(True, "yes"), mock=(False, "**no**: seen before commit (abort still undoes it)"),
         label="transaction isolation: a write inside an open transaction is visible to other readers "
               "before it commits (abort still undoes it)"),
+    Capability(
+        "snapshot_session", _snapshot_session,
+        meaning="a snapshot session (`start_session(snapshot=True)`): its reads see the point in time of its first",
+        mongodb="5.0 and later, replica set / Atlas only",
+        embedded=(False, "**no**: a read sees a write made after the session's first read"),
+        mock=(False, "**no** (its `start_session` takes no `snapshot`)"),
+        label="snapshot sessions: a read in start_session(snapshot=True) sees writes made after the session's first "
+              "read (a real MongoDB 5.0+ reads the first read's point in time)"),
     Capability(
         "client_bulk_write", _client_bulk_write,
         meaning="MongoDB 8.0's cross-collection `bulkWrite` (`client.bulk_write`)", mongodb="8.0 and later",

@@ -102,7 +102,8 @@ def test_auto_falls_back_to_mock_when_embedded_cannot_start(monkeypatch):
 
 
 # What each engine's probes find, measured (docs/ENGINES.md), as each capability declares it. A real
-# MongoDB passes every probe (transactions: only a replica set or Atlas; client_bulk_write: 8.0 and later).
+# MongoDB passes every probe (transactions, snapshot sessions: only a replica set or Atlas; client_bulk_write: 8.0
+# and later).
 PINNED = {
     "mongomock-ng": {c.name: c.mock[0] for c in CAPABILITIES if not c.limit},
     "SecantusDB": {c.name: c.embedded[0] for c in CAPABILITIES if not c.limit},
@@ -116,7 +117,8 @@ def test_capabilities_match_backends_md(backend):
     assert info.database in info.banner() and "WORKBOOK_BACKEND" in info.banner()
     yes_no = {k: v for k, v in caps.as_dict().items() if isinstance(v, bool)}  # the pass/fail probes
     if info.engine == "MongoDB":
-        assert all(v for k, v in yes_no.items() if k not in ("transactions", "transaction_isolation", "client_bulk_write")), caps
+        assert all(v for k, v in yes_no.items() if k not in ("transactions", "transaction_isolation", "snapshot_session",
+                                                                   "client_bulk_write")), caps
     else:
         assert yes_no == PINNED[info.engine]
     # the probes clean up after themselves: no probe collection and no registry entry is left

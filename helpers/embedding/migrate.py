@@ -20,7 +20,7 @@ from pymongo import DeleteMany, InsertOne, ReplaceOne, ReturnDocument, UpdateOne
 from ..safety import track_collection
 
 __all__ = ["migrate_reviews", "MigrationReport", "review_digests", "verify_migration", "review_digests_of",
-           "drop_embedded_reviews", "add_review", "migrate_reviews_flagged", "product_reviews"]
+           "drop_embedded_reviews", "add_review", "add_review_push_first", "migrate_reviews_flagged", "product_reviews"]
 
 Document = dict[str, Any]
 REVIEW_META = ("_id", "product_id", "n")  # fields a review gets when it moves to its own collection
@@ -214,11 +214,38 @@ def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: 
 def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -> str:
     """The application's write path during a migration: where the product's reviews live now.
 
-    While the product has no ``reviews_in: "collection"`` flag, ``$push`` into its array (the flag
-    is in the filter, so a push can never land after the flag is set). Once flagged, take the next
-    position from ``review_count`` (``$inc``, atomic) and insert the review as its own document.
-    Returns ``"array"`` or ``"collection"``. Notebook 01, section 8.
+    One ``find_one_and_update`` with an update pipeline decides on the product itself: while it has
+    no ``reviews_in: "collection"`` flag, it appends the review to the array (``$concatArrays``; the
+    flag and the append are one document's write, so no append can land after the flag is set); once
+    flagged, it takes the next position (``review_count`` plus 1) and the review is then inserted as
+    its own document with that number. It returns the flag and the count: one round trip into the
+    array, two into the collection. Returns ``"array"`` or ``"collection"``. (:func:`add_review_push_first`,
+    the counter-example, tries the push first: three round trips into the collection.) Notebook 01,
+    section 8.
     """
+    _check_collections(products, reviews)
+    flagged = {"$eq": ["$reviews_in", "collection"]}
+    after = products.find_one_and_update(
+        {"_id": product_id},
+        [{"$set": {"reviews": {"$cond": [flagged, "$reviews",  # flagged: the array (if any) as it is
+                                         {"$concatArrays": [{"$ifNull": ["$reviews", []]}, [{"$literal": review}]]}]},
+                   "review_count": {"$cond": [flagged, {"$add": [{"$ifNull": ["$review_count", 0]}, 1]},
+                                              "$review_count"]}}}],
+        projection={"_id": 0, "reviews_in": 1, "review_count": 1}, return_document=ReturnDocument.AFTER)
+    if after is None:
+        raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
+    if after.get("reviews_in") != "collection":
+        return "array"
+    n = int(after["review_count"]) - 1
+    reviews.insert_one({"_id": f"{product_id}-{n}", **review, "product_id": product_id, "n": n})
+    return "collection"
+
+
+def add_review_push_first(products: Any, reviews: Any, product_id: Any, review: Document) -> str:
+    """:func:`add_review` as the obvious code writes it, the counter-example: ``$push`` with the flag's
+    absence in the filter; when nothing matched, take the next position from ``review_count``
+    (``find_one_and_update``, ``$inc``), then insert. One round trip into the array, three into the
+    collection (the push that matched nothing is one). Returns ``"array"`` or ``"collection"``."""
     _check_collections(products, reviews)
     pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"}},
                                  {"$push": {"reviews": review}})
