@@ -702,3 +702,179 @@ def test_the_bucket_guard_admits_only_comments_a_full_bucket_can_hold(db):
     assert [e["seq"] for e in bucket["comments"]] == [1, 2]
     assert len(bson.encode(bucket)) <= MAX_BSON_SIZE
     db.drop_collection(OVERFLOW_BUCKETS)
+
+
+# --------------------------------------------------------------------------------------------
+# the overflow ordered by time (helpers.outlier.by_time): no sequence number, one write per
+# overflowed comment on a post the writer saw flagged
+
+import datetime as _dt  # noqa: E402
+
+from helpers.outlier import (  # noqa: E402
+    OVERFLOW_BUCKETS_BY_TIME,
+    OVERFLOW_BY_TIME,
+    POSTS_BY_TIME,
+    add_comment_by_time,
+    ensure_time_overflow_index,
+    read_post_by_time,
+    read_post_lookup_by_time,
+    time_layout,
+)
+
+
+def _timed(i, **more):
+    return {"i": i, "ts": _dt.datetime(2025, 1, 1) + _dt.timedelta(seconds=i), **more}
+
+
+def _clear_by_time(db) -> None:
+    for name in (POSTS_BY_TIME, OVERFLOW_BY_TIME, OVERFLOW_BUCKETS_BY_TIME):
+        db.drop_collection(name)
+
+
+def _is_flagged(db, post_id) -> bool:
+    return db[POSTS_BY_TIME].find_one({"_id": post_id}, {"hasOverflow": 1}).get("hasOverflow") is True
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(threshold=st.integers(1, 5), bucket_size=st.sampled_from([None, 1, 3]), n=st.integers(0, 20))
+def test_by_time_reads_what_was_added_and_equals_the_bulk_layout(db, threshold, bucket_size, n):
+    _clear_by_time(db)
+    workbook_collection(db, POSTS_BY_TIME).insert_one({"_id": "p", "title": "t"})
+    added = [_timed(i, text="x" * (i % 3)) for i in range(n)]
+    for i, c in enumerate(added):
+        embedded = add_comment_by_time(db, "p", c, threshold, flagged=_is_flagged(db, "p"), bucket_size=bucket_size)
+        assert embedded is (i < threshold)
+    for read in (read_post_by_time, read_post_lookup_by_time):
+        assert read(db, "p", bucket_size=bucket_size).get("comments", []) == added
+    post = db[POSTS_BY_TIME].find_one({"_id": "p"})
+    assert "commentCount" not in post and len(post.get("comments") or []) == min(n, threshold)
+    overflow = db[OVERFLOW_BY_TIME if bucket_size is None else OVERFLOW_BUCKETS_BY_TIME]
+    stored = list(overflow.find({}, {"_id": 0}).sort("comment.ts" if bucket_size is None else "first", 1))
+    if bucket_size is not None:
+        assert all(b["n"] == len(b["comments"]) <= bucket_size for b in stored)
+    if n:
+        layout, layout_overflow = time_layout({"_id": "p", "title": "t", "comments": added}, threshold, bucket_size=bucket_size)
+        assert post == layout and stored == layout_overflow
+    assert db[OVERFLOW].count_documents({}) == 0  # nothing in the numbered layouts' collections
+
+
+@pytest.mark.parametrize("bucket_size", [None, 3])
+def test_by_time_a_comment_on_a_flagged_post_is_one_write(db, backend, bucket_size):
+    """The form the bill weighs against the numbered write: one round trip once the writer knows
+    the post is flagged (numbered: two), an embedded comment one; pages in 2 and 1 round trips,
+    never left to the driver's default batch; the open index finds the open bucket alone."""
+    from helpers.plans import explain_find
+
+    _clear_by_time(db)
+    posts = workbook_collection(db, POSTS_BY_TIME)
+    posts.insert_one({"_id": "v", "title": "viral"})
+    overflow = db[OVERFLOW_BY_TIME if bucket_size is None else OVERFLOW_BUCKETS_BY_TIME]
+    ensure_time_overflow_index(db, bucket_size)  # deployed first: a measured block must not change the indexes
+    keys = {}
+    for i in range(110):  # threshold 2: 108 overflowed, more than the driver's default first batch
+        with count_commands(index_keys={posts: {"_id": "v"}, overflow: {"post_id": "v"}}) as c:
+            add_comment_by_time(db, "v", _timed(i), 2, flagged=i > 2, bucket_size=bucket_size)
+        if i != 2:  # comment 2 is the post's first overflow: the array found full, then the flag
+            assert c.round_trips == 1, (i, c.commands)
+        keys[i] = c.index_keys_written
+    assert _is_flagged(db, "v")
+    if bucket_size is None:
+        assert all(keys[i] == 2 for i in range(3, 110))  # _id and (post_id, comment.ts)
+    else:  # a bucket opens (_id, (post_id, first), the open index) every 3rd overflowed comment, fills on the next but one
+        assert [keys[i] for i in range(5, 11)] == [3, 0, 1, 3, 0, 1]
+    for read, trips in ((read_post_by_time, 2), (read_post_lookup_by_time, 1)):
+        with count_commands() as c:
+            page = read(db, "v", bucket_size=bucket_size)
+        assert page["comments"] == [_timed(i) for i in range(110)]
+        assert (c.round_trips, c.default_batch_getmores, len(c.open_cursors)) == (trips, 0, 0)
+    if bucket_size is not None and backend.info.caps.explain:
+        _stages, k, d = explain_find(overflow, {"post_id": "v", "n": {"$lt": bucket_size}})
+        assert (k, d) == (0, 0)  # 36 full buckets: none in the open index
+        add_comment_by_time(db, "v", _timed(110), 2, flagged=True, bucket_size=bucket_size)
+        _stages, k, d = explain_find(overflow, {"post_id": "v", "n": {"$lt": bucket_size}})
+        assert (k, d) == (1, 1)  # the open bucket alone, of 37
+
+
+def test_by_time_bad_input_changes_nothing(db):
+    _clear_by_time(db)
+    workbook_collection(db, POSTS_BY_TIME).insert_one({"_id": 1})
+    before = _snapshot(db)
+    with pytest.raises(TypeError, match="ts"):
+        add_comment_by_time(db, 1, {"text": "no time"}, 3)
+    with pytest.raises(PostNotFoundError):
+        add_comment_by_time(db, 2, _timed(0), 3)
+    with pytest.raises(ValueError):
+        add_comment_by_time(db, 1, _timed(0), 3, bucket_size=0)
+    with pytest.raises(PostNotFoundError):
+        read_post_lookup_by_time(db, 2)
+    assert _snapshot(db) == before
+    ensure_time_overflow_index(db, 4)
+    names = {ix["name"]: ix for ix in db[OVERFLOW_BUCKETS_BY_TIME].list_indexes()}
+    assert names["open_buckets"]["partialFilterExpression"] == {"n": {"$lt": 4}}
+
+
+def test_by_time_concurrent_writers_lose_and_duplicate_nothing(server_db):
+    db, threshold, bucket_size, n_threads, per_thread = server_db, 5, 4, 6, 10
+    workbook_collection(db, POSTS_BY_TIME).insert_one({"_id": "viral"})
+
+    def work(k):
+        for i in range(per_thread):
+            add_comment_by_time(db, "viral", _timed(1_000 * k + i, writer=k), threshold,
+                                flagged=_is_flagged(db, "viral"), bucket_size=bucket_size)
+
+    _run_threads(n_threads, work)
+    got = read_post_by_time(db, "viral", bucket_size=bucket_size)["comments"]
+    keys = [(c["writer"], c["i"]) for c in got]
+    assert len(keys) == len(set(keys)) == n_threads * per_thread  # nothing lost, nothing duplicated
+    post = db[POSTS_BY_TIME].find_one({"_id": "viral"})
+    assert post["hasOverflow"] is True and len(post["comments"]) == threshold
+    overflowed = got[threshold:]
+    assert [c["ts"] for c in overflowed] == sorted(c["ts"] for c in overflowed)
+    assert read_post_lookup_by_time(db, "viral", bucket_size=bucket_size)["comments"] == got
+    assert all(b["n"] == len(b["comments"]) <= bucket_size for b in db[OVERFLOW_BUCKETS_BY_TIME].find({}))
+
+
+def test_the_bill_weighs_the_overflow_by_time_on_its_own_layout(db):
+    """Notebook 02's bill, small: the outlier design's page and comments measured numbered and by
+    time, each form on its layout. The viral comment is billed by time (1 round trip, not 2) with the
+    pages of that layout, never a numbered page with a comment by time; 102,100 -> 102,000 a day."""
+    from helpers.workload import Forms, Operation, Workload
+
+    _clear(db)
+    _clear_by_time(db)
+    source = [{"_id": "t", "comments": [_timed(i) for i in range(3)]},
+              {"_id": "v", "comments": [_timed(i) for i in range(40)]}]
+    load_outlier_posts(db, source, threshold=5)
+    laid = [time_layout(p, 5) for p in source]
+    workbook_collection(db, POSTS_BY_TIME).insert_many([doc for doc, _ in laid])
+    workbook_collection(db, OVERFLOW_BY_TIME).insert_many([d for _, over in laid for d in over])
+    ensure_time_overflow_index(db)
+
+    def cost(fn):
+        with count_commands() as c:
+            fn()
+        return c
+
+    page = {label: Forms({"one $lookup": cost(lambda pid=pid: read_post_lookup(db, pid)),
+                          "one $lookup, by time": cost(lambda pid=pid: read_post_lookup_by_time(db, pid))},
+                         layouts={"one $lookup": "sequence", "one $lookup, by time": "time"})
+            for label, pid in (("typical", "t"), ("viral", "v"))}
+    comment = {label: Forms({"numbered": cost(lambda pid=pid: add_comment(db, pid, _timed(99), 5)),
+                             "by time": cost(lambda pid=pid: add_comment_by_time(db, pid, _timed(99), 5, flagged=pid == "v"))},
+                            layouts={"numbered": "sequence", "by time": "time"})
+               for label, pid in (("typical", "t"), ("viral", "v"))}
+    assert (comment["viral"].forms["numbered"]["round trips"], comment["viral"].forms["by time"]["round trips"]) == (2, 1)
+    workload = Workload("a forum's day", tuple(Operation(name, kind, rate, "interactive", "a page", "notebook 02's rates")
+                                               for name, kind, rate in (("view a typical post", "read", 95_000),
+                                                                        ("view the viral post", "read", 5_000),
+                                                                        ("comment on a typical post", "write", 1_900),
+                                                                        ("comment on the viral post", "write", 100))))
+    both = {"outlier pattern": {"view a typical post": page["typical"], "view the viral post": page["viral"],
+                                "comment on a typical post": comment["typical"], "comment on the viral post": comment["viral"]}}
+    billed = workload.billed(both)["outlier pattern"]
+    assert billed["comment on the viral post"] == "by time"
+    assert billed["view the viral post"] == "one $lookup, by time"  # the page of the same layout
+    assert workload.weigh(both)["round trips / day"]["outlier pattern"] == 102_000
+    numbered_only = {"outlier pattern": {op: Forms({k: v for k, v in f.forms.items() if "time" not in k})
+                                         for op, f in both["outlier pattern"].items()}}
+    assert workload.weigh(numbered_only)["round trips / day"]["outlier pattern"] == 102_100

@@ -1,10 +1,21 @@
 """The outlier pattern: embed comments up to a threshold, overflow the rest (notebook 02).
 
-The lesson's face: every name notebook 02 uses, imported from its parts: ``pattern`` (the write path, the read path, crash repair, the data) and ``bill`` (the server's work each operation costs, for the daily bill); ``checks`` holds the exercises' checkers.
+The lesson's face: every name notebook 02 uses, imported from its parts: ``pattern`` (the write path, the read path, crash repair, the data), ``by_time`` (the overflow ordered by time: no sequence number, one write per overflowed comment) and ``bill`` (the server's work each operation costs, for the daily bill); ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations
 
 from .bill import examined, with_work
+from .by_time import (
+    ONE_REPLY,
+    OVERFLOW_BUCKETS_BY_TIME,
+    OVERFLOW_BY_TIME,
+    POSTS_BY_TIME,
+    add_comment_by_time,
+    ensure_time_overflow_index,
+    read_post_by_time,
+    read_post_lookup_by_time,
+    time_layout,
+)
 from .pattern import (
     BUCKET_SIZE,
     OUTLIER_FACTOR,
@@ -53,4 +64,13 @@ __all__ = [
     "OUTLIER_FACTOR",
     "examined",
     "with_work",
+    "POSTS_BY_TIME",
+    "OVERFLOW_BY_TIME",
+    "OVERFLOW_BUCKETS_BY_TIME",
+    "ONE_REPLY",
+    "add_comment_by_time",
+    "read_post_by_time",
+    "read_post_lookup_by_time",
+    "time_layout",
+    "ensure_time_overflow_index",
 ]
