@@ -977,3 +977,31 @@ def test_the_path_in_the_link_reads_no_path_first(db, backend):
         tree.menu(99)
     again = PathInLink(tree.collection)  # built on a loaded collection: its links are read once
     assert again.links == tree.links
+
+
+def test_a_walk_without_the_index_on_its_connect_to_field_is_a_counter_example_never_billed(db, backend):
+    """The bill measures each reference pattern's walk once more with the index on its
+    ``connectToField`` dropped (then built again): the same answer and round trip, each level's
+    lookup a collection scan where the engine explains, on a layout of its own, so never billed."""
+    t = build(db, ROWS)
+    calls = {"ancestors": ("breadcrumbs", (8,)), "descendants": ("descendants", (1,)), "children": ("menu", (1,))}
+    shop = Workload("tree", (Operation("ancestors", "read", 600, "fast", "breadcrumbs", "assumption: test"),
+                             Operation("descendants", "read", 250, "fast", "ids", "assumption: test"),
+                             Operation("children", "read", 150, "fast", "menu", "assumption: test")))
+    refs = {k: t[k] for k in ("ParentRefs", "ChildRefs")}
+    before = {k: sorted(v.collection.index_information()) for k, v in refs.items()}
+    designs = workload_costs(refs, calls, examined=backend.info.caps.explain)
+    assert {k: sorted(v.collection.index_information()) for k, v in refs.items()} == before  # built again
+    contest = shop.contest(designs)
+    for design, op, label, indexed in (
+            ("ParentRefs", "descendants", "one $graphLookup, one array, no index on parent", "one $graphLookup, one array"),
+            ("ChildRefs", "ancestors", "one string ($reduce), no index on children", "one string ($reduce)")):
+        bare, best = contest.loc[(design, op, label)], contest.loc[(design, op, indexed)]
+        assert bare["billed"] == "counter-example" and bare["note"].startswith("the same walk with the index")
+        assert (bare["round trips"], bare["bytes returned"]) == (best["round trips"], best["bytes returned"])
+        assert designs[design][op].layouts[label] != designs[design][op].layouts[indexed]
+        if backend.info.caps.explain:  # one scan of the 9 documents per level, after the start's _id lookup
+            levels = 5
+            assert bare["docs examined"] == 1 + levels * len(ROWS) > best["docs examined"]
+    # the index stays part of the design: every other form is measured with it, on its layout
+    assert shop.billed(designs)["ParentRefs"]["descendants"] == "one $graphLookup, one array"

@@ -72,6 +72,12 @@ TEACHING = {
                                         "segment: a round trip more, the children's documents alone examined",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
+    ("descendants", "one $graphLookup, one array, no index on parent"):
+        "the same walk with the index on parent (its connectToField) dropped: each level's lookup scans the "
+        "collection; measured on that layout, never billed (where the engine cannot explain, the scans do not show)",
+    ("breadcrumbs", "one string ($reduce), no index on children"):
+        "the same walk with the index on children (its connectToField) dropped: each level's lookup scans the "
+        "collection; measured on that layout, never billed (where the engine cannot explain, the scans do not show)",
 }
 
 
@@ -453,21 +459,53 @@ def workload_costs(patterns: Mapping[str, Any], calls: Mapping[str, tuple[str, t
     (else :class:`TreeError`). Notebook 03."""
     out: dict[str, dict[str, Forms]] = {}
     first: dict[str, tuple] = {}
+
+    def measure(design: str, tree: Any, op: str, method: str, label: str, fn: Callable, args: tuple) -> dict:
+        row = _measure(tree, method, fn, args, examined)
+        result = row.pop("result")
+        if first.setdefault(op, (result, design, label))[0] != result:
+            raise TreeError(f"{design} ({label}) answers {op} differently from {first[op][1]} "
+                            f"({first[op][2]}): {_short(result)} against {_short(first[op][0])}")
+        row.pop("nodes returned")
+        return row
+
     for design, tree in patterns.items():
-        out[design] = {}
+        measured: dict[str, dict[str, dict]] = {}
+        unindexed: dict[str, tuple[str, str]] = {}  # {op: (form label, field)}
         for op, (method, args) in calls.items():
-            measured = {}
-            for label, fn in tree.forms_of(method).items():
-                row = _measure(tree, method, fn, args, examined)
-                result = row.pop("result")
-                if first.setdefault(op, (result, design, label))[0] != result:
-                    raise TreeError(f"{design} ({label}) answers {op} differently from {first[op][1]} "
-                                    f"({first[op][2]}): {_short(result)} against {_short(first[op][0])}")
-                row.pop("nodes returned")
-                measured[label] = row
-            teaching = {label: TEACHING[(method, label)] for label in measured if (method, label) in TEACHING}
-            out[design][op] = Forms(measured, teaching=teaching)
+            measured[op] = {label: measure(design, tree, op, method, label, fn, args)
+                            for label, fn in tree.forms_of(method).items()}
+            extra = getattr(tree, "unindexed", {}).get(method)
+            if extra is not None:  # the same walk with its connectToField's index dropped (a counter-example)
+                label, name, field = extra
+                measured[op][label] = _without_index(tree, field, measure, design, tree, op, method, label,
+                                                     getattr(tree, name), args)
+                unindexed[op] = (label, field)
+        # the forms measured with the index stand on that layout, the one without it on its own: never billed together
+        indexed = {f"an index on {field}" for _, field in unindexed.values()}
+        out[design] = {}
+        for op, (method, _args) in calls.items():
+            teaching = {label: TEACHING[(method, label)] for label in measured[op] if (method, label) in TEACHING}
+            layouts = {label: ({f"no index on {unindexed[op][1]}"} if op in unindexed and label == unindexed[op][0]
+                               else indexed) for label in measured[op]} if indexed else None
+            out[design][op] = Forms(measured[op], teaching=teaching, layouts=layouts)
     return out
+
+
+def _without_index(tree: Any, field: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with the tree's index on ``field`` dropped, then built again (neither counted): the
+    cost of a walk that finds no index on its ``connectToField``."""
+    coll = tree.collection
+    with paused():
+        found = [ix["name"] for ix in coll.list_indexes() if list(ix["key"]) == [field]]
+        if not found:
+            raise TreeError(f"{tree!r} has no index on {field!r} to measure a walk without")
+        coll.drop_index(found[0])
+    try:
+        return fn(*args)
+    finally:
+        with paused():
+            coll.create_index(field, **dict(tree.indexes).get(field, {}))
 
 
 _PER_RUN = {"round trips / day": "round trips", "docs examined / day": "docs examined",

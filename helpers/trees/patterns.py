@@ -74,6 +74,10 @@ class _Graph(_Pattern):
 
     up: dict[str, str] = {}
     down: dict[str, str] = {}
+    #: a form measured without the index its walk looks up (the ``connectToField``), as a labelled
+    #: counter-example: ``{method: (form label, method name, indexed field)}``; the bill measures it
+    #: with that index dropped (:func:`helpers.trees.workload_costs`), and never bills it
+    unindexed: dict[str, tuple[str, str, str]] = {}
 
     # ---------------------------------------------------------------------
     def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
@@ -233,6 +237,7 @@ class ParentRefs(_Graph):
              "descendants": {"one $graphLookup, one array": "compact_descendants", "one $graphLookup": "graph_descendants",
                              "one query per level": "descendants"},
              "menu": {"one document ($group)": "compact_menu", "a document a child": "menu"}}
+    unindexed = {"descendants": ("one $graphLookup, one array, no index on parent", "compact_descendants", "parent")}
     up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
     down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
 
@@ -318,6 +323,7 @@ class ChildRefs(_Graph):
                              "one query per level": "descendants"},
              "menu": {"one $lookup, one document": "compact_lookup_menu", "one $lookup": "lookup_menu", "two queries": "menu"},
              "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
+    unindexed = {"breadcrumbs": ("one string ($reduce), no index on children", "string_breadcrumbs", "children")}
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
 
