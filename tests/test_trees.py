@@ -1005,3 +1005,20 @@ def test_a_walk_without_the_index_on_its_connect_to_field_is_a_counter_example_n
             assert bare["docs examined"] == 1 + levels * len(ROWS) > best["docs examined"]
     # the index stays part of the design: every other form is measured with it, on its layout
     assert shop.billed(designs)["ParentRefs"]["descendants"] == "one $graphLookup, one array"
+
+
+def test_server_work_counts_an_id_in_update_at_its_index_points_and_says_when_it_cannot_explain(db, backend):
+    """An ``update_many({_id: {$in: ids}, <the array's condition>})`` finds its documents by the
+    ``_id`` index, one point per id, as a real MongoDB plans it (SecantusDB scans the collection for
+    an indexed ``$in`` joined to another condition: docs/ENGINES.md); an engine that cannot explain
+    gets a TreeError, never a count of 0."""
+    t = build(db, ROWS)
+    tree = t["AncestorsWithNames"]
+    with count_commands(keep_commands=True) as c:
+        tree.collection.update_many({"_id": {"$in": [6, 7, 8]}, "ancestors._id": 5}, {"$set": {"seen": 1}})
+    if not backend.info.caps.explain:
+        with pytest.raises(TreeError, match="cannot explain"):
+            server_work(db, c.command_documents)
+        return
+    keys, docs = server_work(db, c.command_documents)
+    assert docs == 3 < len(ROWS) and keys <= 3 + 2  # three _id points (an engine may count a key past each)

@@ -172,11 +172,18 @@ def _explain(database: Any, coll: str, query: Mapping[str, Any]) -> dict:
     return database.command("explain", {"find": coll, "filter": dict(query)}, verbosity="executionStats")
 
 
-def _indexed_equality(database: Any, coll: str, query: Mapping[str, Any]) -> dict | None:
-    """The equalities of ``query`` on fields that lead an index, when it has other conditions too."""
+def _indexed_equalities(database: Any, coll: str, query: Mapping[str, Any]) -> list[dict]:
+    """Each equality of ``query`` on a field that leads an index (a value, or ``{"$in": [values]}``:
+    one index point per value), alone, when ``query`` has more than one condition."""
     leading = {next(iter(ix["key"])) for ix in database[coll].list_indexes()}
-    equal = {k: v for k, v in query.items() if k in leading and not _is_operator(v)}
-    return equal if equal and len(equal) < len(query) else None
+    if len(query) < 2:
+        return []
+    return [{k: v} for k, v in query.items() if k in leading and (not _is_operator(v) or _is_in(v))]
+
+
+def _is_in(value: Any) -> bool:
+    return isinstance(value, Mapping) and list(value) == ["$in"] and isinstance(value["$in"], list) \
+        and not any(_is_operator(x) or hasattr(x, "pattern") for x in value["$in"])
 
 
 def _is_operator(value: Any) -> bool:
@@ -190,13 +197,18 @@ def _found(database: Any, coll: str, query: Mapping[str, Any], ranges: bool) -> 
     scans the collection for an indexed equality joined to another condition (SecantusDB:
     docs/ENGINES.md), the equality's index scan is counted, the plan a real MongoDB runs (the other
     condition filters the documents it fetched), and where it scans for an ``$or`` whose every branch
-    leads with an indexed field, one index scan per branch is counted, as a real MongoDB's OR plan."""
+    leads with an indexed field, one index scan per branch is counted, as a real MongoDB's OR plan.
+    An indexed ``$in`` joined to another condition (``{_id: {$in: ids}, ...}``) counts as an
+    equality: the index points of its values, then the other condition on the documents fetched.
+    Where several indexed equalities could lead, the one whose scan fetches the fewest documents is
+    counted (the plan MongoDB's ranker favours; a real server may choose another of them)."""
     bounded = _as_ranges(query) if ranges else query
     stages, keys, docs = plan_summary(_explain(database, coll, bounded))
     if bounded != query and len(query) == 1:  # one field, its regex filtered on the keys: fetch the matches
         docs = int(_explain(database, coll, query).get("executionStats", {}).get("nReturned", docs or 0))
-    elif "COLLSCAN" in stages and (equal := _indexed_equality(database, coll, bounded)) is not None:
-        stages, keys, docs = plan_summary(_explain(database, coll, equal))
+    elif "COLLSCAN" in stages and (equal := _indexed_equalities(database, coll, bounded)):
+        stages, keys, docs = min((plan_summary(_explain(database, coll, e)) for e in equal),
+                                 key=lambda p: (p[2] or 0, p[1] or 0))
     elif "COLLSCAN" in stages and list(bounded) == ["$or"] and _indexed_branches(database, coll, bounded["$or"]):
         branches = [_found(database, coll, b, False) for b in bounded["$or"]]  # an OR of index scans
         keys, docs = sum(k for k, _ in branches), sum(d for _, d in branches)
@@ -349,8 +361,12 @@ def server_work(database: Any, commands: Sequence[Mapping[str, Any]]) -> tuple[i
     its ``$lookup`` or ``$graphLookup`` runs (explained one by one); an ``update`` or ``delete`` as
     the ``find`` of its filter (the work of finding what it changes). Where the engine scans the
     collection for an anchored prefix regex (``caps.explain_regex`` False), the regex is explained
-    as the key range a real MongoDB scans for it. Call it only where ``caps.explain``. Notebook 03."""
+    as the key range a real MongoDB scans for it. Where the engine cannot explain (``caps.explain``
+    False) there is no plan to count: :class:`TreeError` says so, rather than a count of 0. Notebook 03."""
     info = info_of(database)
+    if info is not None and not info.caps.explain:
+        raise TreeError(f"server_work: {info.engine} cannot explain its plans (caps.explain is False), so the keys "
+                        f"and documents its server examined are unknown, not 0; measure without examined=True here")
     ranges = info is not None and not info.caps.explain_regex
     keys = docs = 0
     for command in commands:
