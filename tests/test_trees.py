@@ -1022,3 +1022,43 @@ def test_server_work_counts_an_id_in_update_at_its_index_points_and_says_when_it
         return
     keys, docs = server_work(db, c.command_documents)
     assert docs == 3 < len(ROWS) and keys <= 3 + 2  # three _id points (an engine may count a key past each)
+
+
+def test_the_array_without_its_index_updates_a_walked_subtree_by_id_in(db, backend):
+    """AncestorsWithNamesByParent's ``_id $in`` forms walk the subtree over ``parent`` first and
+    update the descendants by ``_id``: the same documents as the scan's forms (and as the indexed
+    array's), a crash finished by repair(), and, where the engine explains, no collection scan:
+    billed for the move (the same round trips), the scan's form a counter-example."""
+    name = f"t{uuid.uuid4().hex[:8]}"
+    t, ref = AncestorsWithNamesByParent(db[f"{name}_bp"]), AncestorsWithNames(db[f"{name}_ref"])
+    t.load(ROWS)
+    ref.load(ROWS)
+    for method, args in (("move_by_ids", (5, 2)), ("rename_by_ids", (6, "S")),
+                         ("rename_by_ids_without_transaction", (5, "A")), ("move_by_ids", (5, None)),
+                         ("move_by_ids", (8, 9)), ("rename_by_ids", (8, "Leaf"))):
+        getattr(t, method)(*args)
+        getattr(ref, "move" if method.startswith("move") else "rename")(*args)
+        assert snapshot(t) == snapshot(ref), (method, args)
+    with pytest.raises(CycleError):
+        t.move_by_ids(2, 3)
+    with pytest.raises(UnknownNodeError):
+        t.move_by_ids(2, 99)
+    marked = AncestorsWithNamesByParent(db[f"{name}_mark"], transaction=False)
+    marked.load(ROWS)
+    assert interrupt(marked, "move_by_ids", 5, 2, after=1)  # the mark written, the bulk_write never sent
+    assert marked.interrupted() and marked.repair() == 1
+    ref2 = AncestorsWithNames(db[f"{name}_ref2"])
+    ref2.load(ROWS)
+    ref2.move(5, 2)
+    assert snapshot(marked) == snapshot(ref2)
+    shop = Workload("tree", (Operation("move", "write", 20, "slow", "nothing", "assumption: test"),))
+    fresh = AncestorsWithNamesByParent(db[f"{name}_bill"])
+    fresh.load(ROWS)
+    designs = workload_costs({"BP": fresh}, {"move": ("move", (5, 2))}, examined=backend.info.caps.explain)
+    forms = designs["BP"]["move"].forms
+    walked, scan = forms["the subtree walked, then _id $in"], forms["one bulk_write"]
+    assert walked["round trips"] == scan["round trips"] and walked["docs written"] == scan["docs written"] == 4
+    if backend.info.caps.explain:
+        assert walked["docs examined"] < scan["docs examined"]
+        assert shop.billed(designs)["BP"]["move"] == "the subtree walked, then _id $in"
+        assert shop.contest(designs).loc[("BP", "move", "one bulk_write"), "note"].startswith("the descendants' update")

@@ -23,7 +23,8 @@ __all__ = ["tree_shape", "disagreements", "operation_costs", "plot_operation_cos
 
 #: the writes of a tree: measured with the index keys they write, and undone after counting
 WRITES = ("add", "move", "rename")
-#: why a notebook keeps a weaker form in view, ``{(method, form): note}`` (the bill never prices it)
+#: why a notebook keeps a weaker form in view, ``{(method, form): note}``, or ``{(pattern class, method,
+#: form): note}`` for one pattern's form (shown beside a form the bill does not price)
 TEACHING = {
     ("breadcrumbs", "one query per level"): "the obvious loop (3.3): a round trip per level; a competent "
                                             "engineer walks up on the server with $graphLookup (3.7)",
@@ -75,6 +76,21 @@ TEACHING = {
     ("descendants", "one $graphLookup, one array, no index on parent"):
         "the same walk with the index on parent (its connectToField) dropped: each level's lookup scans the "
         "collection; measured on that layout, never billed (where the engine cannot explain, the scans do not show)",
+    ("move", "the subtree walked, then _id $in"):
+        "one aggregate reads both nodes and walks the subtree over the parent index, then one bulk_write updates "
+        "the descendants by _id ($in): the same round trips, no collection scan (where the engine cannot explain, "
+        "that does not show)",
+    ("rename", "the subtree walked, then _id $in, no transaction"):
+        "a walk of the subtree over the parent index, then one bulk_write updates the copies by _id ($in): a round "
+        "trip more, no collection scan",
+    ("rename", "the subtree walked, then _id $in, in a transaction"):
+        "the same walk and bulk_write in a transaction: all or nothing, and the commit a round trip more",
+    ("AncestorsWithNamesByParent", "move", "one bulk_write"):
+        "the descendants' update finds them itself: with no index on ancestors._id it scans the collection, on any "
+        "server; walked first over parent, they are found by _id ($in)",
+    ("AncestorsWithNamesByParent", "rename", "one bulk_write, no transaction"):
+        "one round trip, the copies found by a collection scan (no index on ancestors._id, on any server); walked "
+        "first over parent, they are found by _id ($in), a round trip more",
     ("breadcrumbs", "one string ($reduce), no index on children"):
         "the same walk with the index on children (its connectToField) dropped: each level's lookup scans the "
         "collection; measured on that layout, never billed (where the engine cannot explain, the scans do not show)",
@@ -501,7 +517,9 @@ def workload_costs(patterns: Mapping[str, Any], calls: Mapping[str, tuple[str, t
         indexed = {f"an index on {field}" for _, field in unindexed.values()}
         out[design] = {}
         for op, (method, _args) in calls.items():
-            teaching = {label: TEACHING[(method, label)] for label in measured[op] if (method, label) in TEACHING}
+            notes = {label: TEACHING.get((type(tree).__name__, method, label), TEACHING.get((method, label)))
+                     for label in measured[op]}
+            teaching = {label: note for label, note in notes.items() if note}
             layouts = {label: ({f"no index on {unindexed[op][1]}"} if op in unindexed and label == unindexed[op][0]
                                else indexed) for label in measured[op]} if indexed else None
             out[design][op] = Forms(measured[op], teaching=teaching, layouts=layouts)
