@@ -751,8 +751,9 @@ class AncestorsWithNamesByParent(AncestorsWithNames):
     """:class:`AncestorsWithNames` without the multikey ``ancestors._id`` index: the same documents,
     indexed on ``parent`` alone. Breadcrumbs still read one document; a category page walks down
     from the children with ``$graphLookup`` over ``parent``; a move or rename finds the copies to
-    rewrite with no index (a collection scan, on any server), for a fraction of the index keys a
-    write changes. Notebook 03 (3.12)."""
+    rewrite with no index (a collection scan, on any server), or walks the subtree over ``parent``
+    first and updates them by ``_id`` (``$in``: :meth:`move_by_ids`, :meth:`rename_by_ids`), for a
+    fraction of the index keys a write changes. Notebook 03 (3.12)."""
 
     pattern = "array of ancestors with names, indexed on parent only"
     indexes = (("parent", {}),)
