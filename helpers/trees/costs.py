@@ -76,6 +76,9 @@ TEACHING = {
     ("descendants", "one $graphLookup, one array, no index on parent"):
         "the same walk with the index on parent (its connectToField) dropped: each level's lookup scans the "
         "collection; measured on that layout, never billed (where the engine cannot explain, the scans do not show)",
+    ("ChildRefs", "add", "one bulk_write"): "a collection's bulk_write sends one command per kind of write: the "
+                                            "insert, then the parent's $push, two round trips; MongoDB 8.0's "
+                                            "bulkWrite (client.bulk_write) sends both in one",
     ("move", "the subtree walked, then _id $in"):
         "one aggregate reads both nodes and walks the subtree over the parent index, then one bulk_write updates "
         "the descendants by _id ($in): the same round trips, no collection scan (where the engine cannot explain, "

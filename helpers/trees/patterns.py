@@ -46,7 +46,7 @@ from typing import Any, Mapping
 
 from pymongo import DeleteOne, InsertOne, UpdateOne
 
-from ..backends import engine_limits
+from ..backends import engine_limits, info_of
 from .base import (
     BATCH,
     SEPARATOR,
@@ -322,7 +322,8 @@ class ChildRefs(_Graph):
              "descendants": {"one $graphLookup, one array": "compact_descendants", "one $graphLookup": "graph_descendants",
                              "one query per level": "descendants"},
              "menu": {"one $lookup, one document": "compact_lookup_menu", "one $lookup": "lookup_menu", "two queries": "menu"},
-             "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
+             "move": {"one bulk_write": "move", "one command a write": "move_in_steps"},
+             "add": {"one client bulk_write": "add_in_one_command", "one bulk_write": "add"}}
     unindexed = {"breadcrumbs": ("one string ($reduce), no index on children", "string_breadcrumbs", "children")}
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
@@ -346,6 +347,24 @@ class ChildRefs(_Graph):
         _check_name(name, "name")
         self.collection.bulk_write([InsertOne({"_id": node, "name": name, "children": []}),
                                     UpdateOne({"_id": parent}, {"$push": {"children": node}})], ordered=True)
+
+    def add_in_one_command(self, node: Any, parent: Any, name: str) -> None:
+        """The same insert and ``$push`` in one command, one round trip: MongoDB 8.0's ``bulkWrite``
+        (``client.bulk_write``, ordered), where the engine has it (``caps.client_bulk_write``); a
+        collection's ``bulk_write`` (:meth:`add`) sends one command per kind of write, two here."""
+        _check_name(name, "name")
+        ns = self.collection.full_name
+        self.collection.database.client.bulk_write(
+            [InsertOne({"_id": node, "name": name, "children": []}, namespace=ns),
+             UpdateOne({"_id": parent}, {"$push": {"children": node}}, namespace=ns)], ordered=True)
+
+    def forms_of(self, method: str) -> dict[str, Any]:
+        """As for every pattern; the one-command add only where the engine has ``bulkWrite``."""
+        out = super().forms_of(method)
+        info = info_of(self.collection)
+        if method == "add" and not (info is not None and info.caps.client_bulk_write):
+            out.pop("one client bulk_write", None)
+        return out
 
     def _unadd(self, node: Any, parent: Any) -> None:
         self.collection.bulk_write([DeleteOne({"_id": node}), UpdateOne({"_id": parent}, {"$pull": {"children": node}})])
