@@ -1079,6 +1079,14 @@ def test_child_references_add_in_one_bulk_write_command_where_the_engine_has_it(
         forms["one client bulk_write"](10, 6, "Tiny")
     assert (c.round_trips, c.docs_written) == (1, 2) and snapshot(tree) == snapshot(ref)
     tree._unadd(10, 6)
+    if backend.info.caps.explain:  # the parent's $push finds it by _id, as in the two-command form
+        with count_commands(keep_commands=True) as c:
+            forms["one client bulk_write"](10, 6, "Tiny")
+        tree._unadd(10, 6)
+        with count_commands(keep_commands=True) as two:
+            forms["one bulk_write"](10, 6, "Tiny")
+        tree._unadd(10, 6)
+        assert server_work(db, c.command_documents) == server_work(db, two.command_documents) == (1, 1)
     shop = Workload("tree", (Operation("add", "write", 5, "slow", "nothing", "assumption: test"),))
     designs = workload_costs({"ChildRefs": tree}, {"add": ("add", (10, 6, "Tiny"))}, examined=backend.info.caps.explain)
     assert shop.billed(designs)["ChildRefs"]["add"] == "one client bulk_write"

@@ -378,7 +378,8 @@ def server_work(database: Any, commands: Sequence[Mapping[str, Any]]) -> tuple[i
     """Keys and documents the server examined for ``commands`` (``count_commands(keep_commands=True)``),
     each from an explain: a ``find`` as sent; an ``aggregate`` as its ``$match`` plus the queries
     its ``$lookup`` or ``$graphLookup`` runs (explained one by one); an ``update`` or ``delete`` as
-    the ``find`` of its filter (the work of finding what it changes). Where the engine scans the
+    the ``find`` of its filter (the work of finding what it changes), and so each update or delete of
+    a ``bulkWrite`` (MongoDB 8.0's, ``client.bulk_write``) in its namespace. Where the engine scans the
     collection for an anchored prefix regex (``caps.explain_regex`` False), the regex is explained
     as the key range a real MongoDB scans for it. Where the engine cannot explain (``caps.explain``
     False) there is no plan to count: :class:`TreeError` says so, rather than a count of 0. Notebook 03."""
@@ -399,6 +400,10 @@ def server_work(database: Any, commands: Sequence[Mapping[str, Any]]) -> tuple[i
             found = [_found(database, command[name], s.get("q", {}), ranges) for s in statements]
         elif name == "findAndModify":
             found = [_found(database, command[name], command.get("query", {}), ranges)]
+        elif name == "bulkWrite":  # MongoDB 8.0's: each update or delete finds by its filter, in its namespace
+            spaces = [str((ns or {}).get("ns", "")).split(".", 1)[-1] for ns in command.get("nsInfo") or []]
+            found = [_found(database, spaces[op[kind]], op.get("filter", {}), ranges)
+                     for op in command.get("ops") or [] for kind in ("update", "delete") if kind in op]
         else:  # getMore, insert, commitTransaction, ...: nothing more to find
             continue
         keys += sum(k for k, _ in found)
