@@ -177,7 +177,8 @@ class _Pattern:
     _ID_ARGS = {"parent": ("node_id",), "children": ("node_id",), "ancestors": ("node_id",),
                 "descendants": ("node_id",), "is_ancestor": ("a", "b"), "move": ("node_id", "new_parent_id"),
                 "move_in_steps": ("node_id", "new_parent_id"), "move_checking_first": ("node_id", "new_parent_id"),
-                "rename": ("node_id",), "rename_in_steps": ("node_id",), "rename_checking_first": ("node_id",), "graph_pipeline": ("node_id",), "graph_walk": ("node_id",),
+                "rename": ("node_id",), "rename_in_steps": ("node_id",), "move_by_ids": ("node_id", "new_parent_id"),
+                "rename_by_ids": ("node_id",), "rename_by_ids_without_transaction": ("node_id",), "rename_checking_first": ("node_id",), "graph_pipeline": ("node_id",), "graph_walk": ("node_id",),
                 "graph_ancestors": ("node_id",), "graph_descendants": ("node_id",), "subtree_sizes": (),
                 "breadcrumbs": ("node_id",), "graph_breadcrumbs": ("node_id",),
                 "lookup_breadcrumbs": ("node_id",), "menu": ("node_id",), "lookup_menu": ("node_id",)}

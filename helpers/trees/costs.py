@@ -23,7 +23,8 @@ __all__ = ["tree_shape", "disagreements", "operation_costs", "plot_operation_cos
 
 #: the writes of a tree: measured with the index keys they write, and undone after counting
 WRITES = ("add", "move", "rename")
-#: why a notebook keeps a weaker form in view, ``{(method, form): note}`` (the bill never prices it)
+#: why a notebook keeps a weaker form in view, ``{(method, form): note}``, or ``{(pattern class, method,
+#: form): note}`` for one pattern's form (shown beside a form the bill does not price)
 TEACHING = {
     ("breadcrumbs", "one query per level"): "the obvious loop (3.3): a round trip per level; a competent "
                                             "engineer walks up on the server with $graphLookup (3.7)",
@@ -72,6 +73,30 @@ TEACHING = {
                                         "segment: a round trip more, the children's documents alone examined",
     ("rename", "a query checks first"): "a find for the new path before the update; in a transaction the "
                                         "unique index on path refuses a taken path itself",
+    ("descendants", "one $graphLookup, one array, no index on parent"):
+        "the same walk with the index on parent (its connectToField) dropped: each level's lookup scans the "
+        "collection; measured on that layout, never billed (where the engine cannot explain, the scans do not show)",
+    ("ChildRefs", "add", "one bulk_write"): "a collection's bulk_write sends one command per kind of write: the "
+                                            "insert, then the parent's $push, two round trips; MongoDB 8.0's "
+                                            "bulkWrite (client.bulk_write) sends both in one",
+    ("move", "the subtree walked, then _id $in"):
+        "one aggregate reads both nodes and walks the subtree over the parent index, then one bulk_write updates "
+        "the descendants by _id ($in): the same round trips, no collection scan (where the engine cannot explain, "
+        "that does not show)",
+    ("rename", "the subtree walked, then _id $in, no transaction"):
+        "a walk of the subtree over the parent index, then one bulk_write updates the copies by _id ($in): a round "
+        "trip more, no collection scan",
+    ("rename", "the subtree walked, then _id $in, in a transaction"):
+        "the same walk and bulk_write in a transaction: all or nothing, and the commit a round trip more",
+    ("AncestorsWithNamesByParent", "move", "one bulk_write"):
+        "the descendants' update finds them itself: with no index on ancestors._id it scans the collection, on any "
+        "server; walked first over parent, they are found by _id ($in)",
+    ("AncestorsWithNamesByParent", "rename", "one bulk_write, no transaction"):
+        "one round trip, the copies found by a collection scan (no index on ancestors._id, on any server); walked "
+        "first over parent, they are found by _id ($in), a round trip more",
+    ("breadcrumbs", "one string ($reduce), no index on children"):
+        "the same walk with the index on children (its connectToField) dropped: each level's lookup scans the "
+        "collection; measured on that layout, never billed (where the engine cannot explain, the scans do not show)",
 }
 
 
@@ -166,11 +191,18 @@ def _explain(database: Any, coll: str, query: Mapping[str, Any]) -> dict:
     return database.command("explain", {"find": coll, "filter": dict(query)}, verbosity="executionStats")
 
 
-def _indexed_equality(database: Any, coll: str, query: Mapping[str, Any]) -> dict | None:
-    """The equalities of ``query`` on fields that lead an index, when it has other conditions too."""
+def _indexed_equalities(database: Any, coll: str, query: Mapping[str, Any]) -> list[dict]:
+    """Each equality of ``query`` on a field that leads an index (a value, or ``{"$in": [values]}``:
+    one index point per value), alone, when ``query`` has more than one condition."""
     leading = {next(iter(ix["key"])) for ix in database[coll].list_indexes()}
-    equal = {k: v for k, v in query.items() if k in leading and not _is_operator(v)}
-    return equal if equal and len(equal) < len(query) else None
+    if len(query) < 2:
+        return []
+    return [{k: v} for k, v in query.items() if k in leading and (not _is_operator(v) or _is_in(v))]
+
+
+def _is_in(value: Any) -> bool:
+    return isinstance(value, Mapping) and list(value) == ["$in"] and isinstance(value["$in"], list) \
+        and not any(_is_operator(x) or hasattr(x, "pattern") for x in value["$in"])
 
 
 def _is_operator(value: Any) -> bool:
@@ -184,13 +216,18 @@ def _found(database: Any, coll: str, query: Mapping[str, Any], ranges: bool) -> 
     scans the collection for an indexed equality joined to another condition (SecantusDB:
     docs/ENGINES.md), the equality's index scan is counted, the plan a real MongoDB runs (the other
     condition filters the documents it fetched), and where it scans for an ``$or`` whose every branch
-    leads with an indexed field, one index scan per branch is counted, as a real MongoDB's OR plan."""
+    leads with an indexed field, one index scan per branch is counted, as a real MongoDB's OR plan.
+    An indexed ``$in`` joined to another condition (``{_id: {$in: ids}, ...}``) counts as an
+    equality: the index points of its values, then the other condition on the documents fetched.
+    Where several indexed equalities could lead, the one whose scan fetches the fewest documents is
+    counted (the plan MongoDB's ranker favours; a real server may choose another of them)."""
     bounded = _as_ranges(query) if ranges else query
     stages, keys, docs = plan_summary(_explain(database, coll, bounded))
     if bounded != query and len(query) == 1:  # one field, its regex filtered on the keys: fetch the matches
         docs = int(_explain(database, coll, query).get("executionStats", {}).get("nReturned", docs or 0))
-    elif "COLLSCAN" in stages and (equal := _indexed_equality(database, coll, bounded)) is not None:
-        stages, keys, docs = plan_summary(_explain(database, coll, equal))
+    elif "COLLSCAN" in stages and (equal := _indexed_equalities(database, coll, bounded)):
+        stages, keys, docs = min((plan_summary(_explain(database, coll, e)) for e in equal),
+                                 key=lambda p: (p[2] or 0, p[1] or 0))
     elif "COLLSCAN" in stages and list(bounded) == ["$or"] and _indexed_branches(database, coll, bounded["$or"]):
         branches = [_found(database, coll, b, False) for b in bounded["$or"]]  # an OR of index scans
         keys, docs = sum(k for k, _ in branches), sum(d for _, d in branches)
@@ -341,10 +378,15 @@ def server_work(database: Any, commands: Sequence[Mapping[str, Any]]) -> tuple[i
     """Keys and documents the server examined for ``commands`` (``count_commands(keep_commands=True)``),
     each from an explain: a ``find`` as sent; an ``aggregate`` as its ``$match`` plus the queries
     its ``$lookup`` or ``$graphLookup`` runs (explained one by one); an ``update`` or ``delete`` as
-    the ``find`` of its filter (the work of finding what it changes). Where the engine scans the
+    the ``find`` of its filter (the work of finding what it changes), and so each update or delete of
+    a ``bulkWrite`` (MongoDB 8.0's, ``client.bulk_write``) in its namespace. Where the engine scans the
     collection for an anchored prefix regex (``caps.explain_regex`` False), the regex is explained
-    as the key range a real MongoDB scans for it. Call it only where ``caps.explain``. Notebook 03."""
+    as the key range a real MongoDB scans for it. Where the engine cannot explain (``caps.explain``
+    False) there is no plan to count: :class:`TreeError` says so, rather than a count of 0. Notebook 03."""
     info = info_of(database)
+    if info is not None and not info.caps.explain:
+        raise TreeError(f"server_work: {info.engine} cannot explain its plans (caps.explain is False), so the keys "
+                        f"and documents its server examined are unknown, not 0; measure without examined=True here")
     ranges = info is not None and not info.caps.explain_regex
     keys = docs = 0
     for command in commands:
@@ -358,6 +400,10 @@ def server_work(database: Any, commands: Sequence[Mapping[str, Any]]) -> tuple[i
             found = [_found(database, command[name], s.get("q", {}), ranges) for s in statements]
         elif name == "findAndModify":
             found = [_found(database, command[name], command.get("query", {}), ranges)]
+        elif name == "bulkWrite":  # MongoDB 8.0's: each update or delete finds by its filter, in its namespace
+            spaces = [str((ns or {}).get("ns", "")).split(".", 1)[-1] for ns in command.get("nsInfo") or []]
+            found = [_found(database, spaces[op[kind]], op.get("filter", {}), ranges)
+                     for op in command.get("ops") or [] for kind in ("update", "delete") if kind in op]
         else:  # getMore, insert, commitTransaction, ...: nothing more to find
             continue
         keys += sum(k for k, _ in found)
@@ -453,21 +499,55 @@ def workload_costs(patterns: Mapping[str, Any], calls: Mapping[str, tuple[str, t
     (else :class:`TreeError`). Notebook 03."""
     out: dict[str, dict[str, Forms]] = {}
     first: dict[str, tuple] = {}
+
+    def measure(design: str, tree: Any, op: str, method: str, label: str, fn: Callable, args: tuple) -> dict:
+        row = _measure(tree, method, fn, args, examined)
+        result = row.pop("result")
+        if first.setdefault(op, (result, design, label))[0] != result:
+            raise TreeError(f"{design} ({label}) answers {op} differently from {first[op][1]} "
+                            f"({first[op][2]}): {_short(result)} against {_short(first[op][0])}")
+        row.pop("nodes returned")
+        return row
+
     for design, tree in patterns.items():
-        out[design] = {}
+        measured: dict[str, dict[str, dict]] = {}
+        unindexed: dict[str, tuple[str, str]] = {}  # {op: (form label, field)}
         for op, (method, args) in calls.items():
-            measured = {}
-            for label, fn in tree.forms_of(method).items():
-                row = _measure(tree, method, fn, args, examined)
-                result = row.pop("result")
-                if first.setdefault(op, (result, design, label))[0] != result:
-                    raise TreeError(f"{design} ({label}) answers {op} differently from {first[op][1]} "
-                                    f"({first[op][2]}): {_short(result)} against {_short(first[op][0])}")
-                row.pop("nodes returned")
-                measured[label] = row
-            teaching = {label: TEACHING[(method, label)] for label in measured if (method, label) in TEACHING}
-            out[design][op] = Forms(measured, teaching=teaching)
+            measured[op] = {label: measure(design, tree, op, method, label, fn, args)
+                            for label, fn in tree.forms_of(method).items()}
+            extra = getattr(tree, "unindexed", {}).get(method)
+            if extra is not None:  # the same walk with its connectToField's index dropped (a counter-example)
+                label, name, field = extra
+                measured[op][label] = _without_index(tree, field, measure, design, tree, op, method, label,
+                                                     getattr(tree, name), args)
+                unindexed[op] = (label, field)
+        # the forms measured with the index stand on that layout, the one without it on its own: never billed together
+        indexed = {f"an index on {field}" for _, field in unindexed.values()}
+        out[design] = {}
+        for op, (method, _args) in calls.items():
+            notes = {label: TEACHING.get((type(tree).__name__, method, label), TEACHING.get((method, label)))
+                     for label in measured[op]}
+            teaching = {label: note for label, note in notes.items() if note}
+            layouts = {label: ({f"no index on {unindexed[op][1]}"} if op in unindexed and label == unindexed[op][0]
+                               else indexed) for label in measured[op]} if indexed else None
+            out[design][op] = Forms(measured[op], teaching=teaching, layouts=layouts)
     return out
+
+
+def _without_index(tree: Any, field: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with the tree's index on ``field`` dropped, then built again (neither counted): the
+    cost of a walk that finds no index on its ``connectToField``."""
+    coll = tree.collection
+    with paused():
+        found = [ix["name"] for ix in coll.list_indexes() if list(ix["key"]) == [field]]
+        if not found:
+            raise TreeError(f"{tree!r} has no index on {field!r} to measure a walk without")
+        coll.drop_index(found[0])
+    try:
+        return fn(*args)
+    finally:
+        with paused():
+            coll.create_index(field, **dict(tree.indexes).get(field, {}))
 
 
 _PER_RUN = {"round trips / day": "round trips", "docs examined / day": "docs examined",

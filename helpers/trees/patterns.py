@@ -46,7 +46,7 @@ from typing import Any, Mapping
 
 from pymongo import DeleteOne, InsertOne, UpdateOne
 
-from ..backends import engine_limits
+from ..backends import engine_limits, info_of
 from .base import (
     BATCH,
     SEPARATOR,
@@ -74,6 +74,10 @@ class _Graph(_Pattern):
 
     up: dict[str, str] = {}
     down: dict[str, str] = {}
+    #: a form measured without the index its walk looks up (the ``connectToField``), as a labelled
+    #: counter-example: ``{method: (form label, method name, indexed field)}``; the bill measures it
+    #: with that index dropped (:func:`helpers.trees.workload_costs`), and never bills it
+    unindexed: dict[str, tuple[str, str, str]] = {}
 
     # ---------------------------------------------------------------------
     def graph_pipeline(self, node: Any, *, up: bool, max_depth: int | None = None,
@@ -233,6 +237,7 @@ class ParentRefs(_Graph):
              "descendants": {"one $graphLookup, one array": "compact_descendants", "one $graphLookup": "graph_descendants",
                              "one query per level": "descendants"},
              "menu": {"one document ($group)": "compact_menu", "a document a child": "menu"}}
+    unindexed = {"descendants": ("one $graphLookup, one array, no index on parent", "compact_descendants", "parent")}
     up = {"startWith": "$parent", "connectFromField": "parent", "connectToField": "_id"}
     down = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "parent"}
 
@@ -317,7 +322,9 @@ class ChildRefs(_Graph):
              "descendants": {"one $graphLookup, one array": "compact_descendants", "one $graphLookup": "graph_descendants",
                              "one query per level": "descendants"},
              "menu": {"one $lookup, one document": "compact_lookup_menu", "one $lookup": "lookup_menu", "two queries": "menu"},
-             "move": {"one bulk_write": "move", "one command a write": "move_in_steps"}}
+             "move": {"one bulk_write": "move", "one command a write": "move_in_steps"},
+             "add": {"one client bulk_write": "add_in_one_command", "one bulk_write": "add"}}
+    unindexed = {"breadcrumbs": ("one string ($reduce), no index on children", "string_breadcrumbs", "children")}
     up = {"startWith": "$_id", "connectFromField": "_id", "connectToField": "children"}
     down = {"startWith": "$children", "connectFromField": "children", "connectToField": "_id"}
 
@@ -340,6 +347,24 @@ class ChildRefs(_Graph):
         _check_name(name, "name")
         self.collection.bulk_write([InsertOne({"_id": node, "name": name, "children": []}),
                                     UpdateOne({"_id": parent}, {"$push": {"children": node}})], ordered=True)
+
+    def add_in_one_command(self, node: Any, parent: Any, name: str) -> None:
+        """The same insert and ``$push`` in one command, one round trip: MongoDB 8.0's ``bulkWrite``
+        (``client.bulk_write``, ordered), where the engine has it (``caps.client_bulk_write``); a
+        collection's ``bulk_write`` (:meth:`add`) sends one command per kind of write, two here."""
+        _check_name(name, "name")
+        ns = self.collection.full_name
+        self.collection.database.client.bulk_write(
+            [InsertOne({"_id": node, "name": name, "children": []}, namespace=ns),
+             UpdateOne({"_id": parent}, {"$push": {"children": node}}, namespace=ns)], ordered=True)
+
+    def forms_of(self, method: str) -> dict[str, Any]:
+        """As for every pattern; the one-command add only where the engine has ``bulkWrite``."""
+        out = super().forms_of(method)
+        info = info_of(self.collection)
+        if method == "add" and not (info is not None and info.caps.client_bulk_write):
+            out.pop("one client bulk_write", None)
+        return out
 
     def _unadd(self, node: Any, parent: Any) -> None:
         self.collection.bulk_write([DeleteOne({"_id": node}), UpdateOne({"_id": parent}, {"$pull": {"children": node}})])
@@ -745,14 +770,82 @@ class AncestorsWithNamesByParent(AncestorsWithNames):
     """:class:`AncestorsWithNames` without the multikey ``ancestors._id`` index: the same documents,
     indexed on ``parent`` alone. Breadcrumbs still read one document; a category page walks down
     from the children with ``$graphLookup`` over ``parent``; a move or rename finds the copies to
-    rewrite with no index (a collection scan, on any server), for a fraction of the index keys a
-    write changes. Notebook 03 (3.12)."""
+    rewrite with no index (a collection scan, on any server), or walks the subtree over ``parent``
+    first and updates them by ``_id`` (``$in``: :meth:`move_by_ids`, :meth:`rename_by_ids`), for a
+    fraction of the index keys a write changes. Notebook 03 (3.12)."""
 
     pattern = "array of ancestors with names, indexed on parent only"
     indexes = (("parent", {}),)
     forms = {**AncestorsWithNames.forms,
              "descendants": {"the children, then $graphLookup, one document": "compact_descendants",
-                             "the children, then $graphLookup": "graph_descendants"}}
+                             "the children, then $graphLookup": "graph_descendants"},
+             "move": {**AncestorsWithNames.forms["move"], "the subtree walked, then _id $in": "move_by_ids"},
+             "rename": {**AncestorsWithNames.forms["rename"],
+                        "the subtree walked, then _id $in, no transaction": "rename_by_ids_without_transaction",
+                        "the subtree walked, then _id $in, in a transaction": "rename_by_ids"}}
+
+    def _walk_below(self, node: Any, new_parent: Any = None, *, to: bool = False) -> dict:
+        """One aggregate: the node (its ``ancestors`` and name), the ids of its whole subtree from a
+        ``$graphLookup`` over the ``parent`` index (``ids``; None where the engine's depth cap may have
+        stopped the walk, ``caps.graph_max_depth``: then the writes find the copies by a scan), and with
+        ``to`` the new parent's document, joined by ``_id`` (``let``). Raises for an unknown id."""
+        walk = {"from": self.collection.name, "startWith": "$_id", "connectFromField": "_id",
+                "connectToField": "parent", "as": "below", "depthField": "d"}
+        keep = {"ancestors": 1, "name": 1, "ids": {"$map": {"input": "$below", "in": "$$this._id"}},
+                "deepest": {"$max": {"$map": {"input": "$below", "in": "$$this.d"}}}}
+        pipeline: list[dict] = [{"$match": {"_id": node}}, {"$graphLookup": walk}]
+        if to:
+            keep["to"] = 1
+            pipeline.append({"$lookup": {"from": self.collection.name, "let": {"p": {"$literal": new_parent}},
+                                         "pipeline": [{"$match": {"$expr": {"$eq": ["$_id", "$$p"]}}},
+                                                      {"$project": {"ancestors": 1, "name": 1}}], "as": "to"}})
+        out = list(self.collection.aggregate([*pipeline, {"$project": keep}], batchSize=BATCH))
+        if not out:
+            raise self._unknown(node)
+        doc = out[0]
+        cap = engine_limits(self.collection.database)[0]
+        if cap is not None and doc.get("deepest") is not None and int(doc["deepest"]) >= cap:
+            doc["ids"] = None  # the walk may have stopped at the engine's cap: find the copies by a scan
+        return doc
+
+    def move_by_ids(self, node: Any, new_parent: Any) -> None:
+        """The same move, the subtree found first: one aggregate reads the node and the new parent and
+        walks the node's subtree over the ``parent`` index (:meth:`_walk_below`); one ``bulk_write``
+        then updates the node and its descendants by ``_id`` (``$in``), no collection scan."""
+        doc = self._walk_below(node, new_parent, to=new_parent is not None)
+        if new_parent is not None and not doc["to"]:
+            raise self._unknown(new_parent, "new_parent_id")
+        chain = [] if new_parent is None else doc["to"][0]["ancestors"] + [self._link(doc["to"][0])]
+        self._check_new_parent(node, new_parent, self._ids(chain))
+        if doc["ancestors"] == chain:
+            return
+        intent = {"op": "move", "from": doc["ancestors"], "to": new_parent, "chain": chain, "ids": doc["ids"]}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def rename_by_ids(self, node: Any, new_name: str) -> None:
+        """The same rename, the subtree found first (:meth:`_walk_below`), then one ``bulk_write``: the
+        node's name, and the copies in its descendants updated by ``_id`` (``$in``), in a transaction
+        where the engine has them (else marked, as :meth:`rename`)."""
+        _check_name(new_name)
+        intent = {"op": "rename", "name": new_name, "ids": self._walk_below(node)["ids"]}
+        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+
+    def rename_by_ids_without_transaction(self, node: Any, new_name: str) -> None:
+        """:meth:`rename_by_ids`'s ``bulk_write`` alone, no transaction and no mark (display copies a
+        moment stale after a crash, as :meth:`rename_without_transaction`)."""
+        _check_name(new_name)
+        self.finish(node, {"op": "rename", "name": new_name, "ids": self._walk_below(node)["ids"]})
+
+    def writes(self, node: Any, intent: Mapping[str, Any]) -> list[tuple[str, dict, Any]]:
+        """As :meth:`AncestorsWithNames.writes`; where the intent carries the subtree's ``ids`` (the
+        ``_id $in`` forms), the descendants' update finds them by ``_id``, its other conditions kept
+        (only copies still old match, so it can run again), and a leaf has none to update."""
+        out = super().writes(node, intent)
+        ids = intent.get("ids")
+        if ids is None:
+            return out
+        kind, query, update = out[-1]
+        return out[:-1] + ([(kind, {"_id": {"$in": list(ids)}, **query}, update)] if ids else [])
 
     def graph_descendants(self, node: Any, *, one: bool = False) -> list[Any]:
         """Sorted ids of the whole subtree, one round trip: the children (``parent`` index), each
