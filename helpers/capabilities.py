@@ -541,7 +541,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(
         "snapshot_session", _snapshot_session,
         meaning="a snapshot session (`start_session(snapshot=True)`): its reads see the point in time of its first",
-        mongodb="5.0 and later, replica set / Atlas only",
+        mongodb="5.0 and later, on a replica set or a sharded cluster (not a standalone server)",
         embedded=(False, "**no**: a read sees a write made after the session's first read"),
         mock=(False, "**no** (its `start_session` takes no `snapshot`)"),
         label="snapshot sessions: a read in start_session(snapshot=True) sees writes made after the session's first "
@@ -584,10 +584,10 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(
         "ttl_task", _ttl_task,
         meaning="a TTL index (`expireAfterSeconds`): expired documents removed by a background task",
-        mongodb="yes (every 60 s)", embedded=(True, "yes (a sweeper every 60 s by default)"),
+        mongodb="yes (a pass every 60 s; under load, later)", embedded=(True, "yes (a sweeper every 60 s by default)"),
         mock=(False, "**no task**: an expired document vanishes at the next read"),
         label="a TTL index's background task: an expired document vanishes at the next read, where a real "
-              "MongoDB's TTL task removes it up to a minute later"),
+              "MongoDB's TTL task removes it at its next pass (every 60 s; later under load)"),
     Capability(
         "graph_restrict", _graph_restrict,
         meaning="`$graphLookup` `restrictSearchWithMatch`", mongodb="yes", embedded=(False, "**ignored**"),

@@ -821,3 +821,11 @@ def test_add_review_one_find_one_and_update_decides_on_the_product(db, form, int
     assert products.find_one({"_id": 5}) == {"_id": 5, "review_count": 2, "reviews": [review]}
     with pytest.raises(KeyError, match="no product"):
         form(products, reviews, 99, review)
+    before = (list(products.find({}, sort=[("_id", 1)])), list(reviews.find({}, sort=[("_id", 1)])))
+    with pytest.raises(TypeError, match="a dict"):
+        form(products, reviews, 3, ["not", "a", "document"])
+    assert (list(products.find({}, sort=[("_id", 1)])), list(reviews.find({}, sort=[("_id", 1)]))) == before
+    # a review's own _id never takes another's place: the product gives it its position, as n and product_id
+    assert form(products, reviews, 3, {**review, "_id": "3-0", "n": 0}) == "collection"
+    assert reviews.find_one({"_id": "3-6"}, {"_id": 0}) == {**review, "product_id": 3, "n": 6}
+    assert reviews.count_documents({"_id": "3-0"}) == 0

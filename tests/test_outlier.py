@@ -801,11 +801,11 @@ def test_by_time_bad_input_changes_nothing(db):
     before = _snapshot(db)
     with pytest.raises(TypeError, match="ts"):
         add_comment_by_time(db, 1, {"text": "no time"}, 3)
-    with pytest.raises(PostNotFoundError):
+    with pytest.raises(PostNotFoundError, match=f"collection '{POSTS_BY_TIME}'"):  # the collection it read
         add_comment_by_time(db, 2, _timed(0), 3)
     with pytest.raises(ValueError):
         add_comment_by_time(db, 1, _timed(0), 3, bucket_size=0)
-    with pytest.raises(PostNotFoundError):
+    with pytest.raises(PostNotFoundError, match=f"db.{POSTS_BY_TIME}.insert_one"):
         read_post_lookup_by_time(db, 2)
     assert _snapshot(db) == before
     ensure_time_overflow_index(db, 4)

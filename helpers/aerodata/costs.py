@@ -18,7 +18,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from ..backends import info_of
 from ..counting import count_commands
 from ..plans import plan_summary
-from ..safety import fresh_collection, track_collection, workbook_collection
+from ..safety import check_copies, fresh_collection, track_collection, workbook_collection
 from ..workload import Forms, cost_of
 from ..writes import only_duplicates
 from .geo import GEO_FIELD, geo_point
@@ -548,13 +548,14 @@ def _id_only_track(coll: Any, airline: str, icao24: str, reports: Forms, work: _
     (:data:`ID_ONLY`): the aircraft's ``_id`` range (the trailing ``_`` leaves its aircraft document out),
     the track's fields, a key and a document a report; added to ``reports``, each form with its layout
     (the ``_id`` range reads on either, every other form needs the second index: :data:`ID_TRACK`)."""
-    copy = fresh_collection(coll.database, "aero_cost_id_only")
-    insert_new(copy, list(coll.find({}, sort=[("_id", 1)], batch_size=QUERY_BATCH)))
-    lo, hi = prefix_bounds(make_id(airline, icao24) + "_")
-    ranged = {"_id": {"$gte": lo, "$lt": hi}}
-    answer = list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH))
-    w, modelled = work.id_prefix(copy, ranged, len(answer))
-    cost, _ = _read(lambda: list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH)), w)
+    with check_copies(coll.database, "aero_cost_id_only") as (name,):  # one per call, dropped after
+        copy = fresh_collection(coll.database, name)
+        insert_new(copy, list(coll.find({}, sort=[("_id", 1)], batch_size=QUERY_BATCH)))
+        lo, hi = prefix_bounds(make_id(airline, icao24) + "_")
+        ranged = {"_id": {"$gte": lo, "$lt": hi}}
+        answer = list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH))
+        w, modelled = work.id_prefix(copy, ranged, len(answer))
+        cost, _ = _read(lambda: list(copy.find(ranged, TRACK, sort=[("_id", 1)], batch_size=QUERY_BATCH)), w)
     teaching = {**(reports.teaching or {}), **({ID_RANGE_TRACK: work.note(_ID_RANGE)} if modelled else {})}
     return Forms({**reports.forms, ID_RANGE_TRACK: cost}, teaching=teaching,
                  layouts={**{label: ID_TRACK for label in reports.forms}, ID_RANGE_TRACK: {ID_ONLY, ID_TRACK}})

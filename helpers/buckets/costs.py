@@ -245,6 +245,9 @@ class Feed:
 def per_stored(w: Mapping[str, Any]) -> dict[str, float]:
     """A stored feed's costs (notebook 08's ``store_feed``) per report stored; a metric the engine
     could not count (``None``) is left out, not zero."""
+    if not w.get("reports stored"):
+        raise ValueError("per_stored: the measured feed stored no reports ('reports stored' is "
+                         f"{w.get('reports stored')!r}): store a feed of at least one report, then measure")
     return {m: w[m] / w["reports stored"] for m in _PER_RUN if w.get(m) is not None}
 
 
@@ -272,6 +275,9 @@ def drop_a_day(drop: Mapping[str, Any], docs_per_report: float, feed: Feed,
     ``by_server``: the same documents deleted by the server's TTL task (a TTL index on the time the
     delete's filter reads): what it deletes, document by document, with each document's index keys,
     and no round trip from the application."""
+    if not drop.get("docs deleted"):
+        raise ValueError("drop_a_day: the measured delete removed no documents ('docs deleted' is "
+                         f"{drop.get('docs deleted')!r}): measure a delete of a day that holds reports")
     docs, keys = docs_per_report * feed.reports_per_day, drop["index keys written"]
     out = {"round trips": 0 if by_server else drop["round trips"], "docs returned": 0, "bytes returned": 0, "docs written": docs,
            "index keys written": None if keys is None else keys / drop["docs deleted"] * docs}

@@ -347,11 +347,28 @@ START_KEY = [("start", 1)]  #: buckets: the recent buckets (the map) and a day's
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
+#: the largest ``expireAfterSeconds`` the server accepts (a 32-bit signed integer)
+MAX_EXPIRE_AFTER_S = 2**31 - 1
+
+
+def _checked_retention(retention_days: Any, oldest: Any) -> None:
+    """Refuse a retention that is not a whole number of days of at least 1 (0 would expire every
+    report at once, a negative one is refused by the server), and an ``oldest`` that is not a time."""
+    if isinstance(retention_days, bool) or not isinstance(retention_days, int) or retention_days < 1:
+        raise ValueError(f"retention_days is a whole number of days, 1 or more, not {retention_days!r}: "
+                         "0 or less would have the TTL task delete every report as soon as it is stored")
+    if oldest is not None and not isinstance(oldest, _dt.datetime):
+        raise TypeError(f"oldest is the oldest time replayed (a datetime, UTC), not {type(oldest).__name__}")
+
+
 def _age_days(oldest: _dt.datetime | None) -> int:
-    """Whole days since ``oldest`` (the oldest time replayed), plus a day's margin for a long session;
-    0 without one: what a TTL's retention is lengthened by so that the server keeps replayed data."""
+    """Whole days since ``oldest`` (the oldest time replayed; an aware time is taken in UTC), plus a
+    day's margin for a long session; 0 without one: what a TTL's retention is lengthened by so that
+    the server keeps replayed data."""
     if oldest is None:
         return 0
+    if oldest.tzinfo is not None:
+        oldest = oldest.astimezone(_dt.timezone.utc).replace(tzinfo=None)
     age = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None) - oldest
     return max(0, math.ceil(age / _dt.timedelta(days=1)) + 1)
 
@@ -369,7 +386,11 @@ def ttl_collection(db: Any, name: str, *, design: str, retention_days: int = 30,
     if design not in (DOCUMENTS, BUCKETS):
         raise ValueError(f"ttl_collection is for the by-hand designs ({DOCUMENTS!r}, {BUCKETS!r}), not {design!r}: "
                          f"a time series collection takes expireAfterSeconds as a collection option")
+    _checked_retention(retention_days, oldest)
     seconds = (retention_days + _age_days(oldest)) * 86_400 + (int(SPAN.total_seconds()) if design == BUCKETS else 0)
+    if seconds > MAX_EXPIRE_AFTER_S:
+        raise ValueError(f"a retention of {retention_days} days (with the replayed data's age) is {seconds:,} s, "
+                         f"more than the server's largest expireAfterSeconds, {MAX_EXPIRE_AFTER_S:,}")
     coll = fresh_collection(db, name)  # never somebody else's
     if design == BUCKETS:
         ensure_bucket_index(coll)
@@ -395,6 +416,7 @@ def timeseries_collection(db: Any, name: str, *, caps: Any, retention_days: int 
     documents one by one, the ``(icao24, time)`` index a real MongoDB (6.3+) creates by itself for
     ``metaField`` and ``timeField`` is created by hand. Either way the note says so."""
 
+    _checked_retention(retention_days, oldest)
     age_days = _age_days(oldest)
     options = {"timeseries": {"timeField": "time", "metaField": "icao24", "granularity": "seconds"},
                "expireAfterSeconds": (retention_days + age_days) * 86_400}

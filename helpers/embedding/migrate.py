@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import bson
 from pymongo import DeleteMany, InsertOne, ReplaceOne, ReturnDocument, UpdateOne
@@ -49,6 +49,14 @@ def _check_collections(products: Any, reviews: Any) -> None:
     """Both arguments are collections (``TypeError`` naming the one that is not)."""
     _check_collection(products, "products")
     _check_collection(reviews, "reviews")
+
+
+def _check_review(review: Any) -> None:
+    """A review to add is a document (``TypeError``, nothing written). Its own ``_id``,
+    ``product_id`` or ``n`` never count: the write path sets them from the product (its id and the
+    review's position), after the review's fields."""
+    if not isinstance(review, Mapping):
+        raise TypeError(f"review is a document (a dict), not {type(review).__name__}: nothing was written")
 
 
 def _check_arguments_and_record(products: Any, reviews: Any, batch_size: int) -> None:
@@ -92,7 +100,7 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
                     only: Iterable[Any] | None = None) -> MigrationReport:
     """Copy every product's embedded reviews into ``reviews``, one document each, with ``bulk_write``.
 
-    Each review becomes ``{"_id": "<product>-<n>", **review, "product_id", "n"}`` (``n`` = its
+    Each review becomes ``{**review, "_id": "<product>-<n>", "product_id", "n"}`` (``n`` = its
     position in the array; the meta fields last, so a review's own ``product_id`` or ``n`` cannot
     override them; the ``_id`` of product ``1`` and of product ``"1"`` would collide: keep one type). Safe to run again: when ``reviews`` already holds reviews, each batch
     first deletes that batch's products' reviews, then inserts them, in one ordered ``bulk_write``.
@@ -120,7 +128,7 @@ def migrate_reviews(products: Any, reviews: Any, *, batch_size: int = 200,
         pid = p["_id"]
         pids.append(pid)
         for n, review in enumerate(p["reviews"]):
-            ops.append(InsertOne({"_id": f"{pid}-{n}", **review, "product_id": pid, "n": n}))
+            ops.append(InsertOne({**review, "_id": f"{pid}-{n}", "product_id": pid, "n": n}))
         _count_product(report, pid, len(p["reviews"]))
         if len(pids) >= batch_size:
             flush(pids, ops)
@@ -224,6 +232,7 @@ def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -
     section 8.
     """
     _check_collections(products, reviews)
+    _check_review(review)
     flagged = {"$eq": ["$reviews_in", "collection"]}
     after = products.find_one_and_update(
         {"_id": product_id},
@@ -237,7 +246,7 @@ def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -
     if after.get("reviews_in") != "collection":
         return "array"
     n = int(after["review_count"]) - 1
-    reviews.insert_one({"_id": f"{product_id}-{n}", **review, "product_id": product_id, "n": n})
+    reviews.insert_one({**review, "_id": f"{product_id}-{n}", "product_id": product_id, "n": n})
     return "collection"
 
 
@@ -247,6 +256,7 @@ def add_review_push_first(products: Any, reviews: Any, product_id: Any, review: 
     (``find_one_and_update``, ``$inc``), then insert. One round trip into the array, three into the
     collection (the push that matched nothing is one). Returns ``"array"`` or ``"collection"``."""
     _check_collections(products, reviews)
+    _check_review(review)
     pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"}},
                                  {"$push": {"reviews": review}})
     if pushed.matched_count:
@@ -257,7 +267,7 @@ def add_review_push_first(products: Any, reviews: Any, product_id: Any, review: 
     if after is None:
         raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
     n = int(after["review_count"]) - 1
-    reviews.insert_one({"_id": f"{product_id}-{n}", **review, "product_id": product_id, "n": n})
+    reviews.insert_one({**review, "_id": f"{product_id}-{n}", "product_id": product_id, "n": n})
     return "collection"
 
 

@@ -560,9 +560,9 @@ def mongo_cached_summary(db: Any, icao24: str, ttl_s: float) -> dict[str, Any]:
             db[CACHE].replace_one({"_id": icao24}, {"value": value, "expireAt": expire}, upsert=True)
             break
         except DuplicateKeyError:
-            # the upsert's insert raced another write of the key (here the TTL monitor's delete, on SecantusDB).
-            # MongoDB 4.2+ retries an upsert on an _id equality itself; the manual's advice to an application
-            # is to retry it once, and the retry then finds the key settled
+            # SecantusDB's TTL sweeper deleted the expired document between the upsert's match and its
+            # insert (docs/ENGINES.md). A real MongoDB 4.2+ retries an upsert on an _id equality itself;
+            # an application may retry it, as the manual says, and the retry finds the key settled
             if attempt == 2:
                 raise
     return value

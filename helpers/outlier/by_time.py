@@ -103,10 +103,10 @@ def add_comment_by_time(db: Any, post_id: Any, comment: Mapping[str, Any], thres
             if pushed.matched_count:
                 return True
         except OperationFailure as exc:  # the push would grow the post past 16 MiB: overflow instead
-            _reraise_unless_too_large(exc, db, post_id, comment)
+            _reraise_unless_too_large(exc, db, post_id, comment, POSTS_BY_TIME)
             full = {}
         if posts.count_documents({"_id": post_id}, limit=1) == 0:
-            raise _not_found(db, post_id)
+            raise _not_found(db, post_id, POSTS_BY_TIME)
         ensure_time_overflow_index(db, bucket_size)   # before the flag: writers that see it may create it
         # the array never shrinks and the flag is never unset: a post that took no push is full or flagged
         posts.update_one({"_id": post_id, "$or": [{"hasOverflow": True}, full]}, {"$set": {"hasOverflow": True}})
@@ -129,7 +129,7 @@ def read_post_by_time(db: Any, post_id: Any, *, bucket_size: int | None = None) 
     bucket_size = _check_bucket_size(bucket_size)
     post = db[POSTS_BY_TIME].find_one({"_id": post_id})
     if post is None:
-        raise _not_found(db, post_id)
+        raise _not_found(db, post_id, POSTS_BY_TIME)
     if post.get("hasOverflow"):
         if bucket_size is None:
             more = [d["comment"] for d in db[OVERFLOW_BY_TIME].find(
@@ -157,7 +157,7 @@ def read_post_lookup_by_time(db: Any, post_id: Any, *, bucket_size: int | None =
     ], batchSize=2)  # one document at most: with room for two, the first reply says it is the last
     post = next(iter(pages), None)
     if post is None:
-        raise _not_found(db, post_id)
+        raise _not_found(db, post_id, POSTS_BY_TIME)
     return post
 
 

@@ -241,10 +241,10 @@ def _check_post_id(post_id: Any) -> Any:
     return post_id
 
 
-def _not_found(db: Any, post_id: Any) -> PostNotFoundError:
+def _not_found(db: Any, post_id: Any, posts: str = POSTS) -> PostNotFoundError:
     return PostNotFoundError(
-        f"no post with _id={post_id!r} in collection {POSTS!r} of database {db.name!r}; nothing was "
-        f"written. Insert the post first (db.{POSTS}.insert_one({{'_id': {post_id!r}, ...}})) or "
+        f"no post with _id={post_id!r} in collection {posts!r} of database {db.name!r}; nothing was "
+        f"written. Insert the post first (db.{posts}.insert_one({{'_id': {post_id!r}, ...}})) or "
         f"check post_id.")
 
 
@@ -285,14 +285,14 @@ def _start_counter(db: Any, post_id: Any) -> None:
     )
 
 
-def _would_pass_limit(db: Any, post_id: Any, comment: Any) -> bool:
+def _would_pass_limit(db: Any, post_id: Any, comment: Any, posts: str = POSTS) -> bool:
     """Would pushing ``comment`` make the post larger than 16 MiB? Asked of the server (``$bsonSize``).
 
     Only called after a failed push whose error code does not say (SecantusDB reports this case
     from ``findAndModify`` as a generic internal error).
     """
     try:
-        rows = list(db[POSTS].aggregate([{"$match": {"_id": post_id}},
+        rows = list(db[posts].aggregate([{"$match": {"_id": post_id}},
                                          {"$project": {"_id": 0, "size": {"$bsonSize": "$$ROOT"}}}]))
     except (OperationFailure, NotImplementedError):
         return False
@@ -347,10 +347,12 @@ def _checked_arguments(post_id: Any, comment: Any, threshold: Any,
     return comment, threshold, bucket_size
 
 
-def _reraise_unless_too_large(exc: OperationFailure, db: Any, post_id: Any, comment: Any) -> None:
+def _reraise_unless_too_large(exc: OperationFailure, db: Any, post_id: Any, comment: Any,
+                              posts: str = POSTS) -> None:
     """Raise ``exc`` again unless it is the server refusing a push that would grow the post past
-    16 MiB: said by its error code, or (SecantusDB, whose code does not say) asked of the server."""
-    if exc.code not in _TOO_LARGE_CODES and not _would_pass_limit(db, post_id, comment):
+    16 MiB: said by its error code, or (SecantusDB, whose code does not say) asked of the server,
+    of the post in collection ``posts``."""
+    if exc.code not in _TOO_LARGE_CODES and not _would_pass_limit(db, post_id, comment, posts):
         raise exc
 
 

@@ -42,7 +42,7 @@ is imported from here.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pymongo import DeleteOne, InsertOne, UpdateOne
 
@@ -784,7 +784,7 @@ class AncestorsWithNamesByParent(AncestorsWithNames):
                         "the subtree walked, then _id $in, no transaction": "rename_by_ids_without_transaction",
                         "the subtree walked, then _id $in, in a transaction": "rename_by_ids"}}
 
-    def _walk_below(self, node: Any, new_parent: Any = None, *, to: bool = False) -> dict:
+    def _walk_below(self, node: Any, new_parent: Any = None, *, to: bool = False, session: Any = None) -> dict:
         """One aggregate: the node (its ``ancestors`` and name), the ids of its whole subtree from a
         ``$graphLookup`` over the ``parent`` index (``ids``; None where the engine's depth cap may have
         stopped the walk, ``caps.graph_max_depth``: then the writes find the copies by a scan), and with
@@ -799,7 +799,7 @@ class AncestorsWithNamesByParent(AncestorsWithNames):
             pipeline.append({"$lookup": {"from": self.collection.name, "let": {"p": {"$literal": new_parent}},
                                          "pipeline": [{"$match": {"$expr": {"$eq": ["$_id", "$$p"]}}},
                                                       {"$project": {"ancestors": 1, "name": 1}}], "as": "to"}})
-        out = list(self.collection.aggregate([*pipeline, {"$project": keep}], batchSize=BATCH))
+        out = list(self.collection.aggregate([*pipeline, {"$project": keep}], batchSize=BATCH, session=session))
         if not out:
             raise self._unknown(node)
         doc = out[0]
@@ -811,24 +811,50 @@ class AncestorsWithNamesByParent(AncestorsWithNames):
     def move_by_ids(self, node: Any, new_parent: Any) -> None:
         """The same move, the subtree found first: one aggregate reads the node and the new parent and
         walks the node's subtree over the ``parent`` index (:meth:`_walk_below`); one ``bulk_write``
-        then updates the node and its descendants by ``_id`` (``$in``), no collection scan."""
-        doc = self._walk_below(node, new_parent, to=new_parent is not None)
-        if new_parent is not None and not doc["to"]:
-            raise self._unknown(new_parent, "new_parent_id")
-        chain = [] if new_parent is None else doc["to"][0]["ancestors"] + [self._link(doc["to"][0])]
-        self._check_new_parent(node, new_parent, self._ids(chain))
-        if doc["ancestors"] == chain:
+        then updates the node and its descendants by ``_id`` (``$in``), no collection scan. In a
+        transaction the walk is its first read (a node added below since is found or conflicts, as
+        with the scan); without one, the mark holds the move without the ids, so :meth:`repair`
+        finds the copies by a scan (a node added during the interruption is not missed)."""
+        def walked(session: Any) -> dict | None:
+            doc = self._walk_below(node, new_parent, to=new_parent is not None, session=session)
+            if new_parent is not None and not doc["to"]:
+                raise self._unknown(new_parent, "new_parent_id")
+            chain = [] if new_parent is None else doc["to"][0]["ancestors"] + [self._link(doc["to"][0])]
+            self._check_new_parent(node, new_parent, self._ids(chain))
+            if doc["ancestors"] == chain:
+                return None
+            return {"op": "move", "from": doc["ancestors"], "to": new_parent, "chain": chain, "ids": doc["ids"]}
+
+        self._by_ids(node, walked)
+
+    def _by_ids(self, node: Any, walked: Callable[[Any], dict | None]) -> None:
+        """Run a walk-first rewrite: ``walked(session)`` reads what to write (an intent with the
+        subtree's ``ids``, or None: nothing to do). In a transaction, the walk and the writes in one
+        (a retried transaction walks again); without, the walk, then the mark (the intent without
+        its ids: :meth:`repair` rescans), the writes and the mark removed (:meth:`rewrite`)."""
+        if self.transaction:
+            def writes(session: Any) -> None:
+                intent = walked(session)
+                if intent is not None:
+                    self.finish(node, intent, session)
+
+            with self.collection.database.client.start_session() as session:
+                session.with_transaction(writes)
             return
-        intent = {"op": "move", "from": doc["ancestors"], "to": new_parent, "chain": chain, "ids": doc["ids"]}
-        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+        intent = walked(None)
+        if intent is None:
+            return
+        marked = {k: v for k, v in intent.items() if k != "ids"}
+        self.rewrite(node, marked, lambda session: self.finish(node, intent, session))
 
     def rename_by_ids(self, node: Any, new_name: str) -> None:
         """The same rename, the subtree found first (:meth:`_walk_below`), then one ``bulk_write``: the
         node's name, and the copies in its descendants updated by ``_id`` (``$in``), in a transaction
-        where the engine has them (else marked, as :meth:`rename`)."""
+        where the engine has them, the walk its first read (else marked without the ids, as
+        :meth:`move_by_ids`)."""
         _check_name(new_name)
-        intent = {"op": "rename", "name": new_name, "ids": self._walk_below(node)["ids"]}
-        self.rewrite(node, intent, lambda session: self.finish(node, intent, session))
+        self._by_ids(node, lambda session: {"op": "rename", "name": new_name,
+                                            "ids": self._walk_below(node, session=session)["ids"]})
 
     def rename_by_ids_without_transaction(self, node: Any, new_name: str) -> None:
         """:meth:`rename_by_ids`'s ``bulk_write`` alone, no transaction and no mark (display copies a
