@@ -817,8 +817,14 @@ def test_add_review_one_find_one_and_update_decides_on_the_product(db, form, int
     assert products.find_one({"_id": 3}) == {"_id": 3, "reviews": [{"t": "3-0", "date": DAY0}, {"t": "3-1", "date": DAY0 + timedelta(days=1)},
                                                                {"t": "3-2", "date": DAY0 + timedelta(days=2)}],
                                              "reviews_in": "collection", "review_count": 6}  # its array left alone
-    assert form(products, reviews, 5, review) == "array"
-    assert products.find_one({"_id": 5}) == {"_id": 5, "review_count": 2, "reviews": [review]}
+    # moved earlier (migrate_reviews, drop_embedded_reviews): into the collection at its next position, never
+    # an array whose review would take position 0, another review's place (flagged now: the migration agrees)
+    assert form(products, reviews, 5, review) == "collection"
+    assert products.find_one({"_id": 5}) == {"_id": 5, "review_count": 3, "reviews_in": "collection"}
+    assert reviews.find_one({"_id": "5-2"}, {"_id": 0}) == {**review, "product_id": 5, "n": 2}
+    assert products.find_one({"_id": 2}).keys() == {"_id", "reviews"}  # an unflagged product keeps no new field
+    form(products, reviews, 2, review)
+    assert products.find_one({"_id": 2}).keys() == {"_id", "reviews"}
     with pytest.raises(KeyError, match="no product"):
         form(products, reviews, 99, review)
     before = (list(products.find({}, sort=[("_id", 1)])), list(reviews.find({}, sort=[("_id", 1)])))

@@ -219,6 +219,11 @@ def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: 
 # ---------------------------------------------------------------------------------------------
 # 1.8: the cut-over that loses nothing (a version flag per product)
 
+#: a product whose reviews were moved earlier (``migrate_reviews``, then ``drop_embedded_reviews``): no
+#: array, a ``review_count`` (its next position)
+_MOVED = {"$and": [{"$eq": [{"$isArray": "$reviews"}, False]}, {"$ne": [{"$type": "$review_count"}, "missing"]}]}
+
+
 def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -> str:
     """The application's write path during a migration: where the product's reviews live now.
 
@@ -226,20 +231,25 @@ def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -
     no ``reviews_in: "collection"`` flag, it appends the review to the array (``$concatArrays``; the
     flag and the append are one document's write, so no append can land after the flag is set); once
     flagged, it takes the next position (``review_count`` plus 1) and the review is then inserted as
-    its own document with that number. It returns the flag and the count: one round trip into the
-    array, two into the collection. Returns ``"array"`` or ``"collection"``. (:func:`add_review_push_first`,
+    its own document with that number. A product moved earlier (``migrate_reviews``, then
+    ``drop_embedded_reviews``: no array, a ``review_count``) is flagged by the same write and takes
+    its next position too, never an array whose review would take another's place. It returns the
+    flag and the count: one round trip into the array, two into the collection. Returns ``"array"`` or ``"collection"``. (:func:`add_review_push_first`,
     the counter-example, tries the push first: three round trips into the collection.) Notebook 01,
     section 8.
     """
     _check_collections(products, reviews)
     _check_review(review)
-    flagged = {"$eq": ["$reviews_in", "collection"]}
+    # in the collection: flagged, or moved earlier (migrate_reviews, then drop_embedded_reviews: no array,
+    # a review_count), which the same write flags, so the review takes the next position, never position 0
+    flagged = {"$or": [{"$eq": ["$reviews_in", "collection"]}, _MOVED]}
     after = products.find_one_and_update(
         {"_id": product_id},
         [{"$set": {"reviews": {"$cond": [flagged, "$reviews",  # flagged: the array (if any) as it is
                                          {"$concatArrays": [{"$ifNull": ["$reviews", []]}, [{"$literal": review}]]}]},
                    "review_count": {"$cond": [flagged, {"$add": [{"$ifNull": ["$review_count", 0]}, 1]},
-                                              "$review_count"]}}}],
+                                              "$review_count"]},
+                   "reviews_in": {"$cond": [flagged, "collection", "$reviews_in"]}}}],
         projection={"_id": 0, "reviews_in": 1, "review_count": 1}, return_document=ReturnDocument.AFTER)
     if after is None:
         raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
@@ -257,13 +267,16 @@ def add_review_push_first(products: Any, reviews: Any, product_id: Any, review: 
     collection (the push that matched nothing is one). Returns ``"array"`` or ``"collection"``."""
     _check_collections(products, reviews)
     _check_review(review)
-    pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"}},
+    pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"},
+                                  "$or": [{"reviews": {"$type": "array"}}, {"review_count": {"$exists": False}}]},
                                  {"$push": {"reviews": review}})
     if pushed.matched_count:
         return "array"
-    after = products.find_one_and_update({"_id": product_id, "reviews_in": "collection"},
-                                         {"$inc": {"review_count": 1}}, projection={"review_count": 1},
-                                         return_document=ReturnDocument.AFTER)
+    after = products.find_one_and_update({"_id": product_id, "$or": [  # flagged, or moved earlier (flagged now)
+                                             {"reviews_in": "collection"},
+                                             {"reviews": {"$exists": False}, "review_count": {"$exists": True}}]},
+                                         {"$inc": {"review_count": 1}, "$set": {"reviews_in": "collection"}},
+                                         projection={"review_count": 1}, return_document=ReturnDocument.AFTER)
     if after is None:
         raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
     n = int(after["review_count"]) - 1
