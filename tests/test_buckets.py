@@ -652,7 +652,8 @@ def test_the_daily_bill_never_joins_a_clustered_store_to_a_collection_per_day_an
     billed = workload.billed(costs)
     for d in (DOCUMENTS, BUCKETS):
         store, drop = costs[d]["store a report"], costs[d]["drop a day"]
-        assert store.layouts["clustered"] == {CLUSTERED} and drop.layouts["a collection per day"] == {PER_DAY}
+        assert CLUSTERED in store.layouts["clustered"] and PER_DAY not in store.layouts["clustered"]
+        assert drop.layouts["a collection per day"] == {PER_DAY}
         assert not store.layouts["clustered"] & drop.layouts[billed[d]["drop a day"]] or \
             billed[d]["store a report"] != "clustered"
     assert billed[DOCUMENTS]["store a report"] == "insert_many a batch"
@@ -720,3 +721,68 @@ def test_the_ttl_form_is_the_measured_delete_without_its_round_trip_and_never_be
     billed = workload.billed(costs)
     assert billed[DOCUMENTS]["drop a day"] == billed[BUCKETS]["drop a day"] == "a collection per day"
     assert workload.pick(costs) == BUCKETS
+
+
+def test_a_clustered_collection_per_day_drops_the_old_day_and_creates_the_next_clustered_and_indexed(backend, db):
+    """The day of a clustered collection per day, measured: drop, create (clusteredIndex, no listCollections
+    first), createIndexes: three round trips, no document written; the next day's collection is clustered,
+    holds the design's indexes and is recorded as the workbook's; a collection the workbook did not create
+    is never dropped."""
+    from pymongo import IndexModel
+
+    import helpers
+    from helpers.buckets import CLUSTERED_INDEX, TIME_KEY, clustered_day
+    from helpers.safety import ForeignCollectionError, is_workbook_collection
+
+    if not backend.info.caps.clustered_collection:
+        pytest.skip("the engine refuses clustered collections (caps.clustered_collection): not measured")
+    old = helpers.fresh_collection(db, "days_1", clusteredIndex=CLUSTERED_INDEX)
+    old.create_index(TIME_KEY)
+    old.insert_one({"_id": "a", "time": T0})
+    day = clustered_day(db, "days_1", "days_2", [IndexModel(TIME_KEY)])
+    assert day["round trips"] == 3 and day["docs written"] == 0 and day["indexes dropped with it"] == 2
+    assert day["commands"] == "drop + create + createIndexes"
+    names = db.list_collection_names()
+    assert "days_1" not in names and "days_2" in names
+    options = db["days_2"].options()
+    assert options["clusteredIndex"]["key"] == {"_id": 1}
+    assert "time_1" in db["days_2"].index_information()
+    assert is_workbook_collection(db, "days_2")
+    assert clustered_day(db, "days_2", "days_2_again", [])["round trips"] == 2   # no index to create: one command less
+    db.create_collection("somebody_elses")
+    with pytest.raises(ForeignCollectionError):
+        clustered_day(db, "somebody_elses", "days_3", [])
+    assert "somebody_elses" in db.list_collection_names() and "days_3" not in db.list_collection_names()
+
+
+def test_the_clustered_store_is_billed_with_a_clustered_collection_per_day():
+    """Given a clustered collection per day (measured where the engine has clustered collections), the
+    clustered store stands with it: each design is billed at the clustered store and that drop, the
+    index keys a day fall by a key a document (7,500,000 to 5,000,000 here, 84,866 to 56,577), the round
+    trips by none but the day's create; the pick stays buckets. Without it, the plain bill as before."""
+    from helpers.buckets import BUCKETS, CLUSTERED, CLUSTERED_PER_DAY, DOCUMENTS, Feed, daily_costs
+
+    feed = Feed(batch=289, batches=13, windows=52, in_range=3_000 * 15 / 1440, reports_per_day=2_500_000,
+                retention_days=30)
+    inputs = _measured_bill_inputs()
+    days = {d: {"by day": {"round trips": 3, "docs written": 0}, "across": inputs["across"][d]}
+            for d in (DOCUMENTS, BUCKETS)}
+    costs = daily_costs((DOCUMENTS, BUCKETS), feed, clustered_days=days, **inputs)
+    workload = _bill_workload()
+    billed = workload.billed(costs)
+    for d in (DOCUMENTS, BUCKETS):
+        store, drop = costs[d]["store a report"], costs[d]["drop a day"]
+        assert store.layouts["clustered"] == {CLUSTERED, CLUSTERED_PER_DAY}
+        assert drop.layouts[CLUSTERED_PER_DAY] == {CLUSTERED_PER_DAY}
+        assert drop.forms[CLUSTERED_PER_DAY]["round trips"] == 3
+        assert drop.forms[CLUSTERED_PER_DAY]["index keys written"] == 0
+        assert billed[d]["store a report"] == "clustered" and billed[d]["drop a day"] == CLUSTERED_PER_DAY
+    daily = workload.weigh(costs)
+    assert daily.loc[DOCUMENTS, "index keys written / day"] == pytest.approx(2 * 2_500_000)
+    assert daily.loc[BUCKETS, "index keys written / day"] == pytest.approx(80 / 3535 * 2_500_000)
+    assert daily.loc[DOCUMENTS, "round trips / day"] == pytest.approx(13 / 13 / 289 * 2_500_000 + 3_000 + 8_640
+                                                                      + 3_000 + 3)
+    assert workload.pick(costs) == BUCKETS
+    plain = daily_costs((DOCUMENTS, BUCKETS), feed, **inputs)
+    assert CLUSTERED_PER_DAY not in plain[DOCUMENTS]["drop a day"].forms
+    assert workload.billed(plain)[DOCUMENTS]["drop a day"] == "a collection per day"

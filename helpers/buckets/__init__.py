@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from .costs import (
     CLUSTERED,
+    CLUSTERED_INDEX,
+    CLUSTERED_PER_DAY,
     LAYOUTS,
     PER_DAY,
     PLAIN,
@@ -14,6 +16,7 @@ from .costs import (
     at_workload,
     batch_filter,
     by_collection,
+    clustered_day,
     daily_costs,
     drop_a_day,
     index_keys_of,
@@ -98,6 +101,8 @@ __all__ = [
     "Feed",
     "PLAIN",
     "CLUSTERED",
+    "CLUSTERED_INDEX",
+    "CLUSTERED_PER_DAY",
     "PER_DAY",
     "TTL",
     "LAYOUTS",
@@ -105,6 +110,7 @@ __all__ = [
     "at_workload",
     "drop_a_day",
     "by_collection",
+    "clustered_day",
     "daily_costs",
     "without_pair_index",
 ]

@@ -14,8 +14,9 @@
   :func:`at_workload` (a batched write's costs at the workload's batch), :func:`drop_a_day` and
   :func:`by_collection` (a day's retention), and :func:`daily_costs`, every measured form of every
   operation of each design as ``helpers.workload.Forms``, each form's layout declared (:data:`PLAIN`,
-  :data:`CLUSTERED`, :data:`PER_DAY`), so that forms measured on layouts that cannot stand together
-  are never billed together.
+  :data:`CLUSTERED`, :data:`PER_DAY`, :data:`CLUSTERED_PER_DAY`), so that forms measured on layouts
+  that cannot stand together are never billed together; :func:`clustered_day` measures a day of a
+  clustered collection per day (the old day's collection dropped, the next created clustered and indexed).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from ..workload import Forms, cost_of
 from .pattern import BATCH_SIZE, BUCKETS, DESIGNS, window_start
 
 __all__ = ["batch_filter", "index_keys_of", "measured_read", "read_plan", "write_work", "Feed", "PLAIN", "CLUSTERED",
-           "PER_DAY", "TTL", "LAYOUTS", "per_stored", "at_workload", "drop_a_day", "by_collection", "daily_costs",
+           "PER_DAY", "TTL", "CLUSTERED_PER_DAY", "CLUSTERED_INDEX", "LAYOUTS", "clustered_day", "per_stored", "at_workload", "drop_a_day", "by_collection", "daily_costs",
            "without_pair_index"]
 
 
@@ -210,10 +211,15 @@ def write_work(collection: Any, commands: Iterable[Mapping[str, Any]]) -> dict[s
 #: billed together only where their layouts stand together (``Forms(layouts=...)``). A plain
 #: collection's writes are also a day's collection's writes (each day's collection is a plain one with
 #: the same indexes) and a TTL-indexed collection's (its time index carries ``expireAfterSeconds``: an
-#: insert writes the same keys; ``ttl_collection``); a clustered collection's are its own, and so is its
-#: delete.
+#: insert writes the same keys; ``ttl_collection``); a clustered collection's are its own, and so are a
+#: clustered collection per day's (each day's collection a clustered one with the same indexes); its
+#: delete stands only with its own store, and so does a clustered collection per day's drop.
 PLAIN, CLUSTERED, PER_DAY, TTL = "a plain collection", "a clustered collection", "a collection per day", "a TTL index"
-LAYOUTS = (PLAIN, CLUSTERED, PER_DAY, TTL)
+CLUSTERED_PER_DAY = "a clustered collection per day"
+LAYOUTS = (PLAIN, CLUSTERED, PER_DAY, TTL, CLUSTERED_PER_DAY)
+_CLUSTERED_WRITES = frozenset({CLUSTERED, CLUSTERED_PER_DAY})
+#: the ``clusteredIndex`` option of notebook 08's clustered collections (MongoDB 5.3+): documents in ``_id`` order
+CLUSTERED_INDEX = {"key": {"_id": 1}, "unique": True}
 _PLAIN_WRITES = frozenset({PLAIN, PER_DAY, TTL})
 #: what a batched write of the bucket design costs per bucket it touches (its share of a batch)
 PER_BUCKET = ("docs written", "docs returned", "bytes returned", "keys examined", "docs examined")
@@ -301,12 +307,52 @@ def by_collection(by_day: Mapping[str, Any], live_map: Any, across: Any, *, acro
                                                                              if m not in extra}
 
 
+def clustered_day(db: Any, old: str, new: str, indexes: Iterable[Any]) -> dict[str, Any]:
+    """A day later in a clustered collection per day, measured: the workbook's collection ``old``
+    dropped, ``new`` created clustered on ``_id`` (:data:`CLUSTERED_INDEX`, ``check_exists=False``: no
+    ``listCollections`` first) and given ``indexes`` (``IndexModel`` s, one ``createIndexes``). Returns
+    its ``round trips``, ``commands``, ``docs written`` and the ``indexes dropped with it`` (``_id``'s
+    included). Through ``helpers.safety``, outside the count: ``old`` must be the workbook's (refused,
+    ``ForeignCollectionError``, before anything is dropped), a ``new`` left by an earlier run is dropped
+    only if the workbook's, and ``new`` is recorded before it is created and by its UUID after."""
+    from ..safety import (
+        ForeignCollectionError,
+        drop_workbook_collection,
+        forget,
+        is_workbook_collection,
+        note_created,
+        record,
+    )
+
+    indexes = list(indexes)
+    with paused():  # the workbook's own checks and records, never part of a measured cost
+        if not is_workbook_collection(db, old):
+            raise ForeignCollectionError(f"clustered_day: {old!r} in database {db.name!r} is not a collection "
+                                         f"this workbook created, so it will not drop it")
+        if new == old:
+            raise ValueError("clustered_day: the next day's collection needs a name of its own")
+        held = len(db[old].index_information())
+        drop_workbook_collection(db, new)  # an earlier run's, if any: refused if somebody else's
+        record(db, new)
+    with count_commands() as cost:
+        db.drop_collection(old)
+        db.create_collection(new, clusteredIndex=CLUSTERED_INDEX, check_exists=False)
+        if indexes:
+            db[new].create_indexes(indexes)
+    with paused():
+        forget(db, [old])
+        note_created(db, new)
+    return {"round trips": cost.round_trips, "commands": " + ".join(cost.commands), "docs written": cost.docs_written,
+            "indexes dropped with it": held}
+
+
 def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any], bucket_forms: Mapping[str, Any],
                 clustered: Mapping[str, Mapping[str, Any]], reads: Mapping[str, Mapping[str, Any]],
                 default_batch: Mapping[str, Any], map_loop: Mapping[str, Any], every_kept: Mapping[str, Any],
                 docs_per_report: Mapping[str, float], drops: Mapping[str, Any],
                 drop_plans: Mapping[str, Any] | None, by_day: Mapping[str, Any], across: Mapping[str, Any],
-                across_a_day: float, ttl: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+                across_a_day: float, ttl: Iterable[str] = (),
+                clustered_days: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """``{design: {operation: cost or Forms}}`` for notebook 08's workload, every form measured:
 
     * storing a report: ``writes[design]`` (one ``insert`` a batch; the bucket writer), the bucket
@@ -321,11 +367,13 @@ def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any]
       the day's collection dropped (:func:`by_collection`, from ``by_day`` and ``across``), and the
       clustered collection's delete (``clustered[design]["drop"]``, ``["plan"]``), and, for the designs
       of ``ttl`` (their store measured on a ``ttl_collection`` as on the plain one), the TTL task's
-      deletes (:func:`drop_a_day` ``by_server``), not run: priced from the measured delete.
+      deletes (:func:`drop_a_day` ``by_server``), not run: priced from the measured delete, and, for
+      the designs of ``clustered_days`` (``{"by day": clustered_day's, "across": the map across
+      midnight on those collections}``), a clustered collection per day dropped (:func:`by_collection`).
 
     Each store and drop form names its layout: the plain collection's store stands with its delete,
-    with a collection per day and with a TTL index, the clustered collection's store only with its own
-    delete."""
+    with a collection per day and with a TTL index, the clustered collection's store with its own
+    delete and with a clustered collection per day."""
     ttl = set(ttl)
     costs: dict[str, dict[str, Any]] = {}
     for d in designs:
@@ -335,8 +383,9 @@ def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any]
         if d in clustered:
             store["clustered"] = at_workload(clustered[d]["write"], feed, per)
             teaching[first] = "a plain collection: a separate _id index"
-            teaching["clustered"] = "a clustered collection: billed only with its own delete_many"
-            layouts["clustered"] = CLUSTERED
+            teaching["clustered"] = ("a clustered collection: billed with its own delete_many or a clustered "
+                                     "collection per day")
+            layouts["clustered"] = _CLUSTERED_WRITES
         if d == BUCKETS:
             b = bucket_forms["bucket_reports"]
             writes_per_window = (b["round trips"] - b["read round trips"]) / feed.windows
@@ -368,6 +417,14 @@ def daily_costs(designs: Iterable[str], feed: Feed, *, writes: Mapping[str, Any]
             drop_teaching["delete_many by time"] = "a plain collection: a separate _id index"
             drop_teaching["clustered"] = "a clustered collection's delete_many: billed only with its own store"
             drop_layouts["clustered"] = CLUSTERED
+        if d in clustered and d in (clustered_days or {}):
+            c = clustered_days[d]
+            drop[CLUSTERED_PER_DAY] = by_collection(c["by day"], reads[d]["the live map"], c["across"],
+                                                    across_a_day=across_a_day)
+            drop_teaching[CLUSTERED_PER_DAY] = (f"drop + create (clusteredIndex) + createIndexes: billed only with the "
+                                                f"clustered store; {across_a_day:g} maps a day read two collections "
+                                                f"(included)")
+            drop_layouts[CLUSTERED_PER_DAY] = CLUSTERED_PER_DAY
         track = reads[d]["track for an hour"]
         if d != BUCKETS:  # the buckets' track returns a few buckets: no batch to cut
             track = Forms({f"batch_size={BATCH_SIZE:,}": track, "default batch": default_batch[d]},
