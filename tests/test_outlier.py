@@ -878,3 +878,54 @@ def test_the_bill_weighs_the_overflow_by_time_on_its_own_layout(db):
     numbered_only = {"outlier pattern": {op: Forms({k: v for k, v in f.forms.items() if "time" not in k})
                                          for op, f in both["outlier pattern"].items()}}
     assert workload.weigh(numbered_only)["round trips / day"]["outlier pattern"] == 102_100
+
+
+# the layout "time, newest bucket": no open index; the upsert takes the post's newest bucket with room
+# (update_one(..., sort={"first": -1}), MongoDB 8.0+), the page's (post_id, first) the only secondary index
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(threshold=st.integers(1, 4), bucket_size=st.integers(1, 4), n=st.integers(0, 20))
+def test_newest_bucket_reads_what_was_added_and_equals_the_bulk_layout(db, threshold, bucket_size, n):
+    _clear_by_time(db)
+    workbook_collection(db, POSTS_BY_TIME).insert_one({"_id": "p", "title": "t"})
+    added = [_timed(i) for i in range(n)]
+    for c in added:
+        add_comment_by_time(db, "p", c, threshold, flagged=_is_flagged(db, "p"), bucket_size=bucket_size, open_index=False)
+    for read in (read_post_by_time, read_post_lookup_by_time):
+        assert read(db, "p", bucket_size=bucket_size).get("comments", []) == added
+    stored = list(db[OVERFLOW_BUCKETS_BY_TIME].find({}, {"_id": 0}).sort("first", 1))
+    assert all(b["n"] == len(b["comments"]) <= bucket_size for b in stored)  # the cap held
+    if n:
+        layout, layout_overflow = time_layout({"_id": "p", "title": "t", "comments": added}, threshold, bucket_size=bucket_size)
+        assert db[POSTS_BY_TIME].find_one({"_id": "p"}) == layout and stored == layout_overflow
+    if n > threshold:
+        names = {ix["name"] for ix in db[OVERFLOW_BUCKETS_BY_TIME].list_indexes()}
+        assert names == {"_id_", "post_id_1_first_1"}  # no open index
+
+
+def test_newest_bucket_a_comment_is_one_round_trip_and_two_keys_per_bucket(db):
+    """A comment on a flagged post is one round trip; a bucket writes 2 index keys when it opens
+    (_id and (post_id, first)) and none when it fills (with the open index: 3, then 1 removed).
+    The pages equal the open-index layout's, comment for comment."""
+    pages = {}
+    for open_index in (True, False):
+        _clear_by_time(db)
+        posts = workbook_collection(db, POSTS_BY_TIME)
+        posts.insert_one({"_id": "v", "title": "viral"})
+        overflow = db[OVERFLOW_BUCKETS_BY_TIME]
+        ensure_time_overflow_index(db, 3, open_index=open_index)
+        keys = {}
+        for i in range(110):
+            with count_commands(index_keys={posts: {"_id": "v"}, overflow: {"post_id": "v"}}) as c:
+                add_comment_by_time(db, "v", _timed(i), 2, flagged=i > 2, bucket_size=3, open_index=open_index)
+            if i != 2:
+                assert c.round_trips == 1, (open_index, i, c.commands)
+            if i > 2:
+                assert c.commands == ["update"], c.commands
+            keys[i] = c.index_keys_written
+        assert [keys[i] for i in range(5, 11)] == ([3, 0, 1, 3, 0, 1] if open_index else [2, 0, 0, 2, 0, 0])
+        assert all(b["n"] == len(b["comments"]) <= 3 for b in overflow.find({}))
+        assert overflow.count_documents({}) == 36  # 108 overflowed comments, 3 a bucket: every bucket filled
+        pages[open_index] = [read(db, "v", bucket_size=3) for read in (read_post_by_time, read_post_lookup_by_time)]
+        assert all(p["comments"] == [_timed(i) for i in range(110)] for p in pages[open_index])
+    assert pages[True] == pages[False]

@@ -14,7 +14,13 @@ in ``posts_by_time``; the overflow is either
   into the post's *open* bucket (``n < bucket_size``), found by a partial index that holds the open
   buckets only (the "open index": a key when a bucket opens, removed when it fills), beside the
   page's index ``(post_id, first)``. Two writers that find no open bucket at once each open one;
-  both fill up later, so no bucket ever holds more than ``bucket_size``.
+  both fill up later, so no bucket ever holds more than ``bucket_size``; or
+* the same buckets with no open index (``open_index=False``, the layout "time, newest bucket"): the
+  upsert takes the post's newest bucket with room, ``sort={"first": -1}`` on the filter
+  ``{post_id, n < bucket_size}`` (MongoDB 8.0's ``updateOne`` with ``sort``; pymongo 4.11+), which a
+  server answers by walking ``(post_id, first)`` backward and stopping at the first bucket with room.
+  The only secondary index is the page's ``(post_id, first)``: a bucket writes 2 index keys when it
+  opens (``_id`` and ``(post_id, first)``), none when it fills.
 
 A writer that knows the post is flagged (the page it showed said so; a flag is never unset) writes
 the overflow directly (``flagged=True``). Otherwise one update pushes the comment while the post is
@@ -57,38 +63,44 @@ def _overflow_name(bucket_size: int | None) -> str:
     return OVERFLOW_BY_TIME if bucket_size is None else OVERFLOW_BUCKETS_BY_TIME
 
 
-def ensure_time_overflow_index(db: Any, bucket_size: int | None = None) -> None:
+def ensure_time_overflow_index(db: Any, bucket_size: int | None = None, *, open_index: bool = True) -> None:
     """The indexes of the time-ordered overflow: ``(post_id, comment.ts)`` for one document per
-    comment; for buckets of ``bucket_size``, the page's ``(post_id, first)`` and the open index,
-    ``post_id`` over the buckets with room (``n < bucket_size``). Recorded leniently
-    (``track_collection``), as ``pattern.ensure_overflow_index`` is."""
+    comment; for buckets of ``bucket_size``, the page's ``(post_id, first)`` and (``open_index``) the
+    open index, ``post_id`` over the buckets with room (``n < bucket_size``); with
+    ``open_index=False`` (the newest bucket found by ``sort``) the page's index alone. Recorded
+    leniently (``track_collection``), as ``pattern.ensure_overflow_index`` is."""
     if _check_bucket_size(bucket_size) is None:
         track_collection(db, OVERFLOW_BY_TIME).create_index([("post_id", 1), ("comment.ts", 1)],
                                                             name="post_id_1_comment.ts_1")
         return
     buckets = track_collection(db, OVERFLOW_BUCKETS_BY_TIME)
     buckets.create_index([("post_id", 1), ("first", 1)], name="post_id_1_first_1")
-    buckets.create_index([("post_id", 1)], name="open_buckets", partialFilterExpression={"n": {"$lt": bucket_size}})
+    if open_index:
+        buckets.create_index([("post_id", 1)], name="open_buckets", partialFilterExpression={"n": {"$lt": bucket_size}})
 
 
-def _store(db: Any, post_id: Any, comment: dict[str, Any], bucket_size: int | None) -> None:
+def _store(db: Any, post_id: Any, comment: dict[str, Any], bucket_size: int | None, open_index: bool = True) -> None:
     if bucket_size is None:
         db[OVERFLOW_BY_TIME].insert_one({"post_id": post_id, "comment": comment})
         return
-    db[OVERFLOW_BUCKETS_BY_TIME].update_one(   # the open bucket, by the open index; none open: a new one
+    # a bucket with room: by the open index, or the newest by (post_id, first) walked backward; none: a new one
+    newest: dict[str, Any] = {} if open_index else {"sort": {"first": -1}}
+    db[OVERFLOW_BUCKETS_BY_TIME].update_one(
         {"post_id": post_id, "n": {"$lt": bucket_size}},
         {"$push": {"comments": {"$each": [comment], "$sort": {"ts": 1}}}, "$inc": {"n": 1},
          "$min": {"first": comment["ts"]}},
-        upsert=True)
+        upsert=True, **newest)
 
 
 def add_comment_by_time(db: Any, post_id: Any, comment: Mapping[str, Any], threshold: int, *,
-                        flagged: bool = False, bucket_size: int | None = None) -> bool:
+                        flagged: bool = False, bucket_size: int | None = None, open_index: bool = True) -> bool:
     """Add ``comment`` (which carries its ``ts``) to post ``post_id`` of ``posts_by_time``; True when
     it was embedded. ``flagged=True``: the caller read the post flagged, so the comment goes to the
     overflow in one write (an insert, or one upsert into the open bucket). Otherwise one update
     embeds it while the post is unflagged with room (one round trip); a full post is flagged first
-    (the overflow collection recorded and indexed before the flag), then the comment is stored."""
+    (the overflow collection recorded and indexed before the flag), then the comment is stored.
+    Buckets: ``open_index=True`` finds the open bucket by the open index; ``False`` takes the newest
+    bucket with room (``update_one(..., sort={"first": -1})``, MongoDB 8.0+), with no open index."""
     comment, threshold, bucket_size = _checked_arguments(post_id, comment, threshold, bucket_size)
     if "ts" not in comment:
         raise TypeError("comment needs its time, a 'ts' field: the time-ordered overflow reads comments in ts "
@@ -107,10 +119,10 @@ def add_comment_by_time(db: Any, post_id: Any, comment: Mapping[str, Any], thres
             full = {}
         if posts.count_documents({"_id": post_id}, limit=1) == 0:
             raise _not_found(db, post_id, POSTS_BY_TIME)
-        ensure_time_overflow_index(db, bucket_size)   # before the flag: writers that see it may create it
+        ensure_time_overflow_index(db, bucket_size, open_index=open_index)   # before the flag: writers that see it may create it
         # the array never shrinks and the flag is never unset: a post that took no push is full or flagged
         posts.update_one({"_id": post_id, "$or": [{"hasOverflow": True}, full]}, {"$set": {"hasOverflow": True}})
-    _store(db, post_id, comment, bucket_size)
+    _store(db, post_id, comment, bucket_size, open_index)
     return False
 
 
