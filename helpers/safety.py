@@ -443,38 +443,24 @@ def drop_workbook_collection(db: Any, name: str) -> bool:
 def check_copies(db: Any, *prefixes: str) -> Iterator[list[str]]:
     """Fresh names for the copies one call of a check makes, ``<prefix>_<8 random hex>`` each (two
     kernels never share, or drop, one): yields the names, none created yet; a name that is somebody
-    else's collection is refused before anything is written. Each name is leased to this call while
-    it runs (``CHECK_LEASE_S``), so another kernel's :func:`reset_workbook` leaves the copies alone
-    mid-check. On leaving, whatever happened inside, every copy under the names is dropped: the
-    workbook's, and one made under a name that did not exist on entering (the learner's function
-    dropped a copy and made it again: a random name only this call knows), its registry entry
-    removed and its lease released."""
+    else's collection is refused before anything is written. On leaving, whatever happened inside,
+    every copy under the names is dropped: the workbook's, and one made under a name that did not
+    exist on entering (the learner's function dropped a copy and made it again: a random name only
+    this call knows), and its registry entry removed. (Not leased: a load into a copy takes the
+    copy's lease itself, and another kernel's reset in the same seconds may drop a copy mid-check.)"""
     tag = uuid.uuid4().hex[:8]
     names = [f"{p}_{tag}" for p in prefixes]
     for name in names:
         workbook_collection(db, name, create=False)  # somebody else's collection is refused, never dropped
     absent = set(names) - set(_existing(db))
-    taken: list[str] = []
     try:
-        for name in names:
-            if not take_lease(db, name, tag, CHECK_LEASE_S):  # pragma: no cover - a random name nobody else holds
-                raise ForeignCollectionError(f"{name!r} is leased by another kernel: run the check again")
-            taken.append(name)
         yield names
     finally:
-        try:
-            there = _existing(db)
-            for name in names:
-                if name in there and (name in absent or is_workbook_collection(db, name)):
-                    db.drop_collection(name)  # only the copies this call made
-            forget(db, names)
-        finally:
-            release_leases(db, taken, tag)
-
-
-#: how long a check's copies stay leased to it (a check runs for seconds; a crashed kernel's lease
-#: expires, and the next reset drops what it left)
-CHECK_LEASE_S = 3600.0
+        there = _existing(db)
+        for name in names:
+            if name in there and (name in absent or is_workbook_collection(db, name)):
+                db.drop_collection(name)  # only the copies this call made
+        forget(db, names)
 
 
 def track_collection(db: Any, name: str) -> Any:

@@ -22,7 +22,7 @@ The lesson's parts, each imported from here: ``keys`` (the ``_id``, the airline 
 ``messages`` (validation, message number, the Stratux feed, a receiver's batches), ``store`` (ingest), ``queries`` (the
 five queries, the fleet's latest positions, Python objects), ``rekey`` (re-keying, sharding), ``validation`` (the ``$jsonSchema``),
 ``geo`` (GeoJSON points, distance, the geo queries), ``costs`` (the tracker workload's measured
-costs, every form of every operation: :func:`tracker_costs`) and ``probe`` (what an engine can show, from the probe made on
+costs, every form of every operation: :func:`tracker_costs`), ``writers`` (the ingest writers that bill measures) and ``probe`` (what an engine can show, from the probe made on
 connect: the lesson's labelled lines). ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations

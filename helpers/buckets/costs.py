@@ -26,6 +26,14 @@ from typing import Any, Callable, Iterable, Mapping
 from ..backends import backend_info, info_of
 from ..counting import count_commands, paused
 from ..measure import Measurement, benchmark
+from ..safety import (
+    ForeignCollectionError,
+    drop_workbook_collection,
+    forget,
+    is_workbook_collection,
+    note_created,
+    record,
+)
 from ..workload import Forms, cost_of
 from .pattern import BATCH_SIZE, BUCKETS, DESIGNS, window_start
 
@@ -315,15 +323,6 @@ def clustered_day(db: Any, old: str, new: str, indexes: Iterable[Any]) -> dict[s
     included). Through ``helpers.safety``, outside the count: ``old`` must be the workbook's (refused,
     ``ForeignCollectionError``, before anything is dropped), a ``new`` left by an earlier run is dropped
     only if the workbook's, and ``new`` is recorded before it is created and by its UUID after."""
-    from ..safety import (
-        ForeignCollectionError,
-        drop_workbook_collection,
-        forget,
-        is_workbook_collection,
-        note_created,
-        record,
-    )
-
     indexes = list(indexes)
     with paused():  # the workbook's own checks and records, never part of a measured cost
         if not is_workbook_collection(db, old):

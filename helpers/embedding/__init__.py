@@ -1,10 +1,11 @@
 """Embedding vs referencing, and consistency across documents (notebook 01).
 
-The lesson's face: every name notebook 01 uses, imported from its parts: ``patterns`` (one small function per idea of sections 1.2-1.7) and ``migrate`` (start embedded, pivot later:
+The lesson's face: every name notebook 01 uses, imported from its parts: ``patterns`` (one small function per idea of sections 1.2-1.7), ``keyed`` (the keyed-reviews layout: a review's ``_id`` is its product, date and author) and ``migrate`` (start embedded, pivot later:
 moving embedded reviews to a collection of their own, nothing lost); ``checks`` holds the exercises' checkers.
 """
 from __future__ import annotations
 
+from .keyed import LAST_DATE, add_review_keyed, keyed_page_filter, keyed_review, product_page_keyed
 from .migrate import (
     MigrationReport,
     add_review,
@@ -18,7 +19,6 @@ from .migrate import (
     verify_migration,
 )
 from .patterns import (
-    LAST_DATE,
     ForeignPlan,
     GrowthResult,
     Throughput,
@@ -26,7 +26,6 @@ from .patterns import (
     add_coauthor,
     add_coauthor_named,
     add_review_embedded,
-    add_review_keyed,
     add_review_referenced,
     add_work,
     author_copies_agree,
@@ -40,14 +39,11 @@ from .patterns import (
     find_work,
     foreign_query_plan,
     hot_document_throughput,
-    keyed_page_filter,
-    keyed_review,
     lookup_stage_stats,
     one_sided_references,
     priced,
     product_is_consistent,
     product_page,
-    product_page_keyed,
     product_page_lookup,
     push_reviews_until_limit,
     read_in_snapshot_session,

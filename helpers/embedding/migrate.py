@@ -45,10 +45,16 @@ class MigrationReport:
     per_product: dict[Any, int] = field(default_factory=dict, repr=False)
 
 
-def _check_collections(products: Any, reviews: Any) -> None:
-    """Both arguments are collections (``TypeError`` naming the one that is not)."""
+_NO_REVIEW = object()
+
+
+def _check_collections(products: Any, reviews: Any, review: Any = _NO_REVIEW) -> None:
+    """Both arguments are collections (``TypeError`` naming the one that is not); a ``review`` given
+    is a document (:func:`_check_review`)."""
     _check_collection(products, "products")
     _check_collection(reviews, "reviews")
+    if review is not _NO_REVIEW:
+        _check_review(review)
 
 
 def _check_review(review: Any) -> None:
@@ -222,6 +228,8 @@ def drop_embedded_reviews(products: Any, counts: dict[Any, int], *, batch_size: 
 #: a product whose reviews were moved earlier (``migrate_reviews``, then ``drop_embedded_reviews``): no
 #: array, a ``review_count`` (its next position)
 _MOVED = {"$and": [{"$eq": [{"$isArray": "$reviews"}, False]}, {"$ne": [{"$type": "$review_count"}, "missing"]}]}
+#: where add_review writes to the collection: flagged, or moved earlier (the same write flags it)
+_FLAGGED = {"$or": [{"$eq": ["$reviews_in", "collection"]}, _MOVED]}
 
 
 def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -> str:
@@ -238,18 +246,13 @@ def add_review(products: Any, reviews: Any, product_id: Any, review: Document) -
     the counter-example, tries the push first: three round trips into the collection.) Notebook 01,
     section 8.
     """
-    _check_collections(products, reviews)
-    _check_review(review)
-    # in the collection: flagged, or moved earlier (migrate_reviews, then drop_embedded_reviews: no array,
-    # a review_count), which the same write flags, so the review takes the next position, never position 0
-    flagged = {"$or": [{"$eq": ["$reviews_in", "collection"]}, _MOVED]}
+    _check_collections(products, reviews, review)
     after = products.find_one_and_update(
-        {"_id": product_id},
-        [{"$set": {"reviews": {"$cond": [flagged, "$reviews",  # flagged: the array (if any) as it is
-                                         {"$concatArrays": [{"$ifNull": ["$reviews", []]}, [{"$literal": review}]]}]},
-                   "review_count": {"$cond": [flagged, {"$add": [{"$ifNull": ["$review_count", 0]}, 1]},
-                                              "$review_count"]},
-                   "reviews_in": {"$cond": [flagged, "collection", "$reviews_in"]}}}],
+        {"_id": product_id}, [{"$set": {  # flagged: the array (if any) left as it is, the next position taken
+            "reviews": {"$cond": [_FLAGGED, "$reviews",
+                                  {"$concatArrays": [{"$ifNull": ["$reviews", []]}, [{"$literal": review}]]}]},
+            "review_count": {"$cond": [_FLAGGED, {"$add": [{"$ifNull": ["$review_count", 0]}, 1]}, "$review_count"]},
+            "reviews_in": {"$cond": [_FLAGGED, "collection", "$reviews_in"]}}}],
         projection={"_id": 0, "reviews_in": 1, "review_count": 1}, return_document=ReturnDocument.AFTER)
     if after is None:
         raise KeyError(f"no product with _id {product_id!r} in {products.name!r}: check product_id")
@@ -265,8 +268,7 @@ def add_review_push_first(products: Any, reviews: Any, product_id: Any, review: 
     absence in the filter; when nothing matched, take the next position from ``review_count``
     (``find_one_and_update``, ``$inc``), then insert. One round trip into the array, three into the
     collection (the push that matched nothing is one). Returns ``"array"`` or ``"collection"``."""
-    _check_collections(products, reviews)
-    _check_review(review)
+    _check_collections(products, reviews, review)
     pushed = products.update_one({"_id": product_id, "reviews_in": {"$ne": "collection"},
                                   "$or": [{"reviews": {"$type": "array"}}, {"review_count": {"$exists": False}}]},
                                  {"$push": {"reviews": review}})

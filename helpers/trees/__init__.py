@@ -2,7 +2,7 @@
 
 The lesson's face: every name notebook 03 uses, imported from its parts: ``base`` (what every pattern
 shares: checked input, loading, crash-safe rewrites), ``patterns`` (references, ancestors arrays,
-``$graphLookup``), ``paths`` (materialized paths, and the variant whose links carry the path) and
+``$graphLookup``), ``by_parent`` (the ancestors array with names indexed on ``parent`` alone), ``paths`` (materialized paths, and the variant whose links carry the path) and
 ``costs`` (a tree's shape, where patterns disagree, what each operation costs in each of its forms,
 and the server's work); ``checks`` holds the exercises' checkers.
 """
@@ -17,6 +17,7 @@ from .base import (
     UnknownNodeError,
     interrupt,
 )
+from .by_parent import AncestorsWithNamesByParent
 from .costs import (
     TEACHING,
     decision_table,
@@ -31,7 +32,6 @@ from .paths import PATTERNS, MaterializedPaths, PathInLink
 from .patterns import (
     AncestorsArray,
     AncestorsWithNames,
-    AncestorsWithNamesByParent,
     ChildRefs,
     GraphLookup,
     ParentRefs,
